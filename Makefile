@@ -1,0 +1,50 @@
+# The two commands a fresh machine needs are `make run` and `make test`; see README.md.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# Keep in step with `name` in [[workspace.metadata.leptos]].
+OUTPUT_NAME := anchorage
+# Plain cargo commands get the same settings as cargo-leptos's dev build, so both share
+# target/debug instead of rebuilding each other's artifacts (TOOLCHAIN.md §5.6).
+DEV_ENV := env LEPTOS_OUTPUT_NAME=$(OUTPUT_NAME) RUSTFLAGS="--cfg erase_components"
+# wasm-opt for release builds comes from npm's binaryen in end2end/.
+TOOLS_PATH := PATH="$(CURDIR)/end2end/node_modules/.bin:$$PATH"
+
+.PHONY: help setup run dev test fmt-check clippy unit wasm-check e2e
+
+help:
+	@echo "make run    install what is missing, build in release mode, serve http://127.0.0.1:3000"
+	@echo "make test   install what is missing, then run every check and test"
+	@echo "make dev    cargo leptos watch: rebuild and reload the browser on every change"
+
+setup:
+	bash scripts/setup.sh
+
+run: setup
+	$(TOOLS_PATH) LEPTOS_ENV=PROD cargo leptos serve --release
+
+dev: setup
+	cargo leptos watch
+
+test: setup fmt-check clippy unit wasm-check e2e
+
+fmt-check:
+	cargo fmt --all --check
+
+clippy:
+	$(DEV_ENV) cargo clippy --workspace --exclude frontend --all-targets --locked -- -D warnings
+
+unit:
+	$(DEV_ENV) cargo test --workspace --exclude frontend --locked
+
+wasm-check:
+	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked -- -D warnings
+
+# Builds the release site (wasm-opt included), starts the release server and runs Playwright
+# (desktop and phone projects) against it.
+e2e:
+	$(TOOLS_PATH) cargo leptos end-to-end --release --cargo-locked
+	@node -e 'const s=require("./end2end/test-results/results.json").stats; \
+	  console.log(`e2e: $${s.expected+s.flaky} passed, $${s.unexpected} failed, $${s.skipped} skipped`)'

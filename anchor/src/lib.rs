@@ -1,0 +1,124 @@
+//! # The Stable Assistant Turn Anchor
+//!
+//! Every assistant turn has exactly one anchor. Everything observed about the turn, whether a
+//! live SSE frame, a row replayed from the run journal, the settled transcript message or a
+//! recovery snapshot, is normalized into one envelope, classified, deduplicated by identity
+//! and routed into that anchor. Renderers never own the turn; they project it.
+//!
+//! ```text
+//! live SSE frame ─┐
+//! journal row ────┼─▶ normalize ─▶ Registry::apply_source_event ─▶ Anchor ─▶ ActivityScene ─▶ rows
+//! settled message ┤   classify     gates: excluded, mismatched,      activity_events      (one per
+//! snapshot ───────┘   identity     duplicate; then route             artifacts, …         activity
+//!                     sanitize                                       lifecycle, content    event)
+//! ```
+//!
+//! # The model
+//! - **Classification** ([`classify`]): `activity` (prose, reasoning, tools, lifecycle,
+//!   control, terminal: these become rows), `artifact`, `side_effect`, `metadata` (usage,
+//!   title, snapshots, the settled message), `transport` (`stream_end`) or `excluded`
+//!   (counted, never stored: `metering`, `todo_state`, any unknown name).
+//! - **Identity** ([`dedupe_key`]): an event is the same event when it has the same
+//!   `event_id`, else the same `run_id` + `seq`, else the same session, type, local id and
+//!   `seq`. Never its text, never its time. An event without identity is always appended.
+//! - **One owner**: events of another session, turn or run are rejected; a reconnect on a new
+//!   stream of the same run is accepted.
+//! - **Terminal state is explicit** ([`TerminalState`]) and separate from the final answer.
+//!   `done` settles the existing anchor; it never makes a second turn. `stream_end` is
+//!   transport and never means "completed".
+//! - **The final answer** comes only from a `settled_message` and is never a row.
+//! - **Rows** ([`ActivityScene`], [`ActivityRow`]) are in acceptance order; every display mode
+//!   gets the same rows and differs only in display hints.
+//!
+//! # Calling order
+//! 1. [`Registry::new`] with a [`Seed`] (the session id is required).
+//! 2. [`Registry::apply_source_event`] for every observation, in arrival order. It never fails
+//!    and never panics; the returned [`Applied`] says whether the event was accepted, why not,
+//!    and which parts of the anchor changed ([`Change`], with the row index to patch).
+//! 3. [`Registry::scene`] for the whole turn, or [`Registry::row`] for one row.
+//!
+//! ```
+//! use anchor::{Mode, Registry, Seed, TerminalState};
+//! use serde_json::json;
+//!
+//! let mut turn = Registry::new(&Seed::new("s1").stream("run-1")).unwrap();
+//! let ctx = json!({});
+//! // A live frame, the same event replayed from the journal, then the end.
+//! turn.apply_source_event(&json!({"type": "token", "data": "{\"text\":\"Hi\"}", "lastEventId": "run-1:1"}), &ctx);
+//! let replay = turn.apply_source_event(&json!({"event": "token", "event_id": "run-1:1", "payload": {"text": "Hi"}}), &ctx);
+//! assert!(!replay.applied);
+//! turn.apply_source_event(&json!({"event": "done", "event_id": "run-1:2", "payload": {}}), &ctx);
+//! turn.apply_source_event(&json!({"source_type": "settled_message", "payload": {"role": "assistant", "id": "m1", "content": "Hi!"}}), &ctx);
+//!
+//! let scene = turn.scene(Mode::CompactWorklog);
+//! assert_eq!(scene.rows().len(), 2);
+//! assert_eq!(scene.terminal_state(), Some(TerminalState::Completed));
+//! assert_eq!(scene.final_answer(), "Hi!");
+//! ```
+//!
+//! # Architecture invariants
+//! - No IO, no clocks, no randomness, no global mutable state, no async, no web framework.
+//!   Time and ids arrive inside events. The crate builds for `wasm32-unknown-unknown`.
+//! - [`Registry::apply_source_event`] is total: any JSON value is a valid input.
+//! - Replaying any prefix of a turn's events and then all of them equals applying them once,
+//!   apart from the duplicate counter; re-applying a settled turn changes nothing else.
+//! - Projections are deterministic: the same anchor gives the same rows on the server and in
+//!   the browser.
+//!
+//! # Parity with the reference, and where we differ
+//! The behaviour follows hermes-webui's `assistant_turn_anchors.js` field by field, including
+//! its JS value semantics (truthiness, `String()`, `Number()`, the JS whitespace set, UTF-16
+//! ordering); `anchor-replay` prints the same canonical document as the reference harness.
+//! Three deliberate differences:
+//! - **Q1**: source types named after `Object.prototype` members (`constructor`, `__proto__`,
+//!   …) are *excluded*. The reference counts them as applied but stores them nowhere, a
+//!   by-product of looking names up in a plain JS object, not a behaviour anyone wants.
+//! - **Q4**: a `seq` that is an object becomes the string `"[object Object]"` wherever it
+//!   appears. The reference throws for one inside a payload; nothing here throws on input.
+//! - **Q11**: an anchor always has all of its event lists, so applying an activity event can
+//!   never fail on a missing list (the reference throws `TypeError` for hand-made anchors).
+//!
+//! One limitation follows from Rust strings holding only whole characters: where the
+//! reference would cut a reasoning preview through a surrogate pair and keep half of it, the
+//! preview here ends before the pair.
+
+#![warn(missing_docs)]
+#![warn(unreachable_pub)]
+
+mod classify;
+mod historical;
+mod js;
+mod normalize;
+mod reconcile;
+mod registry;
+mod sanitize;
+mod scene;
+mod seq;
+mod settled;
+mod shadow;
+pub mod trace;
+
+pub use classify::{
+    classify, normalize_terminal_state, Classification, Kind, SourceMeta, TerminalState,
+};
+pub use historical::{project_historical_scene, HistoricalScene};
+pub use normalize::{dedupe_key, normalize, normalize_batch, AnchorEvent, Normalized};
+pub use reconcile::{
+    reconcile_renderer_snapshot, reconcile_scene, renderer_snapshot, DomRow, JsonDomRow,
+    DEFAULT_FIELDS,
+};
+pub use registry::{
+    Anchor, Applied, Change, Content, Identity, Lifecycle, Registry, RowChange, Seed, SeedError,
+    SkipReason, Stats,
+};
+pub use sanitize::sanitize;
+pub use scene::{
+    ActivityRow, ActivityScene, Group, GroupKey, Mode, Role, RowId, Thinking, Tool, SCENE_VERSION,
+    TRANSPARENT_HINT,
+};
+pub use seq::Seq;
+pub use settled::{project_settled_final_answer, SettledProjection, SettledSkip};
+pub use shadow::{shadow_snapshot, ShadowSnapshot, LAYERS};
+
+/// The reference module version this crate matches.
+pub const API_VERSION: &str = "slice8-renderer-snapshot-adapter";

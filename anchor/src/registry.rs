@@ -1,0 +1,813 @@
+//! The registry (§6): one anchor, its dedupe memory and its counters.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use indexmap::IndexSet;
+use rustc_hash::FxBuildHasher;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::classify::{normalize_terminal_state, Classification, Kind, TerminalState};
+use crate::js;
+use crate::normalize::{AnchorEvent, Ctx, CtxId, Draft, DraftParts, Normalized, PayloadSource};
+use crate::scene::{ActivityRow, ActivityScene, Mode};
+
+/// Who the turn is. Session and turn never change; run and stream are learned from events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Identity {
+    /// The session the turn belongs to (never empty).
+    pub session_id: Arc<str>,
+    /// The turn (never empty when created through [`Anchor::new`]).
+    #[serde(default)]
+    pub turn_id: Arc<str>,
+    /// The run producing the turn, once known.
+    #[serde(default)]
+    pub run_id: Option<Arc<str>>,
+    /// The transport stream, once known.
+    #[serde(default)]
+    pub stream_id: Option<Arc<str>>,
+    /// Settled transcript messages this turn stands for.
+    #[serde(default)]
+    pub source_message_refs: Vec<Value>,
+}
+
+/// Where the turn is in its life. The terminal state is separate from the final answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Lifecycle {
+    /// `created`, `running`, a terminal state, or a caller-seeded status such as `restoring`.
+    pub status: String,
+    /// How the turn ended, once it has.
+    pub terminal_state: Option<TerminalState>,
+    /// When the first accepted activity with a timestamp happened.
+    pub started_at: Option<Value>,
+    /// When the (last) terminal event happened.
+    pub completed_at: Option<Value>,
+}
+
+impl Default for Lifecycle {
+    fn default() -> Self {
+        Lifecycle {
+            status: "created".to_owned(),
+            terminal_state: None,
+            started_at: None,
+            completed_at: None,
+        }
+    }
+}
+
+/// The settled answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Content {
+    /// The final answer's text (empty until a settled message carries one).
+    pub final_answer: String,
+    /// The settled message the answer comes from: the authority, the text is a snapshot.
+    pub final_message_ref: Option<String>,
+}
+
+/// One assistant turn: everything observed about it, in acceptance order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Anchor {
+    /// Who the turn is.
+    pub identity: Identity,
+    /// Where it is in its life.
+    #[serde(default)]
+    pub lifecycle: Lifecycle,
+    /// The settled answer.
+    #[serde(default)]
+    pub content: Content,
+    /// Prose, reasoning, tools, lifecycle, control and terminal events: the rows.
+    #[serde(default)]
+    pub activity_events: Vec<AnchorEvent>,
+    /// Artifact references.
+    #[serde(default)]
+    pub artifacts: Vec<AnchorEvent>,
+    /// Memory and skill changes.
+    #[serde(default)]
+    pub side_effects: Vec<AnchorEvent>,
+    /// Usage, title, snapshots and settled messages.
+    #[serde(default)]
+    pub metadata_events: Vec<AnchorEvent>,
+    /// Stream plumbing.
+    #[serde(default)]
+    pub transport_events: Vec<AnchorEvent>,
+    /// The turn's token usage, from `usage` events or the settled message.
+    #[serde(default)]
+    pub usage: Option<Value>,
+}
+
+/// The registry's counters: every application increments exactly one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Events accepted into the anchor.
+    pub applied: u64,
+    /// Events whose identity was already accepted.
+    pub skipped_duplicate: u64,
+    /// Events whose type is not part of the anchor.
+    pub skipped_excluded: u64,
+    /// Events of another session, turn or run.
+    pub skipped_mismatched: u64,
+}
+
+/// How to create an anchor (§6.1). Only `session_id` is required.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Seed {
+    /// The session (required, trimmed).
+    pub session_id: String,
+    /// The turn; generated from session, run/stream and local id when empty.
+    pub turn_id: Option<String>,
+    /// The run, when already known.
+    pub run_id: Option<String>,
+    /// The stream, when already known.
+    pub stream_id: Option<String>,
+    /// Used in the generated turn id.
+    pub local_id: Option<String>,
+    /// Settled messages the turn stands for.
+    pub source_message_refs: Vec<Value>,
+    /// The initial lifecycle status (`created` when empty).
+    pub status: Option<String>,
+    /// The initial `started_at`.
+    pub started_at: Option<Value>,
+}
+
+impl Seed {
+    /// A seed for a session.
+    pub fn new(session_id: impl Into<String>) -> Self {
+        Seed {
+            session_id: session_id.into(),
+            ..Seed::default()
+        }
+    }
+
+    /// Sets the turn id.
+    pub fn turn(mut self, turn_id: impl Into<String>) -> Self {
+        self.turn_id = Some(turn_id.into());
+        self
+    }
+
+    /// Sets the run id.
+    pub fn run(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Sets the stream id.
+    pub fn stream(mut self, stream_id: impl Into<String>) -> Self {
+        self.stream_id = Some(stream_id.into());
+        self
+    }
+
+    /// A seed from a JSON object with the reference's field names. Non-string ids count as
+    /// absent; non-array `source_message_refs` as empty.
+    pub fn from_value(input: &Value) -> Self {
+        let s =
+            |k: &str| Some(js::clean(js::own(Some(input), k)).to_owned()).filter(|s| !s.is_empty());
+        Seed {
+            session_id: js::clean(js::own(Some(input), "session_id")).to_owned(),
+            turn_id: s("turn_id"),
+            run_id: s("run_id"),
+            stream_id: s("stream_id"),
+            local_id: s("local_id"),
+            source_message_refs: match js::own(Some(input), "source_message_refs") {
+                Some(Value::Array(refs)) => refs.clone(),
+                _ => Vec::new(),
+            },
+            status: s("status"),
+            started_at: js::own(Some(input), "started_at")
+                .filter(|v| js::truthy(Some(v)))
+                .cloned(),
+        }
+    }
+}
+
+/// Why an anchor could not be created.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SeedError {
+    /// The seed has no session id.
+    #[error("assistant turn anchor requires session_id")]
+    MissingSessionId,
+}
+
+impl Anchor {
+    /// `createAssistantTurnAnchorSeed(input)`.
+    pub fn new(seed: &Seed) -> Result<Anchor, SeedError> {
+        let clean = |s: &Option<String>| {
+            s.as_deref()
+                .map(js::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let session_id = js::trim(&seed.session_id);
+        if session_id.is_empty() {
+            return Err(SeedError::MissingSessionId);
+        }
+        let run_id = clean(&seed.run_id);
+        let stream_id = clean(&seed.stream_id);
+        let turn_id = clean(&seed.turn_id).unwrap_or_else(|| {
+            [
+                "local",
+                session_id,
+                run_id
+                    .as_deref()
+                    .or(stream_id.as_deref())
+                    .unwrap_or("pending"),
+                clean(&seed.local_id).as_deref().unwrap_or("assistant"),
+            ]
+            .join(":")
+        });
+        Ok(Anchor {
+            identity: Identity {
+                session_id: Arc::from(session_id),
+                turn_id: Arc::from(turn_id),
+                run_id: run_id.map(Arc::from),
+                stream_id: stream_id.map(Arc::from),
+                source_message_refs: seed.source_message_refs.clone(),
+            },
+            lifecycle: Lifecycle {
+                status: clean(&seed.status).unwrap_or_else(|| "created".to_owned()),
+                terminal_state: None,
+                started_at: seed.started_at.clone().filter(|v| js::truthy(Some(v))),
+                completed_at: None,
+            },
+            content: Content::default(),
+            activity_events: Vec::new(),
+            artifacts: Vec::new(),
+            side_effects: Vec::new(),
+            metadata_events: Vec::new(),
+            transport_events: Vec::new(),
+            usage: None,
+        })
+    }
+}
+
+/// Why an event was not applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Its type is not part of the anchor.
+    Excluded,
+    /// It belongs to another session, turn or run.
+    MismatchedAnchor,
+    /// Its identity was already accepted.
+    Duplicate,
+}
+
+impl SkipReason {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Excluded => "excluded",
+            Self::MismatchedAnchor => "mismatched_anchor",
+            Self::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// What happened to the activity rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowChange {
+    /// A row was appended at this index.
+    Appended(usize),
+    /// The row at this index was replaced in place.
+    Updated(usize),
+    /// The row at this index was removed; later rows moved up by one.
+    Removed(usize),
+}
+
+/// What one application changed, so a renderer can patch instead of re-projecting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Change {
+    /// The activity rows.
+    pub row: Option<RowChange>,
+    /// `lifecycle` (status, terminal state, timestamps).
+    pub lifecycle: bool,
+    /// `content` (final answer and its reference).
+    pub content: bool,
+    /// `usage`.
+    pub usage: bool,
+    /// The run or stream id was learned.
+    pub identity: bool,
+    /// An artifact, side effect, metadata or transport event was stored.
+    pub stored: bool,
+}
+
+impl Change {
+    /// Nothing visible changed.
+    pub fn is_empty(&self) -> bool {
+        *self == Change::default()
+    }
+}
+
+/// The outcome of applying one event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Applied {
+    /// The event was accepted.
+    pub applied: bool,
+    /// Why not, when it was not.
+    pub reason: Option<SkipReason>,
+    /// Its classification.
+    pub classification: Classification,
+    /// Its source type.
+    pub source_event_type: Cow<'static, str>,
+    /// Its identity key (`None`: it has none and is never deduplicated).
+    pub dedupe_key: Option<Arc<str>>,
+    /// Its kind.
+    pub kind: Option<Kind>,
+    /// Its status.
+    pub status: Option<Cow<'static, str>>,
+    /// What changed.
+    pub change: Change,
+}
+
+/// One assistant turn's anchor with its dedupe memory and counters (§6.2).
+///
+/// # Calling protocol
+/// 1. Create it from a [`Seed`] with [`Registry::new`] (or receive one through serde).
+/// 2. Feed every observation of the turn, in arrival order, through
+///    [`Registry::apply_source_event`]: live SSE frames, journal replay rows, settled messages and
+///    recovery snapshots alike. Each call returns an [`Applied`] whose [`Change`] says which
+///    parts of the anchor moved; nothing panics and nothing is an error.
+/// 3. Read the turn through [`Registry::scene`] (all rows) or [`Registry::row`] (one row).
+///
+/// Applying the same events again changes nothing but the duplicate counter; applying live,
+/// replayed and settled copies in any order yields the same anchor when the copies agree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(into = "RegistryRepr", from = "RegistryRepr")]
+pub struct Registry {
+    // Invariant: a snapshot of `anchor.identity` at creation; never updated (Quirk Q6).
+    identity: Identity,
+    anchor: Anchor,
+    // Invariant: every accepted event's non-empty dedupe key, in acceptance order.
+    dedupe: IndexSet<Arc<str>, FxBuildHasher>,
+    stats: Stats,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct EventIndex {
+    #[serde(default)]
+    dedupe_keys: Vec<Arc<str>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RegistryRepr {
+    #[serde(default)]
+    identity: Option<Identity>,
+    anchor: Anchor,
+    #[serde(default)]
+    event_index: EventIndex,
+    #[serde(default)]
+    stats: Stats,
+}
+
+impl From<Registry> for RegistryRepr {
+    fn from(r: Registry) -> Self {
+        RegistryRepr {
+            identity: Some(r.identity),
+            anchor: r.anchor,
+            event_index: EventIndex {
+                dedupe_keys: r.dedupe.into_iter().collect(),
+            },
+            stats: r.stats,
+        }
+    }
+}
+
+impl From<RegistryRepr> for Registry {
+    fn from(r: RegistryRepr) -> Self {
+        Registry {
+            identity: r.identity.unwrap_or_else(|| r.anchor.identity.clone()),
+            anchor: r.anchor,
+            dedupe: r.event_index.dedupe_keys.into_iter().collect(),
+            stats: r.stats,
+        }
+    }
+}
+
+impl Registry {
+    /// `createAssistantTurnAnchorRegistry(seed)`.
+    pub fn new(seed: &Seed) -> Result<Registry, SeedError> {
+        let anchor = Anchor::new(seed)?;
+        Ok(Registry {
+            identity: anchor.identity.clone(),
+            anchor,
+            dedupe: IndexSet::default(),
+            stats: Stats::default(),
+        })
+    }
+
+    /// The anchor.
+    pub fn anchor(&self) -> &Anchor {
+        &self.anchor
+    }
+
+    /// The identity as it was when the registry was created (run and stream may have been
+    /// learned since; see [`Anchor::identity`] for the live one).
+    pub fn initial_identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Accepted identity keys, in acceptance order.
+    pub fn dedupe_keys(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.dedupe.iter().map(|k| &**k)
+    }
+
+    /// Whether an identity key was already accepted.
+    pub fn has_seen(&self, dedupe_key: &str) -> bool {
+        self.dedupe.contains(dedupe_key)
+    }
+
+    /// The projection of the whole turn in a display mode (§8).
+    pub fn scene(&self, mode: Mode) -> ActivityScene<'_> {
+        ActivityScene::of(&self.anchor, mode)
+    }
+
+    /// Activity row `index` (what a renderer reads after a [`RowChange`]).
+    pub fn row(&self, index: usize) -> Option<ActivityRow<'_>> {
+        self.anchor
+            .activity_events
+            .get(index)
+            .map(|e| ActivityRow::new(e, index))
+    }
+
+    /// The number of activity rows.
+    pub fn row_count(&self) -> usize {
+        self.anchor.activity_events.len()
+    }
+
+    /// `applyAssistantTurnAnchorSourceEvent(registry, input, context)`: normalizes `input` in the
+    /// registry's context (the anchor's identity overrides the caller's) and applies it.
+    pub fn apply_source_event(&mut self, input: &Value, context: &Value) -> Applied {
+        let ctx_map = context.as_object();
+        let get = |k: &str| ctx_map.and_then(|m| m.get(k));
+        // The registry context: the anchor's own identity wins over the caller's (§6.3).
+        let identity = &self.anchor.identity;
+        fn pick<'r>(own: Option<&'r Arc<str>>, caller: Option<&'r Value>) -> CtxId<'r> {
+            match own {
+                Some(arc) if !js::trim(arc).is_empty() => {
+                    let trimmed = js::trim(arc);
+                    CtxId::Clean(trimmed, (trimmed.len() == arc.len()).then_some(arc))
+                }
+                _ => CtxId::Clean(js::clean(caller), None),
+            }
+        }
+        let ctx = Ctx {
+            session_id: pick(Some(&identity.session_id), get("session_id")),
+            turn_id: pick(Some(&identity.turn_id), get("turn_id")),
+            run_id: pick(identity.run_id.as_ref(), get("run_id")),
+            stream_id: pick(identity.stream_id.as_ref(), get("stream_id")),
+            local_id: get("local_id"),
+            seq: get("seq"),
+            created_at: get("created_at"),
+        };
+        let payload = PayloadSource::extract(input);
+        let draft = Draft::new(input, payload.map(), &ctx);
+        let mut applied = Applied {
+            applied: false,
+            reason: None,
+            classification: draft.meta.classification,
+            source_event_type: draft.source_type.to_cow(),
+            dedupe_key: None,
+            kind: None,
+            status: None,
+            change: Change::default(),
+        };
+        if draft.meta.classification == Classification::Excluded {
+            self.stats.skipped_excluded += 1;
+            applied.reason = Some(SkipReason::Excluded);
+            return applied;
+        }
+        applied.kind = draft.meta.kind;
+        applied.status = draft.status.map(|s| s.to_cow());
+        let key = draft.dedupe_key();
+        if self.mismatches(
+            draft.session_id.as_str(),
+            draft.turn_id.as_str(),
+            draft.run_id.as_str(),
+        ) {
+            applied.dedupe_key = key.map(Arc::from);
+            self.stats.skipped_mismatched += 1;
+            applied.reason = Some(SkipReason::MismatchedAnchor);
+            return applied;
+        }
+        if let Some(key) = key {
+            if let Some(existing) = self.dedupe.get(key.as_str()) {
+                applied.dedupe_key = Some(Arc::clone(existing));
+                self.stats.skipped_duplicate += 1;
+                applied.reason = Some(SkipReason::Duplicate);
+                return applied;
+            }
+            let key: Arc<str> = Arc::from(key);
+            self.dedupe.insert(Arc::clone(&key));
+            applied.dedupe_key = Some(key);
+        }
+        let classification = draft.meta.classification;
+        let event = DraftParts::from(draft).finish(payload);
+        applied.change = self.accept(classification, event);
+        applied.applied = true;
+        applied
+    }
+
+    /// [`Registry::apply_source_event`] with an empty context.
+    pub fn apply(&mut self, input: &Value) -> Applied {
+        self.apply_source_event(input, &Value::Null)
+    }
+
+    /// `applyAssistantTurnAnchorSourceEvents`: applies each input in order.
+    pub fn apply_source_events<'a>(
+        &mut self,
+        inputs: impl IntoIterator<Item = &'a Value>,
+        context: &Value,
+    ) -> Vec<Applied> {
+        inputs
+            .into_iter()
+            .map(|input| self.apply_source_event(input, context))
+            .collect()
+    }
+
+    /// `applyAssistantTurnAnchorNormalizedEvent(registry, normalized)`: the gates and routing
+    /// for an already normalized event.
+    pub fn apply_normalized(&mut self, normalized: Normalized) -> Applied {
+        let Normalized {
+            classification,
+            source_event_type,
+            event,
+            dedupe_key,
+        } = normalized;
+        let mut applied = Applied {
+            applied: false,
+            reason: None,
+            classification,
+            source_event_type,
+            dedupe_key: None,
+            kind: None,
+            status: None,
+            change: Change::default(),
+        };
+        let Some(event) = event else {
+            self.stats.skipped_excluded += 1;
+            applied.reason = Some(SkipReason::Excluded);
+            return applied;
+        };
+        applied.kind = event.kind;
+        applied.status = event.status.clone();
+        let key = Some(js::trim(&dedupe_key).to_owned())
+            .filter(|k| !k.is_empty())
+            .or_else(|| Some(crate::normalize::dedupe_key(&event)).filter(|k| !k.is_empty()));
+        fn opt(s: &Option<Arc<str>>) -> &str {
+            s.as_deref().map(js::trim).unwrap_or("")
+        }
+        if self.mismatches(
+            opt(&event.session_id),
+            opt(&event.turn_id),
+            opt(&event.run_id),
+        ) {
+            applied.dedupe_key = key.map(Arc::from);
+            self.stats.skipped_mismatched += 1;
+            applied.reason = Some(SkipReason::MismatchedAnchor);
+            return applied;
+        }
+        if let Some(key) = key {
+            if self.dedupe.contains(key.as_str()) {
+                applied.dedupe_key = Some(Arc::from(key));
+                self.stats.skipped_duplicate += 1;
+                applied.reason = Some(SkipReason::Duplicate);
+                return applied;
+            }
+            let key: Arc<str> = Arc::from(key);
+            self.dedupe.insert(Arc::clone(&key));
+            applied.dedupe_key = Some(key);
+        }
+        applied.change = self.accept(classification, event);
+        applied.applied = true;
+        applied
+    }
+
+    fn mismatches(&self, session_id: &str, turn_id: &str, run_id: &str) -> bool {
+        let identity = &self.anchor.identity;
+        let differs = |event: &str, own: &str| {
+            let own = js::trim(own);
+            !event.is_empty() && !own.is_empty() && event != own
+        };
+        differs(session_id, &identity.session_id)
+            || differs(turn_id, &identity.turn_id)
+            || differs(run_id, identity.run_id.as_deref().unwrap_or(""))
+    }
+
+    /// Steps 6–8 of §6.4: identity fill, routing, lifecycle and content updates.
+    fn accept(&mut self, classification: Classification, event: AnchorEvent) -> Change {
+        let mut change = Change::default();
+        let identity = &mut self.anchor.identity;
+        if identity.run_id.is_none() {
+            if let Some(run) = event.run_id.as_ref().filter(|r| !js::trim(r).is_empty()) {
+                identity.run_id = Some(Arc::clone(run));
+                change.identity = true;
+            }
+        }
+        if identity.stream_id.is_none() {
+            if let Some(stream) = event.stream_id.as_ref().filter(|s| !js::trim(s).is_empty()) {
+                identity.stream_id = Some(Arc::clone(stream));
+                change.identity = true;
+            }
+        }
+        match classification {
+            Classification::Activity => {
+                change.lifecycle = self.update_lifecycle(&event);
+                self.anchor.activity_events.push(event);
+                change.row = Some(RowChange::Appended(self.anchor.activity_events.len() - 1));
+            }
+            Classification::Artifact => {
+                self.anchor.artifacts.push(event);
+                change.stored = true;
+            }
+            Classification::SideEffect => {
+                self.anchor.side_effects.push(event);
+                change.stored = true;
+            }
+            Classification::Metadata => {
+                let (content, usage) = self.update_content(&event);
+                change.content = content;
+                change.usage = usage;
+                self.anchor.metadata_events.push(event);
+                change.stored = true;
+            }
+            Classification::Transport => {
+                self.anchor.transport_events.push(event);
+                change.stored = true;
+            }
+            Classification::Excluded => {}
+        }
+        self.stats.applied += 1;
+        change
+    }
+
+    /// §6.6. Returns whether the lifecycle changed.
+    fn update_lifecycle(&mut self, event: &AnchorEvent) -> bool {
+        let lc = &mut self.anchor.lifecycle;
+        let before = lc.clone();
+        if !js::truthy(lc.started_at.as_ref()) && js::truthy(event.created_at.as_ref()) {
+            lc.started_at = event.created_at.clone();
+        }
+        let status = event.status.as_deref().map(js::trim).unwrap_or("");
+        if (lc.status.is_empty() || lc.status == "created") && status == "running" {
+            lc.status = "running".to_owned();
+        }
+        if event.kind == Some(Kind::TerminalStatus) {
+            let t = normalize_terminal_state(status, Some(&event.source_event_type))
+                .unwrap_or(TerminalState::Completed);
+            lc.status = t.as_str().to_owned();
+            lc.terminal_state = Some(t);
+            if js::truthy(event.created_at.as_ref()) {
+                lc.completed_at = event.created_at.clone();
+            }
+        }
+        *lc != before
+    }
+
+    /// §6.7. Returns whether (content, usage) changed.
+    fn update_content(&mut self, event: &AnchorEvent) -> (bool, bool) {
+        let p = &event.payload;
+        match &*event.source_event_type {
+            "usage" => {
+                self.anchor.usage = Some(Value::Object(p.clone()));
+                (false, true)
+            }
+            "settled_message" => {
+                let role = js::clean(p.get("role"));
+                if !role.is_empty() && role != "assistant" {
+                    return (false, false);
+                }
+                let mut content_changed = false;
+                let answer = js::first_text([
+                    p.get("content"),
+                    p.get("text"),
+                    p.get("final_answer"),
+                    p.get("answer"),
+                ]);
+                if !answer.is_empty() {
+                    let payload_ref = js::first_own(p, &["message_id", "id", "local_id"]);
+                    let event_ref = if event.local_id.is_empty() {
+                        event.event_id.as_deref().unwrap_or("")
+                    } else {
+                        &event.local_id
+                    };
+                    let reference = match js::text(payload_ref) {
+                        t if !t.is_empty() => t.into_owned(),
+                        _ => event_ref.to_owned(),
+                    };
+                    let content = &mut self.anchor.content;
+                    let reference = Some(reference).filter(|r| !r.is_empty());
+                    content_changed =
+                        content.final_answer != answer || content.final_message_ref != reference;
+                    content.final_answer = answer.into_owned();
+                    content.final_message_ref = reference;
+                }
+                let mut usage_changed = false;
+                for key in ["usage", "_turnUsage"] {
+                    if let Some(u @ (Value::Object(_) | Value::Array(_))) = p.get(key) {
+                        usage_changed |= self.anchor.usage.as_ref() != Some(u);
+                        self.anchor.usage = Some(u.clone());
+                    }
+                }
+                (content_changed, usage_changed)
+            }
+            _ => (false, false),
+        }
+    }
+
+    /// Live prose and reasoning upserts (§10.3): when an activity event with the same source
+    /// type and local id as `input` is stored, replaces its status and merges `input`'s payload
+    /// into it in place (same row, same position); otherwise applies `input` normally.
+    ///
+    /// The search starts at the newest row, where live upserts land.
+    pub fn upsert_by_local_id(&mut self, input: &Value, context: &Value) -> Applied {
+        let normalized = crate::normalize::normalize(input, &self.context_value(context));
+        let Some(event) = normalized.event.as_ref() else {
+            return self.apply_normalized(normalized);
+        };
+        let found = self.anchor.activity_events.iter().rposition(|stored| {
+            stored.local_id == event.local_id && stored.source_event_type == event.source_event_type
+        });
+        let Some(index) = found else {
+            return self.apply_normalized(normalized);
+        };
+        let Normalized {
+            classification,
+            source_event_type,
+            event,
+            dedupe_key,
+        } = normalized;
+        let event = event.expect("checked above");
+        let stored = &mut self.anchor.activity_events[index];
+        stored.status = event.status.clone();
+        stored.payload.extend(event.payload);
+        Applied {
+            applied: true,
+            reason: None,
+            classification,
+            source_event_type,
+            dedupe_key: Some(dedupe_key).filter(|k| !k.is_empty()).map(Arc::from),
+            kind: stored.kind,
+            status: stored.status.clone(),
+            change: Change {
+                row: Some(RowChange::Updated(index)),
+                ..Change::default()
+            },
+        }
+    }
+
+    /// Removes the newest activity event with this source type and local id (the reference's
+    /// reasoning-echo removal). Its dedupe key stays remembered.
+    pub fn remove_by_local_id(&mut self, source_type: &str, local_id: &str) -> Option<Change> {
+        let index = self
+            .anchor
+            .activity_events
+            .iter()
+            .rposition(|e| &*e.local_id == local_id && e.source_event_type == source_type)?;
+        self.anchor.activity_events.remove(index);
+        Some(Change {
+            row: Some(RowChange::Removed(index)),
+            ..Change::default()
+        })
+    }
+
+    /// The registry context as a JSON object: the caller's keys with the anchor's identity.
+    fn context_value(&self, context: &Value) -> Value {
+        let mut map = context.as_object().cloned().unwrap_or_default();
+        let identity = &self.anchor.identity;
+        let mut set = |key: &str, own: Option<&Arc<str>>| {
+            let value = match own.map(|s| js::trim(s)).filter(|s| !s.is_empty()) {
+                Some(s) => s.to_owned(),
+                None => js::clean(map.get(key)).to_owned(),
+            };
+            map.insert(key.to_owned(), Value::String(value));
+        };
+        set("session_id", Some(&identity.session_id));
+        set("turn_id", Some(&identity.turn_id));
+        set("run_id", identity.run_id.as_ref());
+        set("stream_id", identity.stream_id.as_ref());
+        Value::Object(map)
+    }
+
+    /// Mutable access for renderer-side repairs; callers keep the invariants.
+    #[doc(hidden)]
+    pub fn anchor_mut(&mut self) -> &mut Anchor {
+        &mut self.anchor
+    }
+}
+
+impl Anchor {
+    /// A JSON object of the lifecycle, as the reference shapes it.
+    pub fn lifecycle_value(&self) -> Map<String, Value> {
+        match serde_json::to_value(&self.lifecycle) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+}

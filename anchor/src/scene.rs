@@ -1,0 +1,799 @@
+//! `activity_scene_v1` (§8): the renderer-neutral projection of an anchor.
+//!
+//! Rows are views: an [`ActivityRow`] borrows its event and derives the row's fields from it
+//! on demand, so projecting a turn allocates one small struct per row and nothing per field.
+//! The same rows serve every display mode; only the display hint differs.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::ser::{SerializeMap, SerializeStruct};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::classify::Kind;
+use crate::js;
+use crate::normalize::AnchorEvent;
+use crate::registry::{Anchor, Identity, Lifecycle};
+use crate::seq::Seq;
+
+/// The scene format version.
+pub const SCENE_VERSION: &str = "activity_scene_v1";
+
+/// How a turn's activity is displayed. Switching modes never re-applies anything.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The final answer first; the process folded into a worklog (the default).
+    #[default]
+    CompactWorklog,
+    /// Every event as a row of one chronological timeline.
+    TransparentStream,
+    /// Only the answer.
+    HideAllActivity,
+}
+
+impl Mode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CompactWorklog => "compact_worklog",
+            Self::TransparentStream => "transparent_stream",
+            Self::HideAllActivity => "hide_all_activity",
+        }
+    }
+
+    /// Parses a (trimmed) wire name.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match js::trim(s) {
+            "compact_worklog" => Some(Self::CompactWorklog),
+            "transparent_stream" => Some(Self::TransparentStream),
+            "hide_all_activity" => Some(Self::HideAllActivity),
+            _ => None,
+        }
+    }
+
+    /// [`Mode::parse`], falling back to the default for anything else.
+    pub fn parse_or_default(s: &str) -> Mode {
+        Self::parse(s).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The part a row plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Process prose.
+    Prose,
+    /// Reasoning.
+    Thinking,
+    /// A tool start, update or completion.
+    Tool,
+    /// Compression and similar lifecycle notes.
+    Lifecycle,
+    /// Approval, clarify, steer and goal boundaries.
+    Control,
+    /// The turn's end.
+    Terminal,
+    /// Anything else.
+    Activity,
+}
+
+impl Role {
+    /// The role of a kind (`None`: an event without a kind).
+    pub fn of(kind: Option<Kind>) -> Role {
+        match kind {
+            Some(Kind::ProcessProse) => Role::Prose,
+            Some(Kind::Reasoning) => Role::Thinking,
+            Some(Kind::ToolStarted | Kind::ToolUpdated | Kind::ToolCompleted) => Role::Tool,
+            Some(Kind::LifecycleStatus) => Role::Lifecycle,
+            Some(Kind::ControlBoundary) => Role::Control,
+            Some(Kind::TerminalStatus) => Role::Terminal,
+            _ => Role::Activity,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Prose => "prose",
+            Role::Thinking => "thinking",
+            Role::Tool => "tool",
+            Role::Lifecycle => "lifecycle",
+            Role::Control => "control",
+            Role::Terminal => "terminal",
+            Role::Activity => "activity",
+        }
+    }
+
+    /// The Compact Worklog's display hint for this role.
+    pub fn compact_hint(self) -> &'static str {
+        match self {
+            Role::Prose => "main_prose",
+            Role::Thinking => "collapsed_thinking",
+            Role::Tool => "tool_row",
+            Role::Lifecycle => "quiet_lifecycle_row",
+            Role::Control => "control_boundary_row",
+            Role::Terminal => "terminal_status_row",
+            Role::Activity => "activity_row",
+        }
+    }
+}
+
+/// The Transparent Stream's display hint for every row.
+pub const TRANSPARENT_HINT: &str = "chronological_activity";
+
+/// One activity row: a view of one activity event at its position.
+#[derive(Clone, Debug)]
+pub struct ActivityRow<'a> {
+    event: &'a AnchorEvent,
+    index: usize,
+    text: Cow<'a, str>,
+}
+
+fn non_empty(s: Option<&str>) -> Option<&str> {
+    s.map(js::trim).filter(|s| !s.is_empty())
+}
+
+const GROUP_SEGMENT_KEYS: [&str; 4] = [
+    "activitySegmentSeq",
+    "activity_segment_seq",
+    "segmentSeq",
+    "segment_seq",
+];
+const GROUP_BURST_KEYS: [&str; 4] = [
+    "activityBurstId",
+    "activity_burst_id",
+    "burstId",
+    "burst_id",
+];
+const GROUP_MESSAGE_KEYS: [&str; 3] = [
+    "assistant_msg_idx",
+    "assistantMessageIndex",
+    "assistant_msg_index",
+];
+
+impl<'a> ActivityRow<'a> {
+    /// The row for `event` at position `index`.
+    pub fn new(event: &'a AnchorEvent, index: usize) -> Self {
+        let p = &event.payload;
+        let text = js::first_text(
+            ["text", "content", "message", "summary", "result", "output"]
+                .into_iter()
+                .map(|k| p.get(k)),
+        );
+        ActivityRow { event, index, text }
+    }
+
+    /// The event the row shows.
+    pub fn event(&self) -> &'a AnchorEvent {
+        self.event
+    }
+
+    /// Its position (acceptance order).
+    pub fn order_index(&self) -> usize {
+        self.index
+    }
+
+    /// The row id (§8.4): the event id, else `run:seq`, else `local:type:index`, else
+    /// `activity:index`. Stable for journaled events, whatever path delivered them.
+    pub fn row_id(&self) -> RowId<'a> {
+        let e = self.event;
+        if let Some(id) = non_empty(e.event_id.as_deref()) {
+            return RowId::Event(id);
+        }
+        if let (Some(run), Some(seq)) =
+            (non_empty(e.run_id.as_deref()), present_seq(e.seq.as_ref()))
+        {
+            return RowId::RunSeq(run, seq);
+        }
+        if let Some(local) = non_empty(Some(&e.local_id)) {
+            let ty = non_empty(Some(&e.source_event_type))
+                .or_else(|| e.kind.map(Kind::as_str))
+                .unwrap_or("event");
+            return RowId::Local(local, ty, self.index);
+        }
+        RowId::Index(self.index)
+    }
+
+    /// The kind (`None` only for hand-built events without one; shown as `activity`).
+    pub fn kind(&self) -> Option<Kind> {
+        self.event.kind
+    }
+
+    /// The kind's wire name.
+    pub fn kind_str(&self) -> &'static str {
+        self.event.kind.map_or("activity", Kind::as_str)
+    }
+
+    /// The role.
+    pub fn role(&self) -> Role {
+        Role::of(self.event.kind)
+    }
+
+    /// The display hint in `mode`.
+    pub fn display_hint(&self, mode: Mode) -> &'static str {
+        match mode {
+            Mode::TransparentStream => TRANSPARENT_HINT,
+            Mode::CompactWorklog | Mode::HideAllActivity => self.role().compact_hint(),
+        }
+    }
+
+    /// The source type.
+    pub fn source_event_type(&self) -> Option<&'a str> {
+        non_empty(Some(&self.event.source_event_type))
+    }
+
+    /// The journal event id.
+    pub fn event_id(&self) -> Option<&'a str> {
+        non_empty(self.event.event_id.as_deref())
+    }
+
+    /// The local id.
+    pub fn local_id(&self) -> Option<&'a str> {
+        non_empty(Some(&self.event.local_id))
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> Option<&'a str> {
+        non_empty(self.event.run_id.as_deref())
+    }
+
+    /// The stream id.
+    pub fn stream_id(&self) -> Option<&'a str> {
+        non_empty(self.event.stream_id.as_deref())
+    }
+
+    /// The sequence number.
+    pub fn seq(&self) -> Option<&'a Seq> {
+        self.event.seq.as_ref()
+    }
+
+    /// The status.
+    pub fn status(&self) -> Option<&'a str> {
+        non_empty(self.event.status.as_deref())
+    }
+
+    /// When it happened.
+    pub fn created_at(&self) -> Option<&'a Value> {
+        self.event.created_at.as_ref()
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &'a Map<String, Value> {
+        &self.event.payload
+    }
+
+    /// The row's text: the first non-empty of `text`, `content`, `message`, `summary`,
+    /// `result`, `output`.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The grouping (§8.6).
+    pub fn group(&self) -> Group<'a> {
+        let p = &self.event.payload;
+        let pick =
+            |keys: &[&str]| js::first_own(p, keys).filter(|v| !js::to_js_string(v).is_empty());
+        let segment = pick(&GROUP_SEGMENT_KEYS);
+        let burst = pick(&GROUP_BURST_KEYS);
+        let message = pick(&GROUP_MESSAGE_KEYS);
+        let key = if let Some(v) = segment {
+            GroupKey::Segment(v)
+        } else if let Some(v) = burst {
+            GroupKey::Burst(v)
+        } else if let Some(v) = message {
+            GroupKey::Message(v)
+        } else if let Some(seq) = present_seq(self.event.seq.as_ref()) {
+            GroupKey::Event(seq)
+        } else {
+            GroupKey::Index(self.index)
+        };
+        Group {
+            key,
+            activity_burst_id: burst,
+            activity_segment_seq: segment,
+            assistant_msg_idx: message,
+        }
+    }
+
+    /// Reasoning text with its one-line preview (reasoning rows only; §8.7).
+    pub fn thinking(&self) -> Option<Thinking<'_>> {
+        if self.event.kind != Some(Kind::Reasoning) {
+            return None;
+        }
+        let p = &self.event.payload;
+        let text = js::first_text([p.get("thinking"), p.get("reasoning"), p.get("text")]);
+        let text = if text.is_empty() {
+            Cow::Borrowed(&*self.text)
+        } else {
+            text
+        };
+        Some(Thinking { text })
+    }
+
+    /// The tool call id (tool rows only).
+    pub fn tool_call_id(&self) -> Option<Cow<'a, str>> {
+        if !self.event.kind.is_some_and(Kind::is_tool) {
+            return None;
+        }
+        let p = &self.event.payload;
+        Some(js::first_text(
+            ["tool_call_id", "tool_use_id", "call_id", "tid", "id"]
+                .into_iter()
+                .map(|k| p.get(k)),
+        ))
+        .filter(|id| !id.is_empty())
+    }
+
+    /// The tool call (tool rows only; §8.7).
+    pub fn tool(&self) -> Option<Tool<'_>> {
+        let kind = self.event.kind.filter(|k| k.is_tool())?;
+        let p = &self.event.payload;
+        let name_raw = js::or(
+            js::first_own(p, &["name", "tool_name", "function_name"]),
+            js::own(p.get("function"), "name"),
+        );
+        let name = match js::clean(name_raw) {
+            "" => "tool",
+            n => n,
+        };
+        let args = js::first_own(p, &["args", "arguments", "input", "params"])
+            .filter(|v| js::truthy(Some(v)));
+        let preview = js::first_text([p.get("preview"), p.get("summary")]);
+        let preview = if preview.is_empty() {
+            Cow::Borrowed(&*self.text)
+        } else {
+            preview
+        };
+        let status = self.status().unwrap_or("").to_lowercase();
+        Some(Tool {
+            id: self.tool_call_id(),
+            name,
+            args,
+            preview,
+            snippet: js::first_text([p.get("snippet"), p.get("result"), p.get("output")]),
+            result: p.get("result").filter(|v| !v.is_null()),
+            output: p.get("output").filter(|v| !v.is_null()),
+            done: match p.get("done") {
+                Some(Value::Bool(b)) => *b,
+                _ => kind == Kind::ToolCompleted,
+            },
+            is_error: match p.get("is_error") {
+                Some(Value::Bool(b)) => *b,
+                _ => matches!(status.as_str(), "error" | "failed" | "failure"),
+            },
+            is_diff: matches!(p.get("is_diff"), Some(Value::Bool(true)))
+                || matches!(p.get("isDiff"), Some(Value::Bool(true))),
+            duration: js::first_own(p, &["duration", "duration_seconds", "elapsed"]),
+            started_at: js::first_own(p, &["started_at", "startedAt"]),
+        })
+    }
+
+    /// Serializes the row for `mode` (the scene's row shape).
+    pub fn in_mode(&self, mode: Mode) -> RowInMode<'_, 'a> {
+        RowInMode { row: self, mode }
+    }
+}
+
+fn present_seq(seq: Option<&Seq>) -> Option<&Seq> {
+    seq.filter(|s| !matches!(s, Seq::Text(t) if t.is_empty()))
+}
+
+/// A row id; displays as the reference's string.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RowId<'a> {
+    /// The journal event id.
+    Event(&'a str),
+    /// `run_id:seq`.
+    RunSeq(&'a str, &'a Seq),
+    /// `local_id:source_type:index`.
+    Local(&'a str, &'a str, usize),
+    /// `activity:index`.
+    Index(usize),
+}
+
+impl fmt::Display for RowId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RowId::Event(id) => f.write_str(id),
+            RowId::RunSeq(run, seq) => write!(f, "{run}:{seq}"),
+            RowId::Local(local, ty, i) => write!(f, "{local}:{ty}:{i}"),
+            RowId::Index(i) => write!(f, "activity:{i}"),
+        }
+    }
+}
+
+impl Serialize for RowId<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A row's grouping: segment, burst, assistant message, event or position.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Group<'a> {
+    /// The group key.
+    pub key: GroupKey<'a>,
+    /// The activity burst, when given.
+    pub activity_burst_id: Option<&'a Value>,
+    /// The activity segment, when given.
+    pub activity_segment_seq: Option<&'a Value>,
+    /// The assistant message index, when given.
+    pub assistant_msg_idx: Option<&'a Value>,
+}
+
+/// What a group key is made of; displays as `segment:3`, `burst:B2`, `event:7`, ….
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GroupKey<'a> {
+    /// `segment:<activitySegmentSeq>`.
+    Segment(&'a Value),
+    /// `burst:<activityBurstId>`.
+    Burst(&'a Value),
+    /// `assistant:<assistant_msg_idx>`.
+    Message(&'a Value),
+    /// `event:<seq>`.
+    Event(&'a Seq),
+    /// `activity:<index>`.
+    Index(usize),
+}
+
+impl fmt::Display for GroupKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupKey::Segment(v) => write!(f, "segment:{}", js::to_js_string(v)),
+            GroupKey::Burst(v) => write!(f, "burst:{}", js::to_js_string(v)),
+            GroupKey::Message(v) => write!(f, "assistant:{}", js::to_js_string(v)),
+            GroupKey::Event(seq) => write!(f, "event:{seq}"),
+            GroupKey::Index(i) => write!(f, "activity:{i}"),
+        }
+    }
+}
+
+impl Serialize for Group<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Group", 4)?;
+        st.serialize_field("group_key", &self.key.to_string())?;
+        st.serialize_field("activity_burst_id", &self.activity_burst_id)?;
+        st.serialize_field("activity_segment_seq", &self.activity_segment_seq)?;
+        st.serialize_field("assistant_msg_idx", &self.assistant_msg_idx)?;
+        st.end()
+    }
+}
+
+/// Reasoning text; its preview and dedupe key are derived on demand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Thinking<'a> {
+    /// The reasoning text as written.
+    pub text: Cow<'a, str>,
+}
+
+/// Previews longer than this many UTF-16 units are cut.
+const PREVIEW_LIMIT: usize = 180;
+const PREVIEW_KEEP: usize = 177;
+
+impl Thinking<'_> {
+    /// The text on one line: every whitespace run collapsed to a space, trimmed.
+    pub fn collapsed(&self) -> String {
+        let mut out = String::with_capacity(self.text.len());
+        let mut pending_space = false;
+        for c in js::trim(&self.text).chars() {
+            if js::is_js_space(c) {
+                pending_space = true;
+            } else {
+                if pending_space {
+                    out.push(' ');
+                    pending_space = false;
+                }
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The collapsed text, cut to 177 UTF-16 units plus `...` when longer than 180.
+    ///
+    /// Where the cut would split a surrogate pair, the reference keeps half of it; a Rust
+    /// string cannot hold half a character, so the whole pair is dropped there.
+    pub fn preview(&self) -> String {
+        let collapsed = self.collapsed();
+        if js::utf16_len(&collapsed) <= PREVIEW_LIMIT {
+            return collapsed;
+        }
+        let mut units = 0;
+        let mut end = 0;
+        for (i, c) in collapsed.char_indices() {
+            if units + c.len_utf16() > PREVIEW_KEEP {
+                break;
+            }
+            units += c.len_utf16();
+            end = i + c.len_utf8();
+        }
+        let mut preview = collapsed[..end].to_owned();
+        preview.push_str("...");
+        preview
+    }
+
+    /// `thinking:<collapsed text, lower-cased>`, or `""` when there is no text.
+    pub fn dedupe_key(&self) -> String {
+        let collapsed = self.collapsed();
+        if collapsed.is_empty() {
+            String::new()
+        } else {
+            format!("thinking:{}", collapsed.to_lowercase())
+        }
+    }
+}
+
+impl Serialize for Thinking<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Thinking", 3)?;
+        st.serialize_field("text", &self.text)?;
+        st.serialize_field("preview", &self.preview())?;
+        st.serialize_field("dedupe_key", &self.dedupe_key())?;
+        st.end()
+    }
+}
+
+/// A tool call as one row shows it (§8.7). Start, update and completion stay separate rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool<'a> {
+    /// The tool call id.
+    pub id: Option<Cow<'a, str>>,
+    /// The tool's name (`tool` when unnamed).
+    pub name: &'a str,
+    /// The arguments (`None` is shown as `{}`).
+    pub args: Option<&'a Value>,
+    /// A one-line preview (live servers put the result snippet here).
+    pub preview: Cow<'a, str>,
+    /// A result snippet.
+    pub snippet: Cow<'a, str>,
+    /// The structured result.
+    pub result: Option<&'a Value>,
+    /// The raw output.
+    pub output: Option<&'a Value>,
+    /// The call has finished.
+    pub done: bool,
+    /// The call failed.
+    pub is_error: bool,
+    /// The result is a diff.
+    pub is_diff: bool,
+    /// How long it took.
+    pub duration: Option<&'a Value>,
+    /// When it started.
+    pub started_at: Option<&'a Value>,
+}
+
+static EMPTY_ARGS: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| Value::Object(Map::new()));
+
+impl<'a> Tool<'a> {
+    /// The arguments, `{}` when there are none.
+    pub fn args(&self) -> &'a Value {
+        self.args.unwrap_or(&EMPTY_ARGS)
+    }
+
+    /// `name|id|JSON(args)`: what identifies the call for display deduplication.
+    pub fn signature(&self) -> String {
+        let mut out = String::new();
+        out.push_str(self.name);
+        out.push('|');
+        out.push_str(self.id.as_deref().unwrap_or(""));
+        out.push('|');
+        js::write_json(&mut out, self.args(), js::KeyOrder::JsProperty);
+        out
+    }
+}
+
+impl Serialize for Tool<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_map(None)?;
+        st.serialize_entry("id", &self.id)?;
+        st.serialize_entry("name", self.name)?;
+        st.serialize_entry("args", self.args())?;
+        st.serialize_entry("preview", &self.preview)?;
+        st.serialize_entry("snippet", &self.snippet)?;
+        st.serialize_entry("result", &self.result)?;
+        st.serialize_entry("output", &self.output)?;
+        st.serialize_entry("done", &self.done)?;
+        st.serialize_entry("is_error", &self.is_error)?;
+        if self.is_diff {
+            st.serialize_entry("is_diff", &true)?;
+        }
+        st.serialize_entry("duration", &self.duration)?;
+        st.serialize_entry("started_at", &self.started_at)?;
+        st.serialize_entry("signature", &self.signature())?;
+        st.end()
+    }
+}
+
+/// A row serialized for one mode.
+pub struct RowInMode<'r, 'a> {
+    row: &'r ActivityRow<'a>,
+    mode: Mode,
+}
+
+impl Serialize for RowInMode<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let row = self.row;
+        let e = row.event;
+        let compact = row.role().compact_hint();
+        let mut st = s.serialize_map(None)?;
+        st.serialize_entry("row_id", &row.row_id())?;
+        st.serialize_entry("order_index", &row.index)?;
+        st.serialize_entry("kind", row.kind_str())?;
+        st.serialize_entry("role", row.role().as_str())?;
+        st.serialize_entry("display_hint", row.display_hint(self.mode))?;
+        st.serialize_entry(
+            "display_hints",
+            &Hints {
+                compact_worklog: compact,
+                transparent_stream: TRANSPARENT_HINT,
+            },
+        )?;
+        st.serialize_entry("source_event_type", &row.source_event_type())?;
+        st.serialize_entry("event_id", &row.event_id())?;
+        st.serialize_entry("local_id", &row.local_id())?;
+        st.serialize_entry("run_id", &row.run_id())?;
+        st.serialize_entry("stream_id", &row.stream_id())?;
+        st.serialize_entry("seq", &e.seq)?;
+        st.serialize_entry("status", &row.status())?;
+        st.serialize_entry("created_at", &e.created_at)?;
+        st.serialize_entry(
+            "identity",
+            &RowIdentity {
+                event_id: row.event_id(),
+                local_id: row.local_id(),
+                run_id: row.run_id(),
+                stream_id: row.stream_id(),
+                seq: e.seq.as_ref(),
+            },
+        )?;
+        st.serialize_entry("group", &row.group())?;
+        st.serialize_entry("text", row.text())?;
+        st.serialize_entry("thinking", &row.thinking())?;
+        st.serialize_entry("tool_call_id", &row.tool_call_id())?;
+        st.serialize_entry("tool", &row.tool())?;
+        st.serialize_entry("payload", &e.payload)?;
+        st.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Hints {
+    compact_worklog: &'static str,
+    transparent_stream: &'static str,
+}
+
+#[derive(Serialize)]
+struct RowIdentity<'a> {
+    event_id: Option<&'a str>,
+    local_id: Option<&'a str>,
+    run_id: Option<&'a str>,
+    stream_id: Option<&'a str>,
+    seq: Option<&'a Seq>,
+}
+
+/// `activity_scene_v1`: a turn's rows in one display mode, with its identity, lifecycle,
+/// final answer and terminal state (never a row), artifacts and side effects.
+#[derive(Clone, Debug)]
+pub struct ActivityScene<'a> {
+    mode: Mode,
+    anchor: Option<&'a Anchor>,
+    rows: Vec<ActivityRow<'a>>,
+}
+
+impl<'a> ActivityScene<'a> {
+    /// The scene of `anchor` in `mode`.
+    pub fn of(anchor: &'a Anchor, mode: Mode) -> Self {
+        ActivityScene {
+            mode,
+            anchor: Some(anchor),
+            rows: anchor
+                .activity_events
+                .iter()
+                .enumerate()
+                .map(|(i, e)| ActivityRow::new(e, i))
+                .collect(),
+        }
+    }
+
+    /// The scene of no anchor: no identity, no rows.
+    pub fn empty(mode: Mode) -> Self {
+        ActivityScene {
+            mode,
+            anchor: None,
+            rows: Vec::new(),
+        }
+    }
+
+    /// The display mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The same rows in another mode (no re-application, no re-projection).
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The rows, in acceptance order.
+    pub fn rows(&self) -> &[ActivityRow<'a>] {
+        &self.rows
+    }
+
+    /// The identity.
+    pub fn identity(&self) -> Option<&'a Identity> {
+        self.anchor.map(|a| &a.identity)
+    }
+
+    /// The lifecycle.
+    pub fn lifecycle(&self) -> Option<&'a Lifecycle> {
+        self.anchor.map(|a| &a.lifecycle)
+    }
+
+    /// The final answer (`""` until settled).
+    pub fn final_answer(&self) -> &'a str {
+        self.anchor.map_or("", |a| &a.content.final_answer)
+    }
+
+    /// The settled message the answer comes from.
+    pub fn final_message_ref(&self) -> Option<&'a str> {
+        self.anchor
+            .and_then(|a| a.content.final_message_ref.as_deref())
+    }
+
+    /// How the turn ended, once it has.
+    pub fn terminal_state(&self) -> Option<crate::TerminalState> {
+        self.anchor.and_then(|a| a.lifecycle.terminal_state)
+    }
+
+    /// Artifact references.
+    pub fn artifacts(&self) -> &'a [AnchorEvent] {
+        self.anchor.map_or(&[], |a| &a.artifacts)
+    }
+
+    /// Side effects.
+    pub fn side_effects(&self) -> &'a [AnchorEvent] {
+        self.anchor.map_or(&[], |a| &a.side_effects)
+    }
+}
+
+impl Serialize for ActivityScene<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Rows<'s, 'a>(&'s [ActivityRow<'a>], Mode);
+        impl Serialize for Rows<'_, '_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.iter().map(|r| r.in_mode(self.1)))
+            }
+        }
+        let mut st = s.serialize_map(Some(10))?;
+        st.serialize_entry("version", SCENE_VERSION)?;
+        st.serialize_entry("mode", self.mode.as_str())?;
+        match self.anchor {
+            Some(a) => {
+                st.serialize_entry("identity", &a.identity)?;
+                st.serialize_entry("lifecycle", &a.lifecycle)?;
+            }
+            None => {
+                st.serialize_entry("identity", &serde_json::json!({"source_message_refs": []}))?;
+                st.serialize_entry("lifecycle", &serde_json::json!({}))?;
+            }
+        }
+        st.serialize_entry("final_answer", self.final_answer())?;
+        st.serialize_entry("final_message_ref", &self.final_message_ref())?;
+        st.serialize_entry("terminal_state", &self.terminal_state())?;
+        st.serialize_entry("activity_rows", &Rows(&self.rows, self.mode))?;
+        st.serialize_entry("artifacts", self.artifacts())?;
+        st.serialize_entry("side_effects", self.side_effects())?;
+        st.end()
+    }
+}

@@ -1,0 +1,347 @@
+//! The differential trace format (§16.1) and its runner: what `anchor-replay` does, as a
+//! library, so tests and benchmarks run exactly the same code.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::js;
+use crate::registry::{Applied, Registry, Seed, SeedError};
+use crate::scene::Mode;
+use crate::shadow::{shadow_snapshot, LAYERS};
+use crate::API_VERSION;
+
+/// How a trace's events are applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Entry {
+    /// In file order, each with its own context.
+    #[default]
+    Sequential,
+    /// Grouped by source layer through the shadow snapshot (live, replay, settled, inflight).
+    Shadow,
+}
+
+impl Entry {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Entry::Sequential => "sequential",
+            Entry::Shadow => "shadow",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Entry> {
+        match js::trim(s) {
+            "sequential" => Some(Entry::Sequential),
+            "shadow" => Some(Entry::Shadow),
+            _ => None,
+        }
+    }
+}
+
+/// Why a trace could not be read or run.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// A line is not JSON.
+    #[error("line {line}: not JSON: {source}")]
+    Json {
+        /// 1-based line number.
+        line: usize,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// A line is JSON but not an event line.
+    #[error("line {line}: {message}")]
+    Shape {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The configured mode or entry is unknown.
+    #[error("unknown {what} {value:?}")]
+    Unknown {
+        /// `mode` or `entry`.
+        what: &'static str,
+        /// The value given.
+        value: String,
+    },
+    /// The anchor seed is unusable.
+    #[error(transparent)]
+    Seed(#[from] SeedError),
+}
+
+/// One event line.
+#[derive(Clone, Debug)]
+pub struct TraceLine {
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// `live`, `replay`, `settled` or `inflight`.
+    pub source: String,
+    /// The event, as given.
+    pub event: Value,
+    /// `{...config.context, ...line.context, source_layer: source}`.
+    pub context: Value,
+}
+
+/// A parsed trace.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// The registry seed (`config.anchor`).
+    pub anchor: Value,
+    /// The base context (`config.context`).
+    pub context: Map<String, Value>,
+    /// The configured mode, if any.
+    pub mode: Option<String>,
+    /// The configured entry, if any.
+    pub entry: Option<String>,
+    /// The event lines.
+    pub lines: Vec<TraceLine>,
+}
+
+impl Trace {
+    /// Parses JSON Lines: blank lines and `//` comments are skipped; an optional first
+    /// `{"config": …}` line; then `{"source", "event", "context"?}` lines.
+    pub fn parse(text: &str) -> Result<Trace, TraceError> {
+        let mut trace = Trace {
+            anchor: Value::Object(Map::new()),
+            context: Map::new(),
+            mode: None,
+            entry: None,
+            lines: Vec::new(),
+        };
+        let mut seen_event = false;
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let t = raw.trim();
+            if t.is_empty() || t.starts_with("//") {
+                continue;
+            }
+            let value: Value =
+                serde_json::from_str(t).map_err(|source| TraceError::Json { line, source })?;
+            let shape = |message: &str| TraceError::Shape {
+                line,
+                message: message.to_owned(),
+            };
+            let object = value
+                .as_object()
+                .ok_or_else(|| shape("expected a JSON object"))?;
+            if let Some(config) = object.get("config") {
+                if seen_event || !trace.lines.is_empty() {
+                    return Err(shape("the config line must come first"));
+                }
+                let config = config
+                    .as_object()
+                    .ok_or_else(|| shape("config must be an object"))?;
+                if let Some(anchor) = config.get("anchor") {
+                    trace.anchor = anchor.clone();
+                }
+                if let Some(Value::Object(ctx)) = config.get("context") {
+                    trace.context = ctx.clone();
+                }
+                trace.mode = config
+                    .get("mode")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                trace.entry = config
+                    .get("entry")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                continue;
+            }
+            seen_event = true;
+            let source = object
+                .get("source")
+                .and_then(Value::as_str)
+                .ok_or_else(|| shape("an event line needs a string \"source\""))?
+                .to_owned();
+            let event = object
+                .get("event")
+                .cloned()
+                .ok_or_else(|| shape("an event line needs an \"event\""))?;
+            let mut context = trace.context.clone();
+            if let Some(Value::Object(extra)) = object.get("context") {
+                context.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            context.insert("source_layer".into(), Value::String(source.clone()));
+            trace.lines.push(TraceLine {
+                line,
+                source,
+                event,
+                context: Value::Object(context),
+            });
+        }
+        Ok(trace)
+    }
+
+    /// The mode: `flag` if given, else the config's, else the default.
+    pub fn mode(&self, flag: Option<&str>) -> Result<Mode, TraceError> {
+        match flag.or(self.mode.as_deref()) {
+            None => Ok(Mode::default()),
+            Some(m) => Mode::parse(m).ok_or_else(|| TraceError::Unknown {
+                what: "mode",
+                value: m.to_owned(),
+            }),
+        }
+    }
+
+    /// The entry: `flag` if given, else the config's, else sequential.
+    pub fn entry(&self, flag: Option<&str>) -> Result<Entry, TraceError> {
+        match flag.or(self.entry.as_deref()) {
+            None => Ok(Entry::default()),
+            Some(e) => Entry::parse(e).ok_or_else(|| TraceError::Unknown {
+                what: "entry",
+                value: e.to_owned(),
+            }),
+        }
+    }
+
+    /// A fresh registry from the configured seed.
+    pub fn registry(&self) -> Result<Registry, SeedError> {
+        Registry::new(&Seed::from_value(&self.anchor))
+    }
+
+    /// Applies every line in file order to `registry` (the sequential entry).
+    pub fn apply_sequential(&self, registry: &mut Registry) -> Vec<Applied> {
+        self.lines
+            .iter()
+            .map(|l| registry.apply_source_event(&l.event, &l.context))
+            .collect()
+    }
+
+    /// Runs the trace.
+    pub fn run(&self, mode: Mode, entry: Entry) -> Result<TraceRun, TraceError> {
+        let (registry, results) = match entry {
+            Entry::Sequential => {
+                let mut registry = self.registry()?;
+                let applied = self.apply_sequential(&mut registry);
+                let results = self
+                    .lines
+                    .iter()
+                    .zip(applied)
+                    .enumerate()
+                    .map(|(index, (line, applied))| TraceResult::new(index, line, applied))
+                    .collect();
+                (registry, results)
+            }
+            Entry::Shadow => {
+                let mut sources = Map::new();
+                for layer in LAYERS {
+                    let events: Vec<Value> = self
+                        .lines
+                        .iter()
+                        .filter(|l| l.source == layer)
+                        .map(|l| l.event.clone())
+                        .collect();
+                    sources.insert(format!("{layer}_events"), Value::Array(events));
+                }
+                let input = json!({
+                    "anchor": self.anchor,
+                    "context": self.context,
+                    "sources": sources,
+                });
+                let snapshot = shadow_snapshot(&input)?;
+                let mut results = Vec::new();
+                for (layer, applied) in LAYERS.iter().zip(snapshot.results) {
+                    let lines = self.lines.iter().filter(|l| l.source == *layer);
+                    for (line, applied) in lines.zip(applied) {
+                        results.push(TraceResult::new(results.len(), line, applied));
+                    }
+                }
+                (snapshot.registry, results)
+            }
+        };
+        Ok(TraceRun {
+            entry,
+            mode,
+            results,
+            registry,
+        })
+    }
+}
+
+/// One line's outcome, as the harness reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceResult {
+    /// Position among the applied events.
+    pub index: usize,
+    /// 1-based line number.
+    pub line: usize,
+    /// The line's source layer.
+    pub source: String,
+    /// Accepted.
+    pub applied: bool,
+    /// Why not.
+    pub reason: Option<&'static str>,
+    /// Its classification.
+    pub classification: &'static str,
+    /// Its source type.
+    pub source_event_type: String,
+    /// Its identity key (`""` when none).
+    pub dedupe_key: String,
+    /// Its kind.
+    pub kind: Option<&'static str>,
+    /// Its status.
+    pub status: Option<String>,
+}
+
+impl TraceResult {
+    fn new(index: usize, line: &TraceLine, applied: Applied) -> Self {
+        TraceResult {
+            index,
+            line: line.line,
+            source: line.source.clone(),
+            applied: applied.applied,
+            reason: applied.reason.map(|r| r.as_str()),
+            classification: applied.classification.as_str(),
+            source_event_type: applied.source_event_type.into_owned(),
+            dedupe_key: applied.dedupe_key.as_deref().unwrap_or("").to_owned(),
+            kind: applied.kind.map(|k| k.as_str()),
+            status: applied.status.map(|s| s.into_owned()),
+        }
+    }
+}
+
+/// A finished run: results, the registry and its scene.
+#[derive(Clone, Debug)]
+pub struct TraceRun {
+    /// The entry used.
+    pub entry: Entry,
+    /// The mode used.
+    pub mode: Mode,
+    /// One result per event line.
+    pub results: Vec<TraceResult>,
+    /// The final registry.
+    pub registry: Registry,
+}
+
+impl TraceRun {
+    /// The harness document `{api_version, entry, mode, results, registry, scene}`.
+    pub fn to_value(&self) -> Value {
+        json!({
+            "api_version": API_VERSION,
+            "entry": self.entry.as_str(),
+            "mode": self.mode.as_str(),
+            "results": self.results,
+            "registry": self.registry,
+            "scene": self.registry.scene(self.mode),
+        })
+    }
+}
+
+impl fmt::Display for TraceRun {
+    /// The canonical form: keys sorted by UTF-16 code units, no whitespace, JS numbers.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&canonical_json(&self.to_value()))
+    }
+}
+
+/// `value` as canonical JSON text: keys sorted by UTF-16 code units at every level, no
+/// whitespace, numbers and strings as `JSON.stringify` writes them.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    js::write_json(&mut out, value, js::KeyOrder::Utf16);
+    out
+}

@@ -1,0 +1,83 @@
+import { test, expect } from "@playwright/test";
+import { hydrated, isPhone } from "./support";
+
+test.describe("app shell", () => {
+  test("the server renders sidebar, empty chat and composer before any script runs", async ({
+    browser,
+  }) => {
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    const response = await page.goto("/");
+    expect(response?.status()).toBe(200);
+
+    await expect(page.getByRole("navigation", { name: "Sessions" })).toBeAttached();
+    await expect(page.getByRole("heading", { name: "Start a conversation" })).toBeVisible();
+    await expect(page.getByRole("textbox", { name: "Message" })).toBeVisible();
+    await expect(page.getByRole("button", { name: "Send" })).toBeDisabled();
+    // No Effect has run, so the hydration marker is absent from the server's HTML.
+    await expect(page.locator(".app[data-hydrated]")).toHaveCount(0);
+    await context.close();
+  });
+
+  test("the composer's Send button follows the draft once hydrated", async ({ page }) => {
+    await page.goto("/");
+    await hydrated(page);
+
+    const input = page.getByRole("textbox", { name: "Message" });
+    const send = page.getByRole("button", { name: "Send" });
+    await expect(send).toBeDisabled();
+    await input.fill("Where is the anchor?");
+    await expect(send).toBeEnabled();
+    await input.fill("   ");
+    await expect(send).toBeDisabled();
+  });
+
+  test("without the wasm bundle the page never hydrates and the composer stays inert", async ({
+    page,
+  }) => {
+    let wasmRequests = 0;
+    await page.route("**/*.wasm", (route) => {
+      wasmRequests += 1;
+      return route.abort();
+    });
+    await page.goto("/");
+    await expect.poll(() => wasmRequests).toBeGreaterThan(0);
+
+    const input = page.getByRole("textbox", { name: "Message" });
+    await input.fill("typed before any wasm");
+    // Give a hydrating page every chance to react, then check that nothing did.
+    await page.waitForTimeout(1500);
+    await expect(page.locator(".app[data-hydrated]")).toHaveCount(0);
+    await expect(page.getByRole("button", { name: "Send" })).toBeDisabled();
+  });
+
+  test("the sessions drawer opens and closes on a phone; the sidebar stays put on a desktop", async ({
+    page,
+  }, testInfo) => {
+    await page.goto("/");
+    await hydrated(page);
+    const sidebar = page.getByRole("navigation", { name: "Sessions" });
+    const menu = page.getByRole("button", { name: "Open sessions" });
+
+    if (!isPhone(page)) {
+      await expect(sidebar).toBeInViewport();
+      await expect(menu).toBeHidden();
+      return;
+    }
+
+    await expect(sidebar).not.toBeInViewport();
+    await expect(menu).toHaveAttribute("aria-expanded", "false");
+    const box = await menu.boundingBox();
+    expect(box?.width ?? 0).toBeGreaterThanOrEqual(44);
+    expect(box?.height ?? 0).toBeGreaterThanOrEqual(44);
+
+    await menu.tap();
+    await expect(menu).toHaveAttribute("aria-expanded", "true");
+    await expect(sidebar).toBeInViewport({ ratio: 0.9 });
+    await page.screenshot({ path: testInfo.outputPath("drawer-open.png") });
+
+    await page.getByRole("button", { name: "Close sessions" }).tap();
+    await expect(menu).toHaveAttribute("aria-expanded", "false");
+    await expect(sidebar).not.toBeInViewport();
+  });
+});

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs everything Anchorage needs to build, run and test, skipping whatever is already in
+# place. Safe to run any number of times; the first run on a bare machine takes about 25 minutes
+# (mostly compiling cargo-leptos), later runs a few seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_LEPTOS_VERSION=0.3.8
+# The CLI must match the wasm-bindgen crate exactly; read the version Cargo.lock resolved.
+WASM_BINDGEN_VERSION=$(sed -n '/^name = "wasm-bindgen"$/{n;s/^version = "\(.*\)"$/\1/p;}' Cargo.lock)
+
+say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Debian's Chromium for the Playwright suite (never a downloaded browser).
+if ! command -v chromium >/dev/null 2>&1; then
+  say "installing Debian's chromium"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if [ "$(cargo leptos --version 2>/dev/null || true)" != "cargo-leptos $CARGO_LEPTOS_VERSION" ]; then
+  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (about 20 minutes on two cores)"
+  # Without LTO it builds about a quarter faster and works the same.
+  CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked --features no_downloads
+fi
+
+if [ -z "$WASM_BINDGEN_VERSION" ]; then
+  echo "setup: cannot read the wasm-bindgen version from Cargo.lock" >&2
+  exit 1
+fi
+if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 4 minutes)"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked
+fi
+
+# Playwright and wasm-opt (npm's binaryen; Debian's older one breaks hydration).
+if ! (cd end2end && npm ls --depth=0 >/dev/null 2>&1); then
+  say "installing the end-to-end test tools (npm ci)"
+  (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi

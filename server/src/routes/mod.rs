@@ -1,0 +1,3 @@
+//! HTTP routes that are not Leptos pages.
+
+pub(crate) mod health;
