@@ -55,8 +55,16 @@ pub async fn run(
         .await
         .with_context(|| format!("binding {addr}"))?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
-    let app = router(AppState { leptos_options });
-    axum::serve(listener, app)
+    serve(listener, AppState { leptos_options }, shutdown).await
+}
+
+/// Serves the app on an already bound listener until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await
         .context("serving HTTP")

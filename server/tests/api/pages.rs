@@ -1,0 +1,44 @@
+use crate::helpers::spawn_app;
+
+#[tokio::test]
+async fn healthz_reports_ok() {
+    let app = spawn_app().await;
+    let res = reqwest::get(app.url("/healthz")).await.unwrap();
+    assert_eq!(res.status(), 200);
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(body, serde_json::json!({"status": "ok"}));
+}
+
+#[tokio::test]
+async fn home_page_is_rendered_on_the_server_with_its_hydration_scripts() {
+    let app = spawn_app().await;
+    let res = reqwest::get(app.url("/")).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    let html = res.text().await.unwrap();
+    assert!(html.contains(r#"<nav id="sidebar""#), "sidebar rendered");
+    assert!(html.contains("Start a conversation"), "empty chat rendered");
+    assert!(html.contains(r#"id="composer-input""#), "composer rendered");
+    assert!(html.contains("/pkg/anchorage.js"), "hydration script referenced");
+    assert!(html.contains("/pkg/anchorage.css"), "stylesheet linked");
+    assert!(!html.contains("data-hydrated"), "only the browser marks the page hydrated");
+}
+
+#[tokio::test]
+async fn unknown_pages_answer_404_with_a_way_back() {
+    let app = spawn_app().await;
+    let res = reqwest::get(app.url("/no/such/page")).await.unwrap();
+    assert_eq!(res.status(), 404);
+    let html = res.text().await.unwrap();
+    assert!(html.contains("Page not found"));
+    assert!(html.contains(r#"href="/""#));
+}
+
+#[tokio::test]
+async fn built_assets_are_served_from_the_site_root() {
+    let app = spawn_app().await;
+    let res = reqwest::get(app.url("/pkg/anchorage.css")).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.text().await.unwrap(), "body{color:red}");
+    assert!(app.site.path().exists());
+}
