@@ -37,9 +37,13 @@ pub async fn spawn_app() -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(server::serve(listener, AppState { leptos_options }, async {
-        let _ = stopped.await;
-    }));
+    tokio::spawn(server::serve(
+        listener,
+        AppState { leptos_options },
+        async {
+            let _ = stopped.await;
+        },
+    ));
     TestApp {
         addr,
         site,

@@ -14,14 +14,23 @@ async fn home_page_is_rendered_on_the_server_with_its_hydration_scripts() {
     let app = spawn_app().await;
     let res = reqwest::get(app.url("/")).await.unwrap();
     assert_eq!(res.status(), 200);
-    assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
     let html = res.text().await.unwrap();
     assert!(html.contains(r#"<nav id="sidebar""#), "sidebar rendered");
     assert!(html.contains("Start a conversation"), "empty chat rendered");
     assert!(html.contains(r#"id="composer-input""#), "composer rendered");
-    assert!(html.contains("/pkg/anchorage.js"), "hydration script referenced");
+    assert!(
+        html.contains("/pkg/anchorage.js"),
+        "hydration script referenced"
+    );
     assert!(html.contains("/pkg/anchorage.css"), "stylesheet linked");
-    assert!(!html.contains("data-hydrated"), "only the browser marks the page hydrated");
+    assert!(
+        !html.contains("data-hydrated"),
+        "only the browser marks the page hydrated"
+    );
 }
 
 #[tokio::test]
