@@ -46,5 +46,4 @@ wasm-check:
 # (desktop and phone projects) against it.
 e2e:
 	$(TOOLS_PATH) cargo leptos end-to-end --release --cargo-locked
-	@node -e 'const s=require("./end2end/test-results/results.json").stats; \
-	  console.log(`e2e: $${s.expected+s.flaky} passed, $${s.unexpected} failed, $${s.skipped} skipped`)'
+	@node end2end/summary.js

@@ -32,7 +32,79 @@ pub(crate) fn is_js_space(c: char) -> bool {
 
 /// `String.prototype.trim`.
 pub(crate) fn trim(s: &str) -> &str {
-    s.trim_matches(is_js_space)
+    // Most strings start and end with a visible ASCII character: nothing to trim.
+    match s.as_bytes() {
+        [] => s,
+        [first, .., last] | [first @ last] if is_plain(*first) && is_plain(*last) => s,
+        _ => s.trim_matches(is_js_space),
+    }
+}
+
+fn is_plain(b: u8) -> bool {
+    b > b' ' && b < 0x80
+}
+
+/// A fixed set of keys to pick out of objects, indexed by length so that finding a key's slot
+/// costs one comparison in the common case.
+pub(crate) struct KeySet<const N: usize> {
+    keys: [&'static str; N],
+    // Bit i of `by_len[l]`: `keys[i]` has length `l`.
+    by_len: [u32; 32],
+}
+
+impl<const N: usize> KeySet<N> {
+    pub(crate) const fn new(keys: [&'static str; N]) -> Self {
+        assert!(N <= 32, "at most 32 keys");
+        let mut by_len = [0u32; 32];
+        let mut i = 0;
+        while i < N {
+            let len = keys[i].len();
+            assert!(len < 32, "keys are shorter than 32 bytes");
+            by_len[len] |= 1 << i;
+            i += 1;
+        }
+        KeySet { keys, by_len }
+    }
+
+    /// The slot of `key`, if it is one of the set's keys.
+    pub(crate) fn slot(&self, key: &str) -> Option<usize> {
+        let mut mask = *self.by_len.get(key.len())?;
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            if self.keys[i] == key {
+                return Some(i);
+            }
+            mask &= mask - 1;
+        }
+        None
+    }
+
+    /// The values of the set's keys in `map`, found in one pass over a small map (or by lookup
+    /// in a large one). Equivalent to looking each key up.
+    pub(crate) fn scan<'a>(&self, map: &'a Map<String, Value>) -> [Option<&'a Value>; N] {
+        let mut found = [None; N];
+        if map.len() > 2 * N {
+            for (slot, key) in found.iter_mut().zip(self.keys) {
+                *slot = map.get(key);
+            }
+            return found;
+        }
+        for (k, v) in map {
+            if let Some(i) = self.slot(k) {
+                found[i] = Some(v);
+            }
+        }
+        found
+    }
+}
+
+/// `firstOwn` over already scanned values: the first present, not `null`, not `""`.
+pub(crate) fn first_present<'a>(values: &[Option<&'a Value>]) -> Option<&'a Value> {
+    values.iter().copied().find_map(|v| match v {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(v) => Some(v),
+    })
 }
 
 /// `clean(v)`: a trimmed string, or `""` for anything that is not a string.
@@ -202,6 +274,11 @@ pub(crate) fn write_f64(out: &mut String, x: f64) {
         out.push_str(if x < 0.0 { "-Infinity" } else { "Infinity" });
         return;
     }
+    if x.fract() == 0.0 && x.abs() < 9.2e18 {
+        // Whole numbers below 1e21 print as plain digits.
+        let _ = write!(out, "{}", x as i64);
+        return;
+    }
     if x < 0.0 {
         out.push('-');
     }
@@ -328,30 +405,34 @@ pub(crate) fn utf16_len(s: &str) -> usize {
 /// `JSON.stringify` of a string, appended to `out`.
 pub(crate) fn write_json_string(out: &mut String, s: &str) {
     out.push('"');
+    write_json_escaped(out, s);
+    out.push('"');
+}
+
+/// The inside of `JSON.stringify(s)`, without the quotes.
+pub(crate) fn write_json_escaped(out: &mut String, s: &str) {
     let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let escape = match c {
-            '"' => Some("\\\""),
-            '\\' => Some("\\\\"),
-            '\u{08}' => Some("\\b"),
-            '\t' => Some("\\t"),
-            '\n' => Some("\\n"),
-            '\u{0C}' => Some("\\f"),
-            '\r' => Some("\\r"),
-            c if (c as u32) < 0x20 => None,
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            b'\t' => "\\t",
+            b'\n' => "\\n",
+            0x0C => "\\f",
+            b'\r' => "\\r",
+            0..=0x1F => "",
             _ => continue,
         };
         out.push_str(&s[start..i]);
-        match escape {
-            Some(e) => out.push_str(e),
-            None => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(escape);
         }
-        start = i + c.len_utf8();
+        start = i + 1;
     }
     out.push_str(&s[start..]);
-    out.push('"');
 }
 
 /// How object keys are ordered when a value is written as JSON text.

@@ -86,6 +86,7 @@
 #![warn(unreachable_pub)]
 
 mod classify;
+mod dedupe;
 mod historical;
 mod js;
 mod normalize;
@@ -96,11 +97,13 @@ mod scene;
 mod seq;
 mod settled;
 mod shadow;
+pub mod synthetic;
 pub mod trace;
 
 pub use classify::{
     classify, normalize_terminal_state, Classification, Kind, SourceMeta, TerminalState,
 };
+pub use dedupe::DedupeKey;
 pub use historical::{project_historical_scene, HistoricalScene};
 pub use normalize::{dedupe_key, normalize, normalize_batch, AnchorEvent, Normalized};
 pub use reconcile::{

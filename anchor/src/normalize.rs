@@ -12,38 +12,68 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::classify::{classify, normalize_terminal_state, Classification, Kind, SourceMeta};
+use crate::dedupe::KeyRef;
 use crate::js;
 use crate::sanitize;
 use crate::seq::Seq;
 
 /// One normalized event of a turn (§4.8). Absent string fields are `None`, never `""`.
+///
+/// Invariant: `event_id`, `session_id`, `turn_id`, `stream_id`, `source_event_type` and
+/// `status` are trimmed (normalization cleans them; deserialization cleans them too).
+/// `run_id` and `local_id` are kept as derived, as the reference stores them: a run id taken
+/// from an event id is the text before its last `:`, and a generated local id ends with the
+/// sequence as given.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AnchorEvent {
     /// The journal identity `run_id:seq`, when the event has one.
+    #[serde(deserialize_with = "clean_arc_opt")]
     pub event_id: Option<Arc<str>>,
     /// A stable local identity: explicit (tool call ids, live prose ids) or generated.
     pub local_id: Arc<str>,
     /// The session the event belongs to.
+    #[serde(deserialize_with = "clean_arc_opt")]
     pub session_id: Option<Arc<str>>,
     /// The turn the event belongs to.
+    #[serde(deserialize_with = "clean_arc_opt")]
     pub turn_id: Option<Arc<str>>,
     /// The run the event belongs to.
     pub run_id: Option<Arc<str>>,
     /// The transport stream that delivered it.
+    #[serde(deserialize_with = "clean_arc_opt")]
     pub stream_id: Option<Arc<str>>,
     /// The position in its run.
     pub seq: Option<Seq>,
     /// The activity kind (`None` for metadata, side effects and transport).
     pub kind: Option<Kind>,
     /// The source type, trimmed (`token`, `tool_complete`, …).
+    #[serde(deserialize_with = "clean_cow")]
     pub source_event_type: Cow<'static, str>,
     /// When it happened, as given (a number of seconds or a string).
     pub created_at: Option<Value>,
     /// Explicit or derived status (§4.7).
+    #[serde(deserialize_with = "clean_cow_opt")]
     pub status: Option<Cow<'static, str>>,
     /// The sanitized payload without identity keys.
     pub payload: Map<String, Value>,
+}
+
+fn clean_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = Option::<String>::deserialize(d)?;
+    Ok(s.map(|s| js::trim(&s).to_owned()).filter(|s| !s.is_empty()))
+}
+
+fn clean_arc_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Arc<str>>, D::Error> {
+    Ok(clean_string(d)?.map(Arc::from))
+}
+
+fn clean_cow<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'static, str>, D::Error> {
+    Ok(clean_string(d)?.map(Cow::Owned).unwrap_or_default())
+}
+
+fn clean_cow_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Cow<'static, str>>, D::Error> {
+    Ok(clean_string(d)?.map(Cow::Owned))
 }
 
 /// The result of normalizing one input (§4.8).
@@ -59,25 +89,78 @@ pub struct Normalized {
     pub dedupe_key: String,
 }
 
-const TYPE_KEYS: [&str; 6] = [
+/// Input keys the envelope is read from, in the reference's precedence order per group.
+const INPUT_KEYS: js::KeySet<18> = js::KeySet::new([
     "source_event_type",
     "sourceType",
     "source_type",
     "event_type",
     "type",
     "event",
-];
-const PAYLOAD_TYPE_KEYS: [&str; 3] = ["source_event_type", "type", "event"];
-const EVENT_ID_KEYS: [&str; 3] = ["event_id", "lastEventId", "last_event_id"];
-const LOCAL_ID_KEYS: [&str; 6] = [
+    "event_id",
+    "lastEventId",
+    "last_event_id",
+    "seq",
+    "session_id",
+    "turn_id",
+    "run_id",
+    "stream_id",
+    "created_at",
+    "timestamp",
+    "payload",
+    "data",
+]);
+const IN_TYPES: std::ops::Range<usize> = 0..6;
+const IN_EVENT_IDS: std::ops::Range<usize> = 6..9;
+const IN_SEQ: usize = 9;
+const IN_SESSION: usize = 10;
+const IN_TURN: usize = 11;
+const IN_RUN: usize = 12;
+const IN_STREAM: usize = 13;
+const IN_CREATED_AT: usize = 14;
+const IN_TIMESTAMP: usize = 15;
+const IN_PAYLOAD: usize = 16;
+const IN_DATA: usize = 17;
+
+/// Payload keys the envelope is read from.
+const PAYLOAD_KEYS: js::KeySet<21> = js::KeySet::new([
+    "source_event_type",
+    "type",
+    "event",
+    "event_id",
+    "seq",
+    "session_id",
+    "turn_id",
+    "run_id",
+    "stream_id",
     "local_id",
     "id",
     "tid",
     "tool_call_id",
     "tool_use_id",
     "call_id",
-];
-const STATUS_KEYS: [&str; 3] = ["status", "state", "phase"];
+    "created_at",
+    "ts",
+    "status",
+    "state",
+    "phase",
+    "is_error",
+]);
+const P_TYPES: std::ops::Range<usize> = 0..3;
+const P_EVENT_ID: usize = 3;
+const P_SEQ: usize = 4;
+const P_SESSION: usize = 5;
+const P_TURN: usize = 6;
+const P_RUN: usize = 7;
+const P_STREAM: usize = 8;
+/// `event_id` through `stream_id`: lifted out of the payload into the envelope.
+const P_IDENTITY: std::ops::Range<usize> = 3..9;
+const P_LOCAL_IDS: std::ops::Range<usize> = 9..15;
+const P_CREATED_AT: usize = 15;
+const P_TS: usize = 16;
+const P_STATUS: std::ops::Range<usize> = 17..20;
+const P_IS_ERROR: usize = 20;
+
 /// Keys lifted out of the payload into the envelope.
 const IDENTITY_KEYS: [&str; 6] = [
     "session_id",
@@ -113,6 +196,19 @@ fn empty_map() -> &'static Map<String, Value> {
     &EMPTY_MAP
 }
 
+/// An input's own keys, read once.
+pub(crate) struct InputKeys<'a>([Option<&'a Value>; 18]);
+
+impl<'a> InputKeys<'a> {
+    pub(crate) fn of(input: &'a Value) -> Self {
+        match input {
+            Value::Object(map) => InputKeys(INPUT_KEYS.scan(map)),
+            // Arrays and scalars have none of these keys.
+            _ => InputKeys([None; 18]),
+        }
+    }
+}
+
 /// The payload of an input (§4.2), before sanitizing.
 pub(crate) enum PayloadSource<'a> {
     /// No payload object: `{}`.
@@ -125,24 +221,22 @@ pub(crate) enum PayloadSource<'a> {
 
 impl<'a> PayloadSource<'a> {
     /// `_sourceEventPayload(input)`.
-    pub(crate) fn extract(input: &'a Value) -> Self {
+    pub(crate) fn extract(input: &'a Value, keys: &InputKeys<'a>) -> Self {
+        if let Some(p) = keys.0[IN_PAYLOAD] {
+            return Self::coerce(p);
+        }
+        if let Some(d) = keys.0[IN_DATA] {
+            return Self::coerce(d);
+        }
         match input {
-            Value::Object(map) => {
-                if let Some(p) = map.get("payload") {
-                    Self::coerce(p)
-                } else if let Some(d) = map.get("data") {
-                    Self::coerce(d)
-                } else {
-                    Self::Owned(
-                        map.iter()
-                            .filter(|(k, _)| {
-                                !RESERVED_KEYS.contains(&k.as_str()) && !sanitize::is_unsafe_key(k)
-                            })
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect(),
-                    )
-                }
-            }
+            Value::Object(map) => Self::Owned(
+                map.iter()
+                    .filter(|(k, _)| {
+                        !RESERVED_KEYS.contains(&k.as_str()) && !sanitize::is_unsafe_key(k)
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
             // An array's own enumerable keys are its indices.
             Value::Array(items) => Self::Owned(
                 items
@@ -187,7 +281,7 @@ impl<'a> PayloadSource<'a> {
     }
 
     /// The stored payload: sanitized, identity keys removed.
-    pub(crate) fn into_event_payload(self) -> Map<String, Value> {
+    pub(crate) fn into_event_payload(self, has_identity_keys: bool) -> Map<String, Value> {
         let mut map = match self {
             Self::Empty => return Map::new(),
             Self::Borrowed(map) => sanitize::sanitized_map(map, 0),
@@ -196,8 +290,10 @@ impl<'a> PayloadSource<'a> {
                 map
             }
         };
-        for key in IDENTITY_KEYS {
-            map.remove(key);
+        if has_identity_keys {
+            for key in IDENTITY_KEYS {
+                map.remove(key);
+            }
         }
         map
     }
@@ -218,13 +314,6 @@ pub(crate) enum CtxId<'a> {
 }
 
 impl<'a> CtxId<'a> {
-    fn truthy(self) -> bool {
-        match self {
-            Self::Raw(v) => js::truthy(v),
-            Self::Clean(s, _) => !s.is_empty(),
-        }
-    }
-
     fn clean(self) -> &'a str {
         match self {
             Self::Raw(v) => js::clean(v),
@@ -351,18 +440,24 @@ pub(crate) struct Draft<'a> {
     ctx_turn: &'a str,
     created_at: Option<CreatedAt<'a>>,
     pub(crate) status: Option<Name<'a>>,
+    payload_has_identity: bool,
 }
 
 impl<'a> Draft<'a> {
-    /// Reads the envelope of `input`, whose payload is `payload`, in `ctx`.
-    pub(crate) fn new(input: &'a Value, payload: &'a Map<String, Value>, ctx: &Ctx<'a>) -> Self {
-        let own = |k: &str| js::own(Some(input), k);
-        let p = |k: &str| payload.get(k);
+    /// Reads the envelope of an input (whose own keys are `keys` and whose payload is `payload`)
+    /// in `ctx`.
+    pub(crate) fn new(
+        keys: &InputKeys<'a>,
+        payload: &'a Map<String, Value>,
+        ctx: &Ctx<'a>,
+    ) -> Self {
+        let i = &keys.0;
+        let p = PAYLOAD_KEYS.scan(payload);
 
         // §4.4 source type.
-        let mut source_type = js::clean(js::first_own_in(Some(input), &TYPE_KEYS));
+        let mut source_type = js::clean(js::first_present(&i[IN_TYPES]));
         if source_type.is_empty() {
-            source_type = js::clean(js::first_own(payload, &PAYLOAD_TYPE_KEYS));
+            source_type = js::clean(js::first_present(&p[P_TYPES]));
         }
         let meta = classify(source_type);
         let source_type = match meta.name {
@@ -384,19 +479,17 @@ impl<'a> Draft<'a> {
             ctx_turn: "",
             created_at: None,
             status: None,
+            payload_has_identity: p[P_IDENTITY].iter().any(Option::is_some),
         };
         if meta.classification == Classification::Excluded {
             return draft;
         }
 
         // §4.5 identity.
-        draft.event_id = js::clean(js::or(
-            js::first_own_in(Some(input), &EVENT_ID_KEYS),
-            p("event_id"),
-        ));
-        draft.seq = if let Some(raw) = own("seq") {
+        draft.event_id = js::clean(js::or(js::first_present(&i[IN_EVENT_IDS]), p[P_EVENT_ID]));
+        draft.seq = if let Some(raw) = i[IN_SEQ] {
             Seq::coerce(Some(raw))
-        } else if let Some(raw) = p("seq") {
+        } else if let Some(raw) = p[P_SEQ] {
             Seq::coerce_payload(Some(raw))
         } else if let Some(raw) = ctx.seq {
             Seq::coerce(Some(raw))
@@ -408,84 +501,124 @@ impl<'a> Draft<'a> {
                 Ident::of(js::clean(input_v))
             } else if js::truthy(payload_v) {
                 Ident::of(js::clean(payload_v))
-            } else if ctx_v.truthy() {
-                ctx_v.ident()
             } else {
-                Ident::of(ctx_v.clean())
+                ctx_v.ident()
             }
         };
-        draft.session_id = ident(own("session_id"), p("session_id"), ctx.session_id);
-        draft.turn_id = ident(own("turn_id"), p("turn_id"), ctx.turn_id);
-        draft.stream_id = ident(own("stream_id"), p("stream_id"), ctx.stream_id);
-        draft.run_id = match ident(own("run_id"), p("run_id"), ctx.run_id) {
+        draft.session_id = ident(i[IN_SESSION], p[P_SESSION], ctx.session_id);
+        draft.turn_id = ident(i[IN_TURN], p[P_TURN], ctx.turn_id);
+        draft.stream_id = ident(i[IN_STREAM], p[P_STREAM], ctx.stream_id);
+        draft.run_id = match ident(i[IN_RUN], p[P_RUN], ctx.run_id) {
             Ident::None => Ident::of(event_id_run_id(draft.event_id)),
             found => found,
         };
 
         // §4.6 local id.
-        draft.local_id = js::clean(js::or(ctx.local_id, js::first_own(payload, &LOCAL_ID_KEYS)));
+        draft.local_id = js::clean(js::or(ctx.local_id, js::first_present(&p[P_LOCAL_IDS])));
         draft.ctx_session = ctx.session_id.clean();
         draft.ctx_turn = ctx.turn_id.clean();
 
-        draft.created_at = [own("created_at"), own("timestamp")]
-            .into_iter()
-            .find(|v| js::truthy(*v))
-            .flatten()
+        let truthy = |v: Option<&'a Value>| v.filter(|v| js::truthy(Some(v)));
+        draft.created_at = truthy(i[IN_CREATED_AT])
+            .or_else(|| truthy(i[IN_TIMESTAMP]))
             .map(CreatedAt::Raw)
             .or_else(|| {
-                [p("created_at"), p("ts")]
-                    .into_iter()
-                    .find(|v| js::truthy(*v))
-                    .flatten()
+                truthy(p[P_CREATED_AT])
+                    .or_else(|| truthy(p[P_TS]))
                     .map(CreatedAt::Payload)
             })
-            .or_else(|| {
-                ctx.created_at
-                    .filter(|v| js::truthy(Some(v)))
-                    .map(CreatedAt::Raw)
-            });
+            .or_else(|| truthy(ctx.created_at).map(CreatedAt::Raw));
 
-        draft.status = status_for(meta, draft.source_type.as_str(), payload);
+        draft.status = status_for(meta, draft.source_type.as_str(), &p);
         draft
     }
 
-    /// The identity key (§5), or `None` when the event can never be deduplicated.
-    pub(crate) fn dedupe_key(&self) -> Option<String> {
-        let seq = self.seq.as_ref().map(Seq::to_js_string);
-        let local;
-        let local_id = if self.local_id.is_empty() {
-            local = self.generated_local_id(seq.as_deref());
-            js::trim(&local)
-        } else {
-            self.local_id
+    /// The identity key (§5), using `scratch` to render keys that are not an event id; `None`
+    /// when the event has none and can never be deduplicated.
+    pub(crate) fn key<'s>(&'s self, scratch: &'s mut String) -> Option<KeyRef<'s>> {
+        if !self.event_id.is_empty() {
+            return Some(KeyRef::EventId(self.event_id));
+        }
+        self.write_other_key(scratch)
+            .then_some(KeyRef::Rendered(scratch))
+    }
+
+    /// Writes the identity key into `out` (cleared first); `false` when there is none.
+    pub(crate) fn write_dedupe_key(&self, out: &mut String) -> bool {
+        out.clear();
+        if !self.event_id.is_empty() {
+            out.push_str("event_id:");
+            js::write_json_string(out, self.event_id);
+            return true;
+        }
+        self.write_other_key(out)
+    }
+
+    /// The `run_seq` or `local` key (the event has no event id).
+    fn write_other_key(&self, out: &mut String) -> bool {
+        out.clear();
+        let seq = match &self.seq {
+            Some(Seq::Text(t)) if t.is_empty() => return false,
+            Some(seq) => seq,
+            None => return false,
         };
-        dedupe_key_of(
-            self.event_id,
-            self.run_id.as_str(),
-            seq.as_deref(),
-            self.session_id.as_str(),
-            local_id,
-            self.source_type.as_str(),
-        )
+        let run_id = js::trim(self.run_id.as_str());
+        if !run_id.is_empty() {
+            out.push_str("run_seq:[");
+            js::write_json_string(out, run_id);
+            out.push_str(",\"");
+            write_seq_escaped(out, seq);
+            out.push_str("\"]");
+            return true;
+        }
+        let session_id = js::trim(self.session_id.as_str());
+        if session_id.is_empty() || matches!(seq, Seq::Text(t) if t == "pending") {
+            return false;
+        }
+        out.push_str("local:[");
+        js::write_json_string(out, session_id);
+        out.push(',');
+        js::write_json_string(out, self.source_type.as_str());
+        out.push_str(",\"");
+        if self.local_id.is_empty() {
+            let mut generated = String::new();
+            self.write_generated_local_id(&mut generated);
+            js::write_json_escaped(out, js::trim(&generated));
+        } else {
+            js::write_json_escaped(out, self.local_id);
+        }
+        out.push_str("\",\"");
+        write_seq_escaped(out, seq);
+        out.push_str("\"]");
+        true
     }
 
-    fn generated_local_id(&self, seq: Option<&str>) -> String {
+    /// The identity key as a new string.
+    pub(crate) fn dedupe_key(&self) -> Option<String> {
+        let mut key = String::new();
+        self.write_dedupe_key(&mut key).then_some(key)
+    }
+
+    fn write_generated_local_id(&self, out: &mut String) {
         let or = |s: &'a str, d: &'a str| if s.is_empty() { d } else { s };
-        let ty = self.source_type.as_str();
-        [
-            or(self.ctx_session, "session"),
-            or(self.ctx_turn, "turn"),
-            or(ty, "event"),
-            seq.unwrap_or("pending"),
-        ]
-        .join(":")
+        out.push_str(or(self.ctx_session, "session"));
+        out.push(':');
+        out.push_str(or(self.ctx_turn, "turn"));
+        out.push(':');
+        out.push_str(or(self.source_type.as_str(), "event"));
+        out.push(':');
+        match &self.seq {
+            Some(seq) => seq.write_js(out),
+            None => out.push_str("pending"),
+        }
     }
 
-    /// The envelope with its payload (which must be the one the draft was read from).
-    pub(crate) fn into_event(self, payload: PayloadSource<'_>) -> AnchorEvent {
+    /// The envelope with an empty payload; everything borrowed is copied.
+    fn into_parts(self, scratch: &mut String) -> AnchorEvent {
         let local_id: Arc<str> = if self.local_id.is_empty() {
-            let seq = self.seq.as_ref().map(Seq::to_js_string);
-            Arc::from(self.generated_local_id(seq.as_deref()))
+            scratch.clear();
+            self.write_generated_local_id(scratch);
+            Arc::from(scratch.as_str())
         } else {
             Arc::from(self.local_id)
         };
@@ -493,7 +626,7 @@ impl<'a> Draft<'a> {
             CreatedAt::Raw(v) => v.clone(),
             CreatedAt::Payload(v) => sanitize::sanitized(v, 1),
         });
-        let event = AnchorEvent {
+        AnchorEvent {
             event_id: Ident::of(self.event_id).to_arc(),
             local_id,
             session_id: self.session_id.to_arc(),
@@ -506,11 +639,15 @@ impl<'a> Draft<'a> {
             created_at,
             status: self.status.map(Name::to_cow),
             payload: Map::new(),
-        };
-        AnchorEvent {
-            payload: payload.into_event_payload(),
-            ..event
         }
+    }
+}
+
+/// `String(seq)` as it appears inside a JSON string.
+fn write_seq_escaped(out: &mut String, seq: &Seq) {
+    match seq {
+        Seq::Num(n) => js::write_f64(out, *n),
+        Seq::Text(t) => js::write_json_escaped(out, t),
     }
 }
 
@@ -528,13 +665,13 @@ fn event_id_run_id(event_id: &str) -> &str {
     event_id.rsplit_once(':').map_or("", |(run, _)| run)
 }
 
-/// `_statusForSourceEvent` (§4.7).
+/// `_statusForSourceEvent` (§4.7), over the scanned payload keys.
 fn status_for<'a>(
     meta: SourceMeta,
     source_type: &'a str,
-    payload: &'a Map<String, Value>,
+    p: &[Option<&'a Value>; 21],
 ) -> Option<Name<'a>> {
-    let explicit = js::clean(js::first_own(payload, &STATUS_KEYS));
+    let explicit = js::clean(js::first_present(&p[P_STATUS]));
     let kind = meta.kind;
     if !explicit.is_empty() {
         if kind == Some(Kind::TerminalStatus) {
@@ -552,7 +689,7 @@ fn status_for<'a>(
     }
     match kind {
         Some(Kind::ToolStarted) => Some(Name::Static("running")),
-        Some(Kind::ToolCompleted) => Some(Name::Static(if js::truthy(payload.get("is_error")) {
+        Some(Kind::ToolCompleted) => Some(Name::Static(if js::truthy(p[P_IS_ERROR]) {
             "error"
         } else {
             "completed"
@@ -639,8 +776,9 @@ pub fn normalize(input: &Value, context: &Value) -> Normalized {
 }
 
 pub(crate) fn normalize_in(input: &Value, ctx: &Ctx<'_>) -> Normalized {
-    let payload = PayloadSource::extract(input);
-    let draft = Draft::new(input, payload.map(), ctx);
+    let keys = InputKeys::of(input);
+    let payload = PayloadSource::extract(input, &keys);
+    let draft = Draft::new(&keys, payload.map(), ctx);
     let classification = draft.meta.classification;
     let source_event_type = draft.source_type.to_cow();
     if classification == Classification::Excluded {
@@ -652,11 +790,7 @@ pub(crate) fn normalize_in(input: &Value, ctx: &Ctx<'_>) -> Normalized {
         };
     }
     let dedupe_key = draft.dedupe_key().unwrap_or_default();
-    // The draft borrows the payload; detach it first.
-    let event = {
-        let parts = DraftParts::from(draft);
-        parts.finish(payload)
-    };
+    let event = DraftParts::new(draft, &mut String::new()).finish(payload);
     Normalized {
         classification,
         source_event_type,
@@ -665,23 +799,24 @@ pub(crate) fn normalize_in(input: &Value, ctx: &Ctx<'_>) -> Normalized {
     }
 }
 
-/// A draft whose borrowed strings were copied, so the payload can be moved.
+/// A draft whose borrowed strings were copied, so the payload it was read from can be moved.
 pub(crate) struct DraftParts {
     event: AnchorEvent,
-}
-
-impl From<Draft<'_>> for DraftParts {
-    fn from(draft: Draft<'_>) -> Self {
-        DraftParts {
-            event: draft.into_event(PayloadSource::Empty),
-        }
-    }
+    payload_has_identity: bool,
 }
 
 impl DraftParts {
+    pub(crate) fn new(draft: Draft<'_>, scratch: &mut String) -> Self {
+        let payload_has_identity = draft.payload_has_identity;
+        DraftParts {
+            event: draft.into_parts(scratch),
+            payload_has_identity,
+        }
+    }
+
     pub(crate) fn finish(self, payload: PayloadSource<'_>) -> AnchorEvent {
         AnchorEvent {
-            payload: payload.into_event_payload(),
+            payload: payload.into_event_payload(self.payload_has_identity),
             ..self.event
         }
     }

@@ -3,14 +3,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use indexmap::IndexSet;
-use rustc_hash::FxBuildHasher;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::classify::{normalize_terminal_state, Classification, Kind, TerminalState};
+use crate::dedupe::{DedupeKey, DedupeSet, KeyRef};
 use crate::js;
-use crate::normalize::{AnchorEvent, Ctx, CtxId, Draft, DraftParts, Normalized, PayloadSource};
+use crate::normalize::{
+    AnchorEvent, Ctx, CtxId, Draft, DraftParts, InputKeys, Normalized, PayloadSource,
+};
 use crate::scene::{ActivityRow, ActivityScene, Mode};
 
 /// Who the turn is. Session and turn never change; run and stream are learned from events.
@@ -242,6 +243,27 @@ impl Anchor {
     }
 }
 
+/// Step 3 of §6.4: the event names another session, turn or run than the anchor.
+fn mismatches(identity: &Identity, session_id: &str, turn_id: &str, run_id: &str) -> bool {
+    let differs = |event: &str, own: &str| {
+        let own = js::trim(own);
+        !event.is_empty() && !own.is_empty() && event != own
+    };
+    differs(session_id, &identity.session_id)
+        || differs(turn_id, &identity.turn_id)
+        || differs(run_id, identity.run_id.as_deref().unwrap_or(""))
+}
+
+/// A reusable buffer; never part of a registry's value.
+#[derive(Clone, Debug, Default)]
+struct Scratch(String);
+
+impl PartialEq for Scratch {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 /// Why an event was not applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -312,7 +334,7 @@ pub struct Applied {
     /// Its source type.
     pub source_event_type: Cow<'static, str>,
     /// Its identity key (`None`: it has none and is never deduplicated).
-    pub dedupe_key: Option<Arc<str>>,
+    pub dedupe_key: Option<DedupeKey>,
     /// Its kind.
     pub kind: Option<Kind>,
     /// Its status.
@@ -340,14 +362,15 @@ pub struct Registry {
     identity: Identity,
     anchor: Anchor,
     // Invariant: every accepted event's non-empty dedupe key, in acceptance order.
-    dedupe: IndexSet<Arc<str>, FxBuildHasher>,
+    dedupe: DedupeSet,
     stats: Stats,
+    scratch: Scratch,
 }
 
 #[derive(Default, Serialize, Deserialize)]
 struct EventIndex {
     #[serde(default)]
-    dedupe_keys: Vec<Arc<str>>,
+    dedupe_keys: Vec<DedupeKey>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -367,7 +390,7 @@ impl From<Registry> for RegistryRepr {
             identity: Some(r.identity),
             anchor: r.anchor,
             event_index: EventIndex {
-                dedupe_keys: r.dedupe.into_iter().collect(),
+                dedupe_keys: r.dedupe.iter().cloned().collect(),
             },
             stats: r.stats,
         }
@@ -376,11 +399,13 @@ impl From<Registry> for RegistryRepr {
 
 impl From<RegistryRepr> for Registry {
     fn from(r: RegistryRepr) -> Self {
+        let run = r.anchor.identity.run_id.clone();
         Registry {
             identity: r.identity.unwrap_or_else(|| r.anchor.identity.clone()),
             anchor: r.anchor,
-            dedupe: r.event_index.dedupe_keys.into_iter().collect(),
+            dedupe: DedupeSet::from_keys(r.event_index.dedupe_keys, run.as_ref()),
             stats: r.stats,
+            scratch: Scratch::default(),
         }
     }
 }
@@ -389,11 +414,16 @@ impl Registry {
     /// `createAssistantTurnAnchorRegistry(seed)`.
     pub fn new(seed: &Seed) -> Result<Registry, SeedError> {
         let anchor = Anchor::new(seed)?;
+        let mut dedupe = DedupeSet::default();
+        if let Some(run) = &anchor.identity.run_id {
+            dedupe.set_run(run);
+        }
         Ok(Registry {
             identity: anchor.identity.clone(),
             anchor,
-            dedupe: IndexSet::default(),
+            dedupe,
             stats: Stats::default(),
+            scratch: Scratch::default(),
         })
     }
 
@@ -414,13 +444,13 @@ impl Registry {
     }
 
     /// Accepted identity keys, in acceptance order.
-    pub fn dedupe_keys(&self) -> impl ExactSizeIterator<Item = &str> {
-        self.dedupe.iter().map(|k| &**k)
+    pub fn dedupe_keys(&self) -> impl ExactSizeIterator<Item = &DedupeKey> {
+        self.dedupe.iter()
     }
 
-    /// Whether an identity key was already accepted.
+    /// Whether an identity key (as its string) was already accepted.
     pub fn has_seen(&self, dedupe_key: &str) -> bool {
-        self.dedupe.contains(dedupe_key)
+        self.dedupe.contains_str(dedupe_key)
     }
 
     /// The projection of the whole turn in a display mode (§8).
@@ -444,8 +474,19 @@ impl Registry {
     /// `applyAssistantTurnAnchorSourceEvent(registry, input, context)`: normalizes `input` in the
     /// registry's context (the anchor's identity overrides the caller's) and applies it.
     pub fn apply_source_event(&mut self, input: &Value, context: &Value) -> Applied {
-        let ctx_map = context.as_object();
-        let get = |k: &str| ctx_map.and_then(|m| m.get(k));
+        const CONTEXT_KEYS: js::KeySet<7> = js::KeySet::new([
+            "session_id",
+            "turn_id",
+            "run_id",
+            "stream_id",
+            "local_id",
+            "seq",
+            "created_at",
+        ]);
+        let c = match context {
+            Value::Object(map) => CONTEXT_KEYS.scan(map),
+            _ => [None; 7],
+        };
         // The registry context: the anchor's own identity wins over the caller's (§6.3).
         let identity = &self.anchor.identity;
         fn pick<'r>(own: Option<&'r Arc<str>>, caller: Option<&'r Value>) -> CtxId<'r> {
@@ -458,16 +499,17 @@ impl Registry {
             }
         }
         let ctx = Ctx {
-            session_id: pick(Some(&identity.session_id), get("session_id")),
-            turn_id: pick(Some(&identity.turn_id), get("turn_id")),
-            run_id: pick(identity.run_id.as_ref(), get("run_id")),
-            stream_id: pick(identity.stream_id.as_ref(), get("stream_id")),
-            local_id: get("local_id"),
-            seq: get("seq"),
-            created_at: get("created_at"),
+            session_id: pick(Some(&identity.session_id), c[0]),
+            turn_id: pick(Some(&identity.turn_id), c[1]),
+            run_id: pick(identity.run_id.as_ref(), c[2]),
+            stream_id: pick(identity.stream_id.as_ref(), c[3]),
+            local_id: c[4],
+            seq: c[5],
+            created_at: c[6],
         };
-        let payload = PayloadSource::extract(input);
-        let draft = Draft::new(input, payload.map(), &ctx);
+        let keys = InputKeys::of(input);
+        let payload = PayloadSource::extract(input, &keys);
+        let draft = Draft::new(&keys, payload.map(), &ctx);
         let mut applied = Applied {
             applied: false,
             reason: None,
@@ -485,30 +527,44 @@ impl Registry {
         }
         applied.kind = draft.meta.kind;
         applied.status = draft.status.map(|s| s.to_cow());
-        let key = draft.dedupe_key();
-        if self.mismatches(
+        let key = draft.key(&mut self.scratch.0);
+        let owned = |key: KeyRef<'_>| match key {
+            KeyRef::EventId(id) => DedupeKey::EventId(Arc::from(id)),
+            KeyRef::Rendered(s) => DedupeKey::Rendered(Arc::from(s)),
+        };
+        if mismatches(
+            identity,
             draft.session_id.as_str(),
             draft.turn_id.as_str(),
             draft.run_id.as_str(),
         ) {
-            applied.dedupe_key = key.map(Arc::from);
+            applied.dedupe_key = key.map(owned);
             self.stats.skipped_mismatched += 1;
             applied.reason = Some(SkipReason::MismatchedAnchor);
             return applied;
         }
-        if let Some(key) = key {
-            if let Some(existing) = self.dedupe.get(key.as_str()) {
-                applied.dedupe_key = Some(Arc::clone(existing));
-                self.stats.skipped_duplicate += 1;
-                applied.reason = Some(SkipReason::Duplicate);
-                return applied;
-            }
-            let key: Arc<str> = Arc::from(key);
-            self.dedupe.insert(Arc::clone(&key));
-            applied.dedupe_key = Some(key);
+        if let Some(key) = key.filter(|k| self.dedupe.contains(*k)) {
+            applied.dedupe_key = Some(owned(key));
+            self.stats.skipped_duplicate += 1;
+            applied.reason = Some(SkipReason::Duplicate);
+            return applied;
         }
+        // An event-id key shares the event's own id once the event is built.
+        let rendered = match key {
+            Some(KeyRef::Rendered(s)) => Some(DedupeKey::Rendered(Arc::from(s))),
+            _ => None,
+        };
+        let has_event_key = matches!(key, Some(KeyRef::EventId(_)));
         let classification = draft.meta.classification;
-        let event = DraftParts::from(draft).finish(payload);
+        let event = DraftParts::new(draft, &mut self.scratch.0).finish(payload);
+        let key = match (has_event_key, &event.event_id) {
+            (true, Some(id)) => Some(DedupeKey::EventId(Arc::clone(id))),
+            _ => rendered,
+        };
+        if let Some(key) = &key {
+            self.dedupe.insert(key.clone());
+        }
+        applied.dedupe_key = key;
         applied.change = self.accept(classification, event);
         applied.applied = true;
         applied
@@ -559,45 +615,35 @@ impl Registry {
         applied.status = event.status.clone();
         let key = Some(js::trim(&dedupe_key).to_owned())
             .filter(|k| !k.is_empty())
-            .or_else(|| Some(crate::normalize::dedupe_key(&event)).filter(|k| !k.is_empty()));
+            .or_else(|| Some(crate::normalize::dedupe_key(&event)).filter(|k| !k.is_empty()))
+            .map(|k| DedupeKey::parse(&k));
         fn opt(s: &Option<Arc<str>>) -> &str {
             s.as_deref().map(js::trim).unwrap_or("")
         }
-        if self.mismatches(
+        if mismatches(
+            &self.anchor.identity,
             opt(&event.session_id),
             opt(&event.turn_id),
             opt(&event.run_id),
         ) {
-            applied.dedupe_key = key.map(Arc::from);
+            applied.dedupe_key = key;
             self.stats.skipped_mismatched += 1;
             applied.reason = Some(SkipReason::MismatchedAnchor);
             return applied;
         }
         if let Some(key) = key {
-            if self.dedupe.contains(key.as_str()) {
-                applied.dedupe_key = Some(Arc::from(key));
+            if self.dedupe.contains(key.key_ref()) {
+                applied.dedupe_key = Some(key);
                 self.stats.skipped_duplicate += 1;
                 applied.reason = Some(SkipReason::Duplicate);
                 return applied;
             }
-            let key: Arc<str> = Arc::from(key);
-            self.dedupe.insert(Arc::clone(&key));
+            self.dedupe.insert(key.clone());
             applied.dedupe_key = Some(key);
         }
         applied.change = self.accept(classification, event);
         applied.applied = true;
         applied
-    }
-
-    fn mismatches(&self, session_id: &str, turn_id: &str, run_id: &str) -> bool {
-        let identity = &self.anchor.identity;
-        let differs = |event: &str, own: &str| {
-            let own = js::trim(own);
-            !event.is_empty() && !own.is_empty() && event != own
-        };
-        differs(session_id, &identity.session_id)
-            || differs(turn_id, &identity.turn_id)
-            || differs(run_id, identity.run_id.as_deref().unwrap_or(""))
     }
 
     /// Steps 6–8 of §6.4: identity fill, routing, lifecycle and content updates.
@@ -607,6 +653,7 @@ impl Registry {
         if identity.run_id.is_none() {
             if let Some(run) = event.run_id.as_ref().filter(|r| !js::trim(r).is_empty()) {
                 identity.run_id = Some(Arc::clone(run));
+                self.dedupe.set_run(run);
                 change.identity = true;
             }
         }
@@ -650,24 +697,28 @@ impl Registry {
     /// §6.6. Returns whether the lifecycle changed.
     fn update_lifecycle(&mut self, event: &AnchorEvent) -> bool {
         let lc = &mut self.anchor.lifecycle;
-        let before = lc.clone();
+        let mut changed = false;
         if !js::truthy(lc.started_at.as_ref()) && js::truthy(event.created_at.as_ref()) {
             lc.started_at = event.created_at.clone();
+            changed = true;
         }
         let status = event.status.as_deref().map(js::trim).unwrap_or("");
         if (lc.status.is_empty() || lc.status == "created") && status == "running" {
             lc.status = "running".to_owned();
+            changed = true;
         }
         if event.kind == Some(Kind::TerminalStatus) {
             let t = normalize_terminal_state(status, Some(&event.source_event_type))
                 .unwrap_or(TerminalState::Completed);
+            changed |= lc.status != t.as_str() || lc.terminal_state != Some(t);
             lc.status = t.as_str().to_owned();
             lc.terminal_state = Some(t);
             if js::truthy(event.created_at.as_ref()) {
+                changed |= lc.completed_at != event.created_at;
                 lc.completed_at = event.created_at.clone();
             }
         }
-        *lc != before
+        changed
     }
 
     /// §6.7. Returns whether (content, usage) changed.
@@ -752,7 +803,9 @@ impl Registry {
             reason: None,
             classification,
             source_event_type,
-            dedupe_key: Some(dedupe_key).filter(|k| !k.is_empty()).map(Arc::from),
+            dedupe_key: Some(dedupe_key)
+                .filter(|k| !k.is_empty())
+                .map(|k| DedupeKey::parse(&k)),
             kind: stored.kind,
             status: stored.status.clone(),
             change: Change {

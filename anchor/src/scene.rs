@@ -136,40 +136,99 @@ pub struct ActivityRow<'a> {
     event: &'a AnchorEvent,
     index: usize,
     text: Cow<'a, str>,
+    segment: Option<&'a Value>,
+    burst: Option<&'a Value>,
+    message: Option<&'a Value>,
 }
 
+/// A trimmed string field, `None` when empty.
 fn non_empty(s: Option<&str>) -> Option<&str> {
     s.map(js::trim).filter(|s| !s.is_empty())
 }
 
-const GROUP_SEGMENT_KEYS: [&str; 4] = [
+/// A field that is clean by the [`AnchorEvent`] invariant: only the length is looked at, so
+/// projecting a row does not touch the string.
+fn present(s: Option<&str>) -> Option<&str> {
+    s.filter(|s| !s.is_empty())
+}
+
+/// What every row reads from its payload: its text (0..6, in order), then segment (6..10),
+/// burst (10..14) and assistant message (14..17) keys, each group in order.
+const ROW_KEYS: js::KeySet<17> = js::KeySet::new([
+    "text",
+    "content",
+    "message",
+    "summary",
+    "result",
+    "output",
     "activitySegmentSeq",
     "activity_segment_seq",
     "segmentSeq",
     "segment_seq",
-];
-const GROUP_BURST_KEYS: [&str; 4] = [
     "activityBurstId",
     "activity_burst_id",
     "burstId",
     "burst_id",
-];
-const GROUP_MESSAGE_KEYS: [&str; 3] = [
     "assistant_msg_idx",
     "assistantMessageIndex",
     "assistant_msg_index",
-];
+]);
+/// Everything a tool row reads from its payload: name (0..4), args (4..8), preview (8..10),
+/// snippet (10..13), done, is_error, is_diff (13..17), duration (17..20), started_at (20..22)
+/// and the call id (22..27).
+const TOOL_KEYS: js::KeySet<27> = js::KeySet::new([
+    "name",
+    "tool_name",
+    "function_name",
+    "function",
+    "args",
+    "arguments",
+    "input",
+    "params",
+    "preview",
+    "summary",
+    "snippet",
+    "result",
+    "output",
+    "done",
+    "is_error",
+    "is_diff",
+    "isDiff",
+    "duration",
+    "duration_seconds",
+    "elapsed",
+    "started_at",
+    "startedAt",
+    "tool_call_id",
+    "tool_use_id",
+    "call_id",
+    "tid",
+    "id",
+]);
+
+/// `String(v) === ''` without building the string.
+fn stringifies_empty(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.is_empty(),
+        Value::Array(items) => items.iter().all(|i| i.is_null() || stringifies_empty(i)),
+        _ => false,
+    }
+}
 
 impl<'a> ActivityRow<'a> {
     /// The row for `event` at position `index`.
     pub fn new(event: &'a AnchorEvent, index: usize) -> Self {
-        let p = &event.payload;
-        let text = js::first_text(
-            ["text", "content", "message", "summary", "result", "output"]
-                .into_iter()
-                .map(|k| p.get(k)),
-        );
-        ActivityRow { event, index, text }
+        let k = ROW_KEYS.scan(&event.payload);
+        let pick =
+            |keys: &[Option<&'a Value>]| js::first_present(keys).filter(|v| !stringifies_empty(v));
+        ActivityRow {
+            event,
+            index,
+            text: js::first_text(k[0..6].iter().copied()),
+            segment: pick(&k[6..10]),
+            burst: pick(&k[10..14]),
+            message: pick(&k[14..17]),
+        }
     }
 
     /// The event the row shows.
@@ -186,7 +245,7 @@ impl<'a> ActivityRow<'a> {
     /// `activity:index`. Stable for journaled events, whatever path delivered them.
     pub fn row_id(&self) -> RowId<'a> {
         let e = self.event;
-        if let Some(id) = non_empty(e.event_id.as_deref()) {
+        if let Some(id) = present(e.event_id.as_deref()) {
             return RowId::Event(id);
         }
         if let (Some(run), Some(seq)) =
@@ -195,7 +254,7 @@ impl<'a> ActivityRow<'a> {
             return RowId::RunSeq(run, seq);
         }
         if let Some(local) = non_empty(Some(&e.local_id)) {
-            let ty = non_empty(Some(&e.source_event_type))
+            let ty = present(Some(&e.source_event_type))
                 .or_else(|| e.kind.map(Kind::as_str))
                 .unwrap_or("event");
             return RowId::Local(local, ty, self.index);
@@ -228,12 +287,12 @@ impl<'a> ActivityRow<'a> {
 
     /// The source type.
     pub fn source_event_type(&self) -> Option<&'a str> {
-        non_empty(Some(&self.event.source_event_type))
+        present(Some(&self.event.source_event_type))
     }
 
     /// The journal event id.
     pub fn event_id(&self) -> Option<&'a str> {
-        non_empty(self.event.event_id.as_deref())
+        present(self.event.event_id.as_deref())
     }
 
     /// The local id.
@@ -248,7 +307,7 @@ impl<'a> ActivityRow<'a> {
 
     /// The stream id.
     pub fn stream_id(&self) -> Option<&'a str> {
-        non_empty(self.event.stream_id.as_deref())
+        present(self.event.stream_id.as_deref())
     }
 
     /// The sequence number.
@@ -258,7 +317,7 @@ impl<'a> ActivityRow<'a> {
 
     /// The status.
     pub fn status(&self) -> Option<&'a str> {
-        non_empty(self.event.status.as_deref())
+        present(self.event.status.as_deref())
     }
 
     /// When it happened.
@@ -279,12 +338,7 @@ impl<'a> ActivityRow<'a> {
 
     /// The grouping (§8.6).
     pub fn group(&self) -> Group<'a> {
-        let p = &self.event.payload;
-        let pick =
-            |keys: &[&str]| js::first_own(p, keys).filter(|v| !js::to_js_string(v).is_empty());
-        let segment = pick(&GROUP_SEGMENT_KEYS);
-        let burst = pick(&GROUP_BURST_KEYS);
-        let message = pick(&GROUP_MESSAGE_KEYS);
+        let (segment, burst, message) = (self.segment, self.burst, self.message);
         let key = if let Some(v) = segment {
             GroupKey::Segment(v)
         } else if let Some(v) = burst {
@@ -309,8 +363,8 @@ impl<'a> ActivityRow<'a> {
         if self.event.kind != Some(Kind::Reasoning) {
             return None;
         }
-        let p = &self.event.payload;
-        let text = js::first_text([p.get("thinking"), p.get("reasoning"), p.get("text")]);
+        const THINKING_KEYS: js::KeySet<3> = js::KeySet::new(["thinking", "reasoning", "text"]);
+        let text = js::first_text(THINKING_KEYS.scan(&self.event.payload));
         let text = if text.is_empty() {
             Cow::Borrowed(&*self.text)
         } else {
@@ -324,56 +378,50 @@ impl<'a> ActivityRow<'a> {
         if !self.event.kind.is_some_and(Kind::is_tool) {
             return None;
         }
-        let p = &self.event.payload;
-        Some(js::first_text(
-            ["tool_call_id", "tool_use_id", "call_id", "tid", "id"]
-                .into_iter()
-                .map(|k| p.get(k)),
-        ))
-        .filter(|id| !id.is_empty())
+        let t = TOOL_KEYS.scan(&self.event.payload);
+        Some(js::first_text(t[22..27].iter().copied())).filter(|id| !id.is_empty())
     }
 
     /// The tool call (tool rows only; §8.7).
     pub fn tool(&self) -> Option<Tool<'_>> {
         let kind = self.event.kind.filter(|k| k.is_tool())?;
-        let p = &self.event.payload;
-        let name_raw = js::or(
-            js::first_own(p, &["name", "tool_name", "function_name"]),
-            js::own(p.get("function"), "name"),
-        );
+        let t = TOOL_KEYS.scan(&self.event.payload);
+        let name_raw = js::or(js::first_present(&t[0..3]), js::own(t[3], "name"));
         let name = match js::clean(name_raw) {
             "" => "tool",
             n => n,
         };
-        let args = js::first_own(p, &["args", "arguments", "input", "params"])
-            .filter(|v| js::truthy(Some(v)));
-        let preview = js::first_text([p.get("preview"), p.get("summary")]);
+        let args = js::first_present(&t[4..8]).filter(|v| js::truthy(Some(v)));
+        let preview = js::first_text([t[8], t[9]]);
         let preview = if preview.is_empty() {
             Cow::Borrowed(&*self.text)
         } else {
             preview
         };
-        let status = self.status().unwrap_or("").to_lowercase();
+        let status = self.status().unwrap_or("");
+        let failed = ["error", "failed", "failure"]
+            .iter()
+            .any(|f| status.eq_ignore_ascii_case(f));
         Some(Tool {
-            id: self.tool_call_id(),
+            id: Some(js::first_text(t[22..27].iter().copied())).filter(|id| !id.is_empty()),
             name,
             args,
             preview,
-            snippet: js::first_text([p.get("snippet"), p.get("result"), p.get("output")]),
-            result: p.get("result").filter(|v| !v.is_null()),
-            output: p.get("output").filter(|v| !v.is_null()),
-            done: match p.get("done") {
+            snippet: js::first_text([t[10], t[11], t[12]]),
+            result: t[11].filter(|v| !v.is_null()),
+            output: t[12].filter(|v| !v.is_null()),
+            done: match t[13] {
                 Some(Value::Bool(b)) => *b,
                 _ => kind == Kind::ToolCompleted,
             },
-            is_error: match p.get("is_error") {
+            is_error: match t[14] {
                 Some(Value::Bool(b)) => *b,
-                _ => matches!(status.as_str(), "error" | "failed" | "failure"),
+                _ => failed,
             },
-            is_diff: matches!(p.get("is_diff"), Some(Value::Bool(true)))
-                || matches!(p.get("isDiff"), Some(Value::Bool(true))),
-            duration: js::first_own(p, &["duration", "duration_seconds", "elapsed"]),
-            started_at: js::first_own(p, &["started_at", "startedAt"]),
+            is_diff: matches!(t[15], Some(Value::Bool(true)))
+                || matches!(t[16], Some(Value::Bool(true))),
+            duration: js::first_present(&t[17..20]),
+            started_at: js::first_present(&t[20..22]),
         })
     }
 

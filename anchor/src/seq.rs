@@ -60,6 +60,14 @@ impl Seq {
         }
     }
 
+    /// Appends `String(seq)` to `out`.
+    pub(crate) fn write_js(&self, out: &mut String) {
+        match self {
+            Seq::Num(n) => js::write_f64(out, *n),
+            Seq::Text(s) => out.push_str(s),
+        }
+    }
+
     /// The sequence as a journal position, when it is a non-negative whole number.
     pub fn as_u64(&self) -> Option<u64> {
         match self {

@@ -2,6 +2,7 @@
 //! library, so tests and benchmarks run exactly the same code.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -82,8 +83,9 @@ pub struct TraceLine {
     pub source: String,
     /// The event, as given.
     pub event: Value,
-    /// `{...config.context, ...line.context, source_layer: source}`.
-    pub context: Value,
+    /// `{...config.context, ...line.context, source_layer: source}`; lines with equal contexts
+    /// share one value.
+    pub context: Arc<Value>,
 }
 
 /// A parsed trace.
@@ -113,6 +115,7 @@ impl Trace {
             lines: Vec::new(),
         };
         let mut seen_event = false;
+        let mut contexts: Vec<Arc<Value>> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let t = raw.trim();
@@ -166,11 +169,20 @@ impl Trace {
                 context.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
             context.insert("source_layer".into(), Value::String(source.clone()));
+            let context = Value::Object(context);
+            let context = match contexts.iter().find(|c| ***c == context) {
+                Some(shared) => Arc::clone(shared),
+                None => {
+                    let shared = Arc::new(context);
+                    contexts.push(Arc::clone(&shared));
+                    shared
+                }
+            };
             trace.lines.push(TraceLine {
                 line,
                 source,
                 event,
-                context: Value::Object(context),
+                context,
             });
         }
         Ok(trace)
@@ -297,7 +309,10 @@ impl TraceResult {
             reason: applied.reason.map(|r| r.as_str()),
             classification: applied.classification.as_str(),
             source_event_type: applied.source_event_type.into_owned(),
-            dedupe_key: applied.dedupe_key.as_deref().unwrap_or("").to_owned(),
+            dedupe_key: applied
+                .dedupe_key
+                .map(|k| k.to_string())
+                .unwrap_or_default(),
             kind: applied.kind.map(|k| k.as_str()),
             status: applied.status.map(|s| s.into_owned()),
         }

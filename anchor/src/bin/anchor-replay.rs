@@ -80,19 +80,22 @@ fn run(args: Args) -> Result<(), String> {
     };
     let mut apply = Vec::new();
     let mut project = Vec::new();
-    let mut applied = 0;
+    let mut applied = 0u64;
     for _ in 0..reps {
         let start = Instant::now();
         let mut registry = trace.registry().map_err(|e| e.to_string())?;
-        let results = trace.apply_sequential(&mut registry);
+        for line in &trace.lines {
+            std::hint::black_box(registry.apply_source_event(&line.event, &line.context));
+        }
         apply.push(start.elapsed());
-        applied = results.iter().filter(|r| r.applied).count();
-        std::hint::black_box(&results);
+        applied = registry.stats().applied;
 
+        // The projection: every row's view, with what a list of rows shows (id, kind, role,
+        // status, text, group).
         let start = Instant::now();
         let scene = registry.scene(mode);
         for row in scene.rows() {
-            std::hint::black_box((row.row_id(), row.group(), row.tool(), row.thinking()));
+            std::hint::black_box((row.row_id(), row.group(), row.role(), row.status(), row.text()));
         }
         project.push(start.elapsed());
         std::hint::black_box(&scene);

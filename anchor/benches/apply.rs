@@ -1,0 +1,88 @@
+//! Criterion benchmarks over generated turns of 1k, 10k and 100k events (spec §16.4): every
+//! event applied as a live SSE frame, the whole journal replayed as duplicates, then the settled
+//! message; and the projection of the resulting scene.
+
+use std::hint::black_box;
+
+use anchor::synthetic::{self, RUN, SESSION};
+use anchor::{Mode, Registry, Seed};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use serde_json::{json, Value};
+
+const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+
+fn registry() -> Registry {
+    Registry::new(&Seed::new(SESSION).stream(RUN)).unwrap()
+}
+
+fn apply_all(inputs: &[(&str, Value)], ctx: &Value) -> Registry {
+    let mut r = registry();
+    for (_, input) in inputs {
+        black_box(r.apply_source_event(input, ctx));
+    }
+    r
+}
+
+fn bench_apply(c: &mut Criterion) {
+    let ctx = json!({"session_id": SESSION, "stream_id": RUN});
+    let mut group = c.benchmark_group("apply_turn");
+    group.sample_size(10);
+    for n in SIZES {
+        let inputs = synthetic::benchmark_inputs(n, 42);
+        group.throughput(Throughput::Elements(inputs.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &inputs, |b, inputs| {
+            b.iter_batched(|| (), |()| apply_all(inputs, &ctx), BatchSize::PerIteration)
+        });
+    }
+    group.finish();
+}
+
+/// The projection: every row's view with what a list of rows shows (id, kind, role, status,
+/// text, group), as `anchor-replay --bench` times it.
+fn bench_project(c: &mut Criterion) {
+    let ctx = json!({"session_id": SESSION, "stream_id": RUN});
+    let mut group = c.benchmark_group("project_scene");
+    group.sample_size(20);
+    for n in SIZES {
+        let r = apply_all(&synthetic::benchmark_inputs(n, 42), &ctx);
+        group.throughput(Throughput::Elements(r.row_count() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &r, |b, r| {
+            b.iter(|| {
+                let scene = r.scene(Mode::TransparentStream);
+                for row in scene.rows() {
+                    black_box((row.row_id(), row.group(), row.role(), row.status(), row.text()));
+                }
+                black_box(scene.rows().len())
+            })
+        });
+    }
+    group.finish();
+}
+
+/// The detail views a renderer builds when a row is shown: tool calls and reasoning previews.
+fn bench_details(c: &mut Criterion) {
+    let ctx = json!({"session_id": SESSION, "stream_id": RUN});
+    let mut group = c.benchmark_group("row_details");
+    group.sample_size(20);
+    for n in SIZES {
+        let r = apply_all(&synthetic::benchmark_inputs(n, 42), &ctx);
+        group.throughput(Throughput::Elements(r.row_count() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &r, |b, r| {
+            let scene = r.scene(Mode::TransparentStream);
+            b.iter(|| {
+                for row in scene.rows() {
+                    if let Some(tool) = row.tool() {
+                        black_box((tool.name, tool.signature()));
+                    }
+                    if let Some(thinking) = row.thinking() {
+                        black_box(thinking.preview());
+                    }
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_apply, bench_project, bench_details);
+criterion_main!(benches);
