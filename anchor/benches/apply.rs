@@ -50,7 +50,13 @@ fn bench_project(c: &mut Criterion) {
             b.iter(|| {
                 let scene = r.scene(Mode::TransparentStream);
                 for row in scene.rows() {
-                    black_box((row.row_id(), row.group(), row.role(), row.status(), row.text()));
+                    black_box((
+                        row.row_id(),
+                        row.group(),
+                        row.role(),
+                        row.status(),
+                        row.text(),
+                    ));
                 }
                 black_box(scene.rows().len())
             })

@@ -17,7 +17,10 @@ const ROUNDS: usize = 11;
 /// A turn of `n` events, with the frames it was built from (kept alive by the caller so that
 /// freeing them cannot land in a timed region).
 fn prefilled(n: usize, ctx: &Value) -> (Registry, Vec<Value>) {
-    let frames: Vec<Value> = synthetic::turn(n, 42).iter().map(|e| e.live_frame()).collect();
+    let frames: Vec<Value> = synthetic::turn(n, 42)
+        .iter()
+        .map(|e| e.live_frame())
+        .collect();
     let mut r = Registry::new(&Seed::new(SESSION).stream(RUN)).unwrap();
     for frame in &frames {
         r.apply_source_event(frame, ctx);

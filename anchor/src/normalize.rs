@@ -72,7 +72,9 @@ fn clean_cow<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'static, str>
     Ok(clean_string(d)?.map(Cow::Owned).unwrap_or_default())
 }
 
-fn clean_cow_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Cow<'static, str>>, D::Error> {
+fn clean_cow_opt<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Cow<'static, str>>, D::Error> {
     Ok(clean_string(d)?.map(Cow::Owned))
 }
 

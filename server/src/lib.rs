@@ -10,23 +10,96 @@
 //! - `routes/`: the non-Leptos HTTP routes; [`telemetry`]: tracing setup.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::{extract::FromRef, routing::get, Router};
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use tokio_util::sync::CancellationToken;
 
 mod config;
+pub mod error;
+pub mod hub;
+pub mod journal;
 mod routes;
+pub mod runner;
+pub mod runtime;
+pub mod store;
 pub mod telemetry;
 
 pub use config::Config;
+
+use hub::Hub;
+use journal::Journal;
+use runner::Runner;
+use runtime::demo::DemoAgent;
+use runtime::RuntimeAdapter;
+use store::sqlite::SqliteStore;
+use store::Store;
 
 /// Shared state handed to every handler.
 #[derive(Clone, FromRef)]
 pub struct AppState {
     /// Site settings (root, package name, address) for the Leptos handlers.
     pub leptos_options: LeptosOptions,
+    /// Sessions, transcripts and the run journal.
+    pub store: Arc<dyn Store>,
+    /// Starts and ends runs.
+    pub runner: Runner,
+    /// Live fan-out of committed journal frames.
+    pub hub: Hub,
+    /// Fires when the server shuts down; open streams end on it.
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// Opens the database under `config.data_dir`, starts the journal writer and the runner
+    /// (with the demo agent), and reaps runs a previous process left behind.
+    pub async fn open(
+        config: &Config,
+        leptos_options: LeptosOptions,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&config.data_dir).with_context(|| {
+            format!("creating the data directory {}", config.data_dir.display())
+        })?;
+        let db = config.data_dir.join("anchorage.db");
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&db)
+                .await
+                .with_context(|| format!("opening the database {}", db.display()))?,
+        );
+        let adapter: Arc<dyn RuntimeAdapter> = Arc::new(DemoAgent {
+            delay: Duration::from_millis(config.demo_delay_ms),
+        });
+        Ok(Self::with_parts(store, adapter, leptos_options, shutdown).await)
+    }
+
+    /// A state over the given store and agent; reaps abandoned runs before it returns.
+    pub async fn with_parts(
+        store: Arc<dyn Store>,
+        adapter: Arc<dyn RuntimeAdapter>,
+        leptos_options: LeptosOptions,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let hub = Hub::default();
+        let journal = Journal::spawn(Arc::clone(&store), hub.clone());
+        let runner = Runner::new(Arc::clone(&store), journal, hub.clone(), adapter);
+        let reaped = runner.reap().await;
+        if reaped > 0 {
+            tracing::info!(reaped, "ended runs left running by a previous process");
+        }
+        runner.spawn_reaper(shutdown.clone());
+        AppState {
+            leptos_options,
+            store,
+            runner,
+            hub,
+            shutdown,
+        }
+    }
 }
 
 /// Builds the whole HTTP surface: API routes first, then the Leptos pages, then static files.
@@ -35,6 +108,7 @@ pub fn router(state: AppState) -> Router {
     let options = state.leptos_options.clone();
     Router::new()
         .route("/healthz", get(routes::health::healthz))
+        .merge(routes::api())
         .leptos_routes(&state, routes, move || app::shell(options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             app::shell,
@@ -51,21 +125,35 @@ pub async fn run(
         .context("reading the Leptos site configuration")?
         .leptos_options;
     let addr = config.addr.unwrap_or(leptos_options.site_addr);
+    let token = CancellationToken::new();
+    let state = AppState::open(&config, leptos_options, token.clone()).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
-    tracing::info!("listening on http://{}", listener.local_addr()?);
-    serve(listener, AppState { leptos_options }, shutdown).await
+    tracing::info!(
+        "listening on http://{} (agent: {})",
+        listener.local_addr()?,
+        state.runner.adapter_name()
+    );
+    serve(listener, state, shutdown).await
 }
 
-/// Serves the app on an already bound listener until `shutdown` resolves.
+/// Serves the app on an already bound listener until `shutdown` resolves. Open streams end
+/// then; runs in progress stop and are reported interrupted by the next start.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let token = state.shutdown.clone();
+    let runner = state.runner.clone();
+    let signal = async move {
+        shutdown.await;
+        runner.shut_down();
+        token.cancel();
+    };
     axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(signal)
         .await
         .context("serving HTTP")
 }

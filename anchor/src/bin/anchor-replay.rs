@@ -95,7 +95,13 @@ fn run(args: Args) -> Result<(), String> {
         let start = Instant::now();
         let scene = registry.scene(mode);
         for row in scene.rows() {
-            std::hint::black_box((row.row_id(), row.group(), row.role(), row.status(), row.text()));
+            std::hint::black_box((
+                row.row_id(),
+                row.group(),
+                row.role(),
+                row.status(),
+                row.text(),
+            ));
         }
         project.push(start.elapsed());
         std::hint::black_box(&scene);

@@ -1,32 +1,173 @@
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
+use futures::StreamExt;
 use leptos::prelude::LeptosOptions;
+use serde_json::{json, Value};
+use server::runtime::demo::DemoAgent;
+use server::store::sqlite::SqliteStore;
 use server::AppState;
 use tempfile::TempDir;
-use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
-/// A server on an ephemeral port, serving a site root of its own; stops when dropped.
+/// A server on an ephemeral port with its own site root and SQLite file; stops when dropped.
 pub struct TestApp {
     pub addr: SocketAddr,
     pub site: TempDir,
-    stop: Option<oneshot::Sender<()>>,
+    pub _data: TempDir,
+    pub client: reqwest::Client,
+    shutdown: CancellationToken,
 }
 
 impl TestApp {
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
+
+    /// POSTs JSON; returns the status and the JSON body.
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let res = self
+            .client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// GETs; returns the status and the JSON body.
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let res = self
+            .client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn new_session(&self) -> String {
+        let (status, body) = self.post("/api/session/new", json!({})).await;
+        assert_eq!(status, 200, "{body}");
+        body["session"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Starts a turn; returns its run id.
+    pub async fn start(&self, session: &str, message: &str) -> String {
+        let (status, body) = self
+            .post(
+                "/api/chat/start",
+                json!({"session_id": session, "message": message}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["run_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Reads a run's stream from `after` to its end.
+    pub async fn stream(&self, run: &str, after: Option<u64>) -> Vec<SseEvent> {
+        let mut url = self.url(&format!("/api/chat/stream?run_id={run}"));
+        if let Some(after) = after {
+            url.push_str(&format!("&after_seq={after}"));
+        }
+        let res = self.client.get(url).send().await.expect("stream request");
+        assert_eq!(res.status(), 200);
+        read_sse(res).await
+    }
+
+    /// Waits until a run has ended.
+    pub async fn wait_finished(&self, run: &str) -> Value {
+        for _ in 0..400 {
+            let (_, status) = self
+                .get(&format!("/api/chat/stream/status?run_id={run}"))
+                .await;
+            if status["terminal_state"].is_string() && !status["active"].as_bool().unwrap_or(true) {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("run {run} did not finish");
+    }
 }
 
 impl Drop for TestApp {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.shutdown.cancel();
     }
 }
 
+/// One SSE event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub event: String,
+    pub data: Value,
+}
+
+impl SseEvent {
+    pub fn seq(&self) -> u64 {
+        self.id
+            .as_deref()
+            .and_then(|id| id.rsplit_once(':'))
+            .and_then(|(_, s)| s.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// Parses an SSE body until the server ends it.
+pub async fn read_sse(res: reqwest::Response) -> Vec<SseEvent> {
+    let mut events = Vec::new();
+    let mut buffer = String::new();
+    let mut body = res.bytes_stream();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(30), body.next())
+        .await
+        .expect("stream stalled")
+    {
+        buffer.push_str(std::str::from_utf8(&chunk.expect("body chunk")).expect("utf-8"));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            if let Some(event) = parse_block(&block) {
+                events.push(event);
+            }
+        }
+    }
+    events
+}
+
+fn parse_block(block: &str) -> Option<SseEvent> {
+    let mut id = None;
+    let mut event = None;
+    let mut data = String::new();
+    for line in block.lines() {
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("event: ") {
+            event = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            data.push_str(v);
+        }
+    }
+    Some(SseEvent {
+        id,
+        event: event?,
+        data: serde_json::from_str(&data).expect("data is JSON"),
+    })
+}
+
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Duration::ZERO).await
+}
+
+pub async fn spawn_app_with(delay: Duration) -> TestApp {
+    let data = tempfile::tempdir().expect("a temporary data directory");
+    spawn_app_in(data, delay).await
+}
+
+pub async fn spawn_app_in(data: TempDir, delay: Duration) -> TestApp {
     let site = tempfile::tempdir().expect("a temporary site root");
     std::fs::create_dir_all(site.path().join("pkg")).unwrap();
     std::fs::write(site.path().join("pkg/anchorage.css"), "body{color:red}").unwrap();
@@ -34,19 +175,30 @@ pub async fn spawn_app() -> TestApp {
         .output_name("anchorage")
         .site_root(site.path().to_string_lossy().into_owned())
         .build();
+    let store = Arc::new(
+        SqliteStore::open(&data.path().join("anchorage.db"))
+            .await
+            .expect("database"),
+    );
+    let shutdown = CancellationToken::new();
+    let state = AppState::with_parts(
+        store,
+        Arc::new(DemoAgent { delay }),
+        leptos_options,
+        shutdown.clone(),
+    )
+    .await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(server::serve(
-        listener,
-        AppState { leptos_options },
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let stop = shutdown.clone();
+    tokio::spawn(server::serve(listener, state, async move {
+        stop.cancelled().await
+    }));
     TestApp {
         addr,
         site,
-        stop: Some(stop),
+        _data: data,
+        client: reqwest::Client::new(),
+        shutdown,
     }
 }

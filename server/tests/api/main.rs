@@ -1,4 +1,9 @@
 //! The server's HTTP surface, over real TCP on 127.0.0.1.
 
+mod chat;
+mod errors;
 mod helpers;
 mod pages;
+mod restart;
+mod sessions;
+mod streaming;

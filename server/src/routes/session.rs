@@ -1,0 +1,235 @@
+//! The session API: create, list, read, rename, delete, search, export.
+
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::{ok_true, ApiError, ApiJson, ApiQuery};
+use crate::journal;
+use crate::store::Store;
+use crate::AppState;
+
+/// The longest title accepted, in characters.
+const MAX_TITLE_CHARS: usize = 200;
+
+fn checked_title(title: &str) -> Result<String, ApiError> {
+    let title = title.trim();
+    if title.is_empty() {
+        return Err(ApiError::bad_request("title is empty"));
+    }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(ApiError::bad_request(
+            "title is too long (the limit is 200 characters)",
+        ));
+    }
+    Ok(title.to_owned())
+}
+
+/// `POST /api/session/new` body.
+#[derive(Debug, Default, Deserialize)]
+pub struct NewBody {
+    title: Option<String>,
+}
+
+/// `POST /api/session/new` (the body, `{title?}`, may be empty).
+pub async fn create(
+    State(state): State<AppState>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let body: NewBody = if body.iter().all(u8::is_ascii_whitespace) {
+        NewBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?
+    };
+    let title = match body.title {
+        Some(t) => checked_title(&t)?,
+        None => "New chat".to_owned(),
+    };
+    let session = state.store.create_session(&title, journal::now()).await?;
+    Ok(Json(json!({ "session": session })))
+}
+
+/// `GET /api/sessions`: newest first.
+pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        json!({ "sessions": state.store.list_sessions().await? }),
+    ))
+}
+
+/// A query naming a session.
+#[derive(Debug, Deserialize)]
+pub struct SessionQuery {
+    session_id: String,
+}
+
+/// `GET /api/session?session_id=S`: the session with its messages, active run, queued
+/// follow-ups and open approval/clarify requests.
+pub async fn get(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let session = state
+        .store
+        .session(&q.session_id)
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::NotFound => ApiError::not_found("session"),
+            e => e.into(),
+        })?;
+    let messages = state.store.messages(&session.id).await?;
+    let queued = state.store.queued_messages(&session.id).await?;
+    let pending = match &session.active_run_id {
+        Some(run_id) => state
+            .store
+            .interactions(run_id)
+            .await?
+            .into_iter()
+            .filter(|i| i.status == "pending")
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut body = serde_json::to_value(&session).unwrap_or_default();
+    body["messages"] = json!(messages);
+    body["queued"] = json!(queued);
+    body["pending_interactions"] = json!(pending);
+    Ok(Json(json!({ "session": body })))
+}
+
+/// `POST /api/session/rename` body.
+#[derive(Debug, Deserialize)]
+pub struct RenameBody {
+    session_id: String,
+    title: String,
+}
+
+/// `POST /api/session/rename`: a manual title, which the agent never replaces.
+pub async fn rename(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<RenameBody>,
+) -> Result<Json<Value>, ApiError> {
+    let title = checked_title(&body.title)?;
+    let session = state
+        .store
+        .rename_session(&body.session_id, &title, "manual", journal::now())
+        .await?;
+    Ok(Json(json!({ "session": session })))
+}
+
+/// `POST /api/session/delete` body.
+#[derive(Debug, Deserialize)]
+pub struct DeleteBody {
+    session_id: String,
+}
+
+/// `POST /api/session/delete`: with its journal; refused (409) while a run is active.
+pub async fn delete(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<DeleteBody>,
+) -> Result<Json<Value>, ApiError> {
+    state.store.delete_session(&body.session_id).await?;
+    Ok(ok_true())
+}
+
+/// `GET /api/sessions/search?q=` query.
+#[derive(Debug, Deserialize)]
+pub struct SearchQuery {
+    q: String,
+}
+
+/// `GET /api/sessions/search?q=`: titles and message text.
+pub async fn search(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<SearchQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if q.q.trim().is_empty() {
+        return list(State(state)).await;
+    }
+    if q.q.len() > 512 {
+        return Err(ApiError::bad_request("query too long"));
+    }
+    Ok(Json(
+        json!({ "sessions": state.store.search_sessions(&q.q).await? }),
+    ))
+}
+
+/// `GET /api/session/export` query.
+#[derive(Debug, Deserialize)]
+pub struct ExportQuery {
+    session_id: String,
+    format: Option<String>,
+}
+
+/// `GET /api/session/export?session_id=S&format=md|jsonl`: the transcript as Markdown, or the
+/// journal of every run as JSON Lines.
+pub async fn export(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ExportQuery>,
+) -> Result<Response, ApiError> {
+    let session = state.store.session(&q.session_id).await?;
+    let format = q.format.as_deref().unwrap_or("md");
+    let (body, content_type, extension) = match format {
+        "md" => (
+            markdown(&*state.store, &session).await?,
+            "text/markdown; charset=utf-8",
+            "md",
+        ),
+        "jsonl" => (
+            jsonl(&*state.store, &session.id).await?,
+            "application/x-ndjson; charset=utf-8",
+            "jsonl",
+        ),
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "unknown format {other:?} (use md or jsonl)"
+            )))
+        }
+    };
+    let mut response = (StatusCode::OK, body).into_response();
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let name = format!(
+        "attachment; filename=\"session-{}.{extension}\"",
+        session.id
+    );
+    if let Ok(value) = HeaderValue::from_str(&name) {
+        h.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
+}
+
+async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<String, ApiError> {
+    let mut out = format!("# {}\n", session.title);
+    for m in store.messages(&session.id).await? {
+        let who = if m.role == "user" { "You" } else { "Assistant" };
+        out.push_str(&format!("\n## {who}\n\n"));
+        if m.content.is_empty() {
+            let state = m.terminal_state.as_deref().unwrap_or("no answer");
+            out.push_str(&format!("_(no final answer: {state})_\n"));
+        } else {
+            out.push_str(&m.content);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+async fn jsonl(store: &dyn Store, session_id: &str) -> Result<String, ApiError> {
+    let mut out = String::new();
+    for run in store.session_runs(session_id).await? {
+        let mut after = 0;
+        loop {
+            let rows = store.events(&run.id, after, None, 2000).await?;
+            let Some(last) = rows.last() else { break };
+            after = last.seq;
+            for row in &rows {
+                out.push_str(&row.to_json().to_string());
+                out.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,261 @@
+//! `GET /api/chat/stream`: a run's journal as Server-Sent Events, resumable at any seq.
+//!
+//! A follower subscribes to the live channel first, then reads the journal after its cursor,
+//! then drains live frames above what it sent. Any gap (a late subscription, a lagging
+//! follower) is filled from the journal, so every event after the cursor arrives exactly once,
+//! in order. The response ends after `stream_end`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ApiError, ApiQuery};
+use crate::hub::Frame;
+use crate::store::{Store, StoreError};
+use crate::AppState;
+
+/// How long a silent stream waits before a heartbeat comment.
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// Journal rows read per query while replaying.
+const PAGE: u32 = 2000;
+
+/// Query of the stream routes.
+#[derive(Debug, Deserialize)]
+pub struct StreamQuery {
+    run_id: Option<String>,
+    stream_id: Option<String>,
+    after_seq: Option<String>,
+}
+
+impl StreamQuery {
+    fn run_id(&self) -> Result<&str, ApiError> {
+        self.run_id
+            .as_deref()
+            .or(self.stream_id.as_deref())
+            .filter(|r| !r.trim().is_empty())
+            .ok_or_else(|| ApiError::bad_request("run_id is required"))
+    }
+}
+
+/// Where to resume: `after_seq` wins over `Last-Event-ID`. A cursor that does not parse or
+/// names another run means "replay from the start", never "skip".
+pub fn resume_cursor(run_id: &str, after_seq: Option<&str>, last_event_id: Option<&str>) -> u64 {
+    if let Some(after) = after_seq {
+        return after.trim().parse().unwrap_or(0);
+    }
+    if let Some(id) = last_event_id {
+        if let Some((run, seq)) = id.trim().rsplit_once(':') {
+            if run == run_id {
+                return seq.parse().unwrap_or(0);
+            }
+        }
+    }
+    0
+}
+
+/// `GET /api/chat/stream?run_id=R[&after_seq=N]`.
+pub async fn stream(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<StreamQuery>,
+) -> Result<Response, ApiError> {
+    let run_id = query.run_id()?.to_owned();
+    // Subscribe before reading the journal: anything committed after the read is then live.
+    let live = state.hub.subscribe(&run_id);
+    let high_water = match state.store.run(&run_id).await {
+        Ok(run) => run.last_seq,
+        Err(StoreError::NotFound) => {
+            return Err(ApiError::new(StatusCode::NOT_FOUND, "stream not found"))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let mut after = resume_cursor(&run_id, query.after_seq.as_deref(), last_event_id);
+    if after > high_water {
+        // A cursor ahead of the journal was not issued by it: replay everything.
+        after = 0;
+    }
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    tokio::spawn(follow(
+        Arc::clone(&state.store),
+        run_id,
+        after,
+        live,
+        tx,
+        state.shutdown.clone(),
+    ));
+    let body = Body::from_stream(ReceiverStream::new(rx).map(Ok::<_, Infallible>));
+    let mut response = body.into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+/// Sends a run's frames after `after` to `tx`, then live ones, until `stream_end`.
+async fn follow(
+    store: Arc<dyn Store>,
+    run_id: String,
+    mut after: u64,
+    mut live: Option<broadcast::Receiver<Arc<Frame>>>,
+    tx: mpsc::Sender<Bytes>,
+    shutdown: CancellationToken,
+) {
+    // Reconnect delay for EventSource clients.
+    if tx
+        .send(Bytes::from_static(b"retry: 1000\n\n"))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    match backfill(&*store, &run_id, &mut after, None, &tx).await {
+        Backfill::Ended | Backfill::Gone => return,
+        Backfill::Caught => {}
+    }
+    let Some(rx) = live.as_mut() else {
+        return;
+    };
+    let mut heartbeat =
+        tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    loop {
+        tokio::select! {
+            received = rx.recv() => match received {
+                Ok(frame) => {
+                    let seq = frame.row.seq;
+                    if seq <= after {
+                        continue;
+                    }
+                    if seq > after + 1 {
+                        // Committed rows we did not see live: read them first.
+                        match backfill(&*store, &run_id, &mut after, Some(seq - 1), &tx).await {
+                            Backfill::Ended | Backfill::Gone => return,
+                            Backfill::Caught => {}
+                        }
+                    }
+                    if tx.send(frame.sse.clone()).await.is_err() {
+                        return;
+                    }
+                    after = seq;
+                    heartbeat.reset();
+                    if frame.row.kind == "stream_end" {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if !matches!(backfill(&*store, &run_id, &mut after, None, &tx).await, Backfill::Caught) {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    let _ = backfill(&*store, &run_id, &mut after, None, &tx).await;
+                    return;
+                }
+            },
+            _ = heartbeat.tick() => {
+                if tx.send(Bytes::from_static(b": heartbeat\n\n")).await.is_err() {
+                    return;
+                }
+            }
+            () = shutdown.cancelled() => return,
+            () = tx.closed() => return,
+        }
+    }
+}
+
+enum Backfill {
+    /// Everything committed so far was sent.
+    Caught,
+    /// `stream_end` was sent: the response is complete.
+    Ended,
+    /// The client went away (or the store failed).
+    Gone,
+}
+
+/// Sends journal rows after `*after` (up to `up_to`) and advances `*after`.
+async fn backfill(
+    store: &dyn Store,
+    run_id: &str,
+    after: &mut u64,
+    up_to: Option<u64>,
+    tx: &mpsc::Sender<Bytes>,
+) -> Backfill {
+    loop {
+        let rows = match store.events(run_id, *after, up_to, PAGE).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::error!(run_id, "journal read failed: {e}");
+                return Backfill::Gone;
+            }
+        };
+        let full = rows.len() as u32 == PAGE;
+        for row in rows {
+            let seq = row.seq;
+            let end = row.kind == "stream_end";
+            if tx.send(Frame::new(row).sse).await.is_err() {
+                return Backfill::Gone;
+            }
+            *after = seq;
+            if end {
+                return Backfill::Ended;
+            }
+        }
+        if !full {
+            return Backfill::Caught;
+        }
+    }
+}
+
+/// `GET /api/chat/stream/status?run_id=R`.
+pub async fn status(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let run_id = query.run_id()?;
+    let run = match state.store.run(run_id).await {
+        Ok(run) => run,
+        Err(StoreError::NotFound) => {
+            return Err(ApiError::new(StatusCode::NOT_FOUND, "stream not found"))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(axum::Json(json!({
+        "run_id": run.id,
+        "session_id": run.session_id,
+        "active": run.running && state.runner.is_active(&run.id),
+        "last_seq": run.last_seq,
+        "terminal_state": run.terminal_state,
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resume_cursor;
+
+    #[test]
+    fn cursors_prefer_after_seq_and_never_skip_on_doubt() {
+        assert_eq!(resume_cursor("r", Some("4"), Some("r:9")), 4);
+        assert_eq!(resume_cursor("r", Some("x"), Some("r:9")), 0);
+        assert_eq!(resume_cursor("r", None, Some("r:3")), 3);
+        assert_eq!(resume_cursor("r", None, Some("other:5")), 0);
+        assert_eq!(resume_cursor("r", None, Some("not-a-cursor")), 0);
+        assert_eq!(resume_cursor("r", None, None), 0);
+        assert_eq!(resume_cursor("a:b", None, Some("a:b:7")), 7);
+    }
+}

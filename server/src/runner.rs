@@ -1,0 +1,444 @@
+//! The runner: starts turns, drives the adapter, ends every run exactly once, and keeps
+//! abandoned runs from looking alive.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::hub::Hub;
+use crate::journal::{self, Journal, JournalError};
+use crate::runtime::{ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnRequest, Waiters};
+use crate::store::{Interaction, Message, SettledAnswer, Store, StoreError};
+
+/// How often the reaper looks for runs without a worker.
+const REAP_INTERVAL: Duration = Duration::from_secs(10);
+
+/// A run in progress in this process.
+struct Active {
+    session_id: String,
+    cancel: CancellationToken,
+    waiters: Arc<Waiters>,
+    // Invariant: set once, by whoever settles the run first.
+    settled: tokio::sync::Mutex<bool>,
+}
+
+/// What `start` reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Started {
+    /// The session.
+    pub session_id: String,
+    /// The run (and stream) id.
+    pub run_id: String,
+    /// The stream id (the run id).
+    pub stream_id: String,
+    /// The assistant turn.
+    pub turn_id: String,
+    /// The stored user message.
+    #[serde(skip)]
+    pub user_message: Option<Message>,
+}
+
+/// Why a turn could not be started or answered.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// See [`StoreError`].
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// See [`JournalError`].
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The run is not in progress in this server.
+    #[error("run is not active")]
+    NotActive,
+}
+
+/// Starts and ends runs.
+#[derive(Clone)]
+pub struct Runner {
+    store: Arc<dyn Store>,
+    journal: Journal,
+    hub: Hub,
+    adapter: Arc<dyn RuntimeAdapter>,
+    active: Arc<Mutex<HashMap<String, Arc<Active>>>>,
+    // Set on shutdown: runs stop without settling, to be reaped as interrupted on restart.
+    shutting_down: Arc<std::sync::atomic::AtomicBool>,
+    // Sessions whose run ended, for the queue worker to start their next follow-up.
+    ended: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl Runner {
+    /// A runner over the given parts.
+    pub fn new(
+        store: Arc<dyn Store>,
+        journal: Journal,
+        hub: Hub,
+        adapter: Arc<dyn RuntimeAdapter>,
+    ) -> Self {
+        let (ended, mut ended_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let runner = Runner {
+            store,
+            journal,
+            hub,
+            adapter,
+            active: Arc::default(),
+            shutting_down: Arc::default(),
+            ended,
+        };
+        // Queued follow-ups start from their own task: a run's ending never waits on the next.
+        let worker = runner.clone();
+        tokio::spawn(async move {
+            while let Some(session_id) = ended_rx.recv().await {
+                worker.drain_queue(&session_id).await;
+            }
+        });
+        runner
+    }
+
+    fn active(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Active>>> {
+        self.active.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a run has a worker in this process.
+    pub fn is_active(&self, run_id: &str) -> bool {
+        self.active().contains_key(run_id)
+    }
+
+    /// The adapter's name.
+    pub fn adapter_name(&self) -> &'static str {
+        self.adapter.name()
+    }
+
+    /// Stores the user message, creates the run and starts the agent on it.
+    pub async fn start(&self, session_id: &str, message: &str) -> Result<Started, RunError> {
+        let run_id = uuid::Uuid::new_v4().simple().to_string();
+        let turn_id = format!("turn-{run_id}");
+        let user_message_id = format!("msg-{}", uuid::Uuid::new_v4().simple());
+        let active = Arc::new(Active {
+            session_id: session_id.to_owned(),
+            cancel: CancellationToken::new(),
+            waiters: Arc::default(),
+            settled: tokio::sync::Mutex::new(false),
+        });
+        // Live before it exists, so no follower and no reaper can see it half-started.
+        self.hub.open(&run_id);
+        self.active().insert(run_id.clone(), Arc::clone(&active));
+        let history = self.store.messages(session_id).await;
+        let started = self
+            .store
+            .start_run(
+                session_id,
+                &run_id,
+                &turn_id,
+                &user_message_id,
+                message,
+                journal::now(),
+            )
+            .await;
+        let (history, user_message) = match (history, started) {
+            (Ok(history), Ok((_, user_message))) => (history, user_message),
+            (Err(e), _) | (_, Err(e)) => {
+                self.active().remove(&run_id);
+                self.hub.close(&run_id);
+                return Err(e.into());
+            }
+        };
+        let first_turn = history.is_empty();
+        self.name_from_prompt(session_id, message, first_turn).await;
+        let turn = TurnRequest {
+            session_id: session_id.to_owned(),
+            run_id: run_id.clone(),
+            message: message.to_owned(),
+            history: history
+                .into_iter()
+                .map(|m| ChatMessage {
+                    role: m.role,
+                    content: m.content,
+                })
+                .collect(),
+            first_turn,
+        };
+        let io = RunIo {
+            session_id: session_id.to_owned(),
+            run_id: run_id.clone(),
+            journal: self.journal.clone(),
+            store: Arc::clone(&self.store),
+            cancel: active.cancel.clone(),
+            waiters: Arc::clone(&active.waiters),
+        };
+        let runner = self.clone();
+        let adapter = Arc::clone(&self.adapter);
+        let id = run_id.clone();
+        tokio::spawn(async move {
+            // The adapter runs in its own task so that a panic in it still ends the run.
+            let outcome = tokio::spawn(async move { adapter.run(turn, io).await }).await;
+            let end = outcome.unwrap_or_else(|e| RunEnd::Failed {
+                message: "The agent stopped unexpectedly.".into(),
+                hint: Some(format!("{e}")),
+            });
+            runner.finish(&id, end).await;
+        });
+        Ok(Started {
+            session_id: session_id.to_owned(),
+            run_id: run_id.clone(),
+            stream_id: run_id,
+            turn_id,
+            user_message: Some(user_message),
+        })
+    }
+
+    /// Gives a session whose title is still the default one a title from its first prompt.
+    async fn name_from_prompt(&self, session_id: &str, message: &str, first_turn: bool) {
+        if !first_turn {
+            return;
+        }
+        if let Ok(session) = self.store.session(session_id).await {
+            if session.title_source == "default" {
+                let title: String = message
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(64)
+                    .collect();
+                if !title.is_empty() {
+                    let _ = self
+                        .store
+                        .rename_session(session_id, &title, "prompt", journal::now())
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// Ends a run once: journals its terminal event, the settled message and `stream_end`.
+    /// Later calls (the adapter returning after a cancel, the reaper) change nothing.
+    async fn settle(&self, run_id: &str, active: Option<&Active>, end: RunEnd) -> bool {
+        let guard = match active {
+            Some(a) => {
+                let mut settled = a.settled.lock().await;
+                if *settled {
+                    return false;
+                }
+                *settled = true;
+                Some(settled)
+            }
+            None => None,
+        };
+        let (kind, state, payload, answer, usage) = terminal_for(end);
+        let terminal = journal::event(kind, payload, Some(state));
+        let answer = SettledAnswer {
+            message_id: format!("msg-{}", uuid::Uuid::new_v4().simple()),
+            content: answer,
+            usage,
+        };
+        let settled = match self.journal.settle(run_id, terminal, answer).await {
+            Ok(_) => true,
+            Err(JournalError::Finished) => false,
+            Err(e) => {
+                tracing::error!(run_id, "settling failed: {e}");
+                false
+            }
+        };
+        drop(guard);
+        settled
+    }
+
+    /// The adapter returned: settle, release, then start the next queued follow-up.
+    async fn finish(&self, run_id: &str, end: RunEnd) {
+        let active = self.active().get(run_id).cloned();
+        if self.is_shutting_down() {
+            self.release(run_id);
+            return;
+        }
+        if let Some(active) = &active {
+            active.cancel.cancel();
+            self.settle(run_id, Some(active), end).await;
+        }
+        self.release(run_id);
+        if let Some(active) = active {
+            let _ = self.ended.send(active.session_id.clone());
+        }
+    }
+
+    fn release(&self, run_id: &str) {
+        self.active().remove(run_id);
+        self.hub.close(run_id);
+    }
+
+    async fn drain_queue(&self, session_id: &str) {
+        match self.store.pop_queued(session_id).await {
+            Ok(Some(next)) => {
+                if let Err(e) = self.start(session_id, &next.content).await {
+                    tracing::warn!(session_id, "queued follow-up not started: {e}");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(session_id, "reading the queue failed: {e}"),
+        }
+    }
+
+    /// Stops a run: journals `cancel` (once) and stops the agent. Returns whether this call
+    /// cancelled it; a second call, or a call on a finished run, changes nothing.
+    pub async fn cancel(&self, run_id: &str) -> Result<bool, RunError> {
+        let Some(active) = self.active().get(run_id).cloned() else {
+            // Unknown runs are an error; finished ones are not.
+            self.store.run(run_id).await?;
+            return Ok(false);
+        };
+        active.cancel.cancel();
+        Ok(self.settle(run_id, Some(&active), RunEnd::Cancelled).await)
+    }
+
+    /// Answers an approval or clarify request exactly once and wakes the waiting agent.
+    pub async fn respond(
+        &self,
+        run_id: &str,
+        id: &str,
+        kind: &str,
+        response: Value,
+    ) -> Result<Interaction, RunError> {
+        let interaction = self.store.answer_interaction(run_id, id, &response).await?;
+        if interaction.kind != kind {
+            return Err(RunError::Store(StoreError::NotFound));
+        }
+        let event = if kind == "approval" {
+            json!({"approval_id": id, "choice": response["choice"], "status": "answered"})
+        } else {
+            json!({"clarify_id": id, "response": response["response"], "status": "answered"})
+        };
+        let name = format!("{kind}_resolved");
+        let _ = self
+            .journal
+            .append(run_id, journal::event(&name, event, None))
+            .await;
+        if let Some(active) = self.active().get(run_id).cloned() {
+            active.waiters.deliver(id, response);
+        }
+        Ok(interaction)
+    }
+
+    /// Ends every run marked running that has no worker here (after a crash or restart) with
+    /// an `interrupted` error, so that no client waits on it forever.
+    pub async fn reap(&self) -> usize {
+        let runs = match self.store.running_runs().await {
+            Ok(runs) => runs,
+            Err(e) => {
+                tracing::error!("reaper could not list runs: {e}");
+                return 0;
+            }
+        };
+        let mut reaped = 0;
+        for run in runs {
+            if self.is_active(&run.id) {
+                continue;
+            }
+            // The hub channel lets followers of the dead run see its ending live.
+            self.hub.open(&run.id);
+            let end = RunEnd::Failed {
+                message: "The live worker stopped before this turn finished.".into(),
+                hint: Some("The server restarted during the turn. Everything journaled before then is kept; send the message again to retry.".into()),
+            };
+            let (kind, _, mut payload, answer, usage) = terminal_for(end);
+            payload["status"] = json!("interrupted");
+            payload["type"] = json!("interrupted");
+            payload["recovery_control"] = json!(true);
+            let terminal = journal::event(kind, payload, Some("interrupted"));
+            let answer = SettledAnswer {
+                message_id: format!("msg-{}", uuid::Uuid::new_v4().simple()),
+                content: answer,
+                usage,
+            };
+            if self.journal.settle(&run.id, terminal, answer).await.is_ok() {
+                reaped += 1;
+                tracing::info!(run_id = %run.id, "reaped an abandoned run as interrupted");
+            }
+            let _ = self.store.close_interactions(&run.id).await;
+            self.hub.close(&run.id);
+        }
+        reaped
+    }
+
+    /// Reaps at once, then periodically until `shutdown`.
+    pub fn spawn_reaper(&self, shutdown: CancellationToken) {
+        let runner = self.clone();
+        tokio::spawn(async move {
+            loop {
+                runner.reap().await;
+                tokio::select! {
+                    () = tokio::time::sleep(REAP_INTERVAL) => {}
+                    () = shutdown.cancelled() => break,
+                }
+            }
+        });
+    }
+
+    /// Stops every run in progress without ending it (the server is shutting down): the next
+    /// start reports each as interrupted.
+    pub fn shut_down(&self) {
+        self.shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        for active in self.active().values() {
+            active.cancel.cancel();
+        }
+    }
+
+    fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The terminal event for an ending: (type, terminal state, payload, answer, usage).
+fn terminal_for(end: RunEnd) -> (&'static str, &'static str, Value, String, Option<Value>) {
+    match end {
+        RunEnd::Completed { answer, usage } => (
+            "done",
+            "completed",
+            json!({"status": "completed", "usage": usage}),
+            answer,
+            usage,
+        ),
+        RunEnd::ToolLimitReached { answer, usage } => (
+            "done",
+            "tool_limit_reached",
+            json!({"status": "tool_limit_reached", "terminal_state": "tool_limit_reached",
+                   "terminal_reason": "max_iterations", "usage": usage,
+                   "message": "The agent reached its step limit before finishing."}),
+            answer,
+            usage,
+        ),
+        RunEnd::Cancelled => (
+            "cancel",
+            "cancelled",
+            json!({"status": "cancelled", "type": "cancelled", "message": "Cancelled by user"}),
+            String::new(),
+            None,
+        ),
+        RunEnd::NoResponse => (
+            "apperror",
+            "no_response",
+            json!({"status": "no_response", "type": "no_response", "message": "The model returned no response.",
+                   "hint": "Try again, or rephrase the message."}),
+            String::new(),
+            None,
+        ),
+        RunEnd::CompressionExhausted => (
+            "apperror",
+            "compression_exhausted",
+            json!({"status": "compression_exhausted", "type": "compression_exhausted",
+                   "message": "The conversation is too long to continue, even after compression.",
+                   "hint": "Start a new session."}),
+            String::new(),
+            None,
+        ),
+        RunEnd::Failed { message, hint } => (
+            "apperror",
+            "error",
+            json!({"status": "error", "type": "error", "message": message, "hint": hint}),
+            String::new(),
+            None,
+        ),
+    }
+}

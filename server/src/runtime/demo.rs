@@ -1,0 +1,476 @@
+//! The embedded demo agent: no key, no network, deterministic, paced like a real model.
+//!
+//! `/demo NAME [N]` picks a scenario: `prose`, `tools`, `approval`, `clarify`, `todo`,
+//! `artifact`, `compress`, `error`, `no_response`, `tool_limit`, `slow`, `long N`. Any other
+//! message gets a plain mixed turn that answers it.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::{ApprovalChoice, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
+
+/// The demo agent.
+#[derive(Clone, Debug)]
+pub struct DemoAgent {
+    /// Pause between streamed chunks (0 in tests).
+    pub delay: Duration,
+}
+
+/// The scenarios `/demo` knows.
+pub const SCENARIOS: [&str; 12] = [
+    "prose",
+    "tools",
+    "approval",
+    "clarify",
+    "todo",
+    "artifact",
+    "compress",
+    "error",
+    "no_response",
+    "tool_limit",
+    "slow",
+    "long",
+];
+
+#[async_trait]
+impl RuntimeAdapter for DemoAgent {
+    fn name(&self) -> &'static str {
+        "demo"
+    }
+
+    async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
+        let mut turn_state = Turn {
+            io: &io,
+            delay: self.delay,
+            tokens_out: 0,
+            tool_no: 0,
+        };
+        match turn_state.play(&turn).await {
+            Ok(end) => end,
+            Err(Stopped) => RunEnd::Cancelled,
+        }
+    }
+}
+
+struct Turn<'a> {
+    io: &'a RunIo,
+    delay: Duration,
+    tokens_out: u64,
+    tool_no: u32,
+}
+
+/// `/demo NAME [N]` → (name, N).
+fn scenario(message: &str) -> Option<(&str, Option<u64>)> {
+    let rest = message.trim().strip_prefix("/demo")?;
+    let mut words = rest.split_whitespace();
+    let name = words.next().unwrap_or("prose");
+    let n = words.next().and_then(|w| w.parse().ok());
+    Some((name, n))
+}
+
+/// Splits text into streaming chunks of a word or two, keeping whitespace.
+fn chunks(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut words = 0;
+    for piece in text.split_inclusive(' ') {
+        current.push_str(piece);
+        words += 1;
+        if words == 2 || piece.ends_with('\n') {
+            out.push(std::mem::take(&mut current));
+            words = 0;
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+fn title_for(message: &str) -> String {
+    let words: Vec<&str> = message.split_whitespace().take(6).collect();
+    let mut title = words.join(" ");
+    if title.chars().count() > 60 {
+        title = title.chars().take(60).collect();
+    }
+    if title.is_empty() {
+        "New chat".to_owned()
+    } else {
+        title
+    }
+}
+
+impl Turn<'_> {
+    async fn pause(&self) -> Result<(), Stopped> {
+        if self.delay.is_zero() {
+            if self.io.is_stopped() {
+                return Err(Stopped);
+            }
+            tokio::task::yield_now().await;
+            Ok(())
+        } else {
+            self.io.sleep(self.delay).await
+        }
+    }
+
+    async fn think(&mut self, text: &str) -> Result<(), Stopped> {
+        for chunk in chunks(text) {
+            self.io.emit("reasoning", json!({ "text": chunk })).await?;
+            self.pause().await?;
+        }
+        Ok(())
+    }
+
+    /// Streams prose as tokens; returns it.
+    async fn say(&mut self, text: &str) -> Result<String, Stopped> {
+        for chunk in chunks(text) {
+            self.tokens_out += 1;
+            self.io.emit("token", json!({ "text": chunk })).await?;
+            self.pause().await?;
+        }
+        Ok(text.to_owned())
+    }
+
+    async fn meter(&self) -> Result<(), Stopped> {
+        self.io
+            .emit(
+                "metering",
+                json!({"tps": 42.0, "tps_available": true, "estimated": false, "active": 1,
+                       "usage": {"input_tokens": 1200, "output_tokens": self.tokens_out}}),
+            )
+            .await
+    }
+
+    async fn tool(
+        &mut self,
+        name: &str,
+        args: Value,
+        result: &str,
+        is_error: bool,
+    ) -> Result<(), Stopped> {
+        self.tool_no += 1;
+        let tid = format!("call_{:04}", self.tool_no);
+        self.io
+            .emit(
+                "tool",
+                json!({"event_type": "tool.started", "name": name, "preview": null, "args": args, "tid": tid}),
+            )
+            .await?;
+        self.pause().await?;
+        self.pause().await?;
+        self.meter().await?;
+        self.io
+            .emit(
+                "tool_complete",
+                json!({"event_type": "tool.completed", "name": name, "preview": result, "args": args, "tid": tid,
+                       "is_error": is_error, "duration": 0.4}),
+            )
+            .await
+    }
+
+    fn usage(&self) -> Value {
+        json!({"input_tokens": 1200, "output_tokens": self.tokens_out.max(1)})
+    }
+
+    async fn finish(&mut self, answer: String) -> Result<RunEnd, Stopped> {
+        self.io.emit("usage", self.usage()).await?;
+        Ok(RunEnd::Completed {
+            answer,
+            usage: Some(self.usage()),
+        })
+    }
+
+    async fn play(&mut self, turn: &TurnRequest) -> Result<RunEnd, Stopped> {
+        if turn.first_turn {
+            self.io
+                .emit("title", json!({ "title": title_for(&turn.message) }))
+                .await?;
+        }
+        let Some((name, n)) = scenario(&turn.message) else {
+            return self.plain(&turn.message).await;
+        };
+        match name {
+            "prose" => {
+                self.think(
+                    "The user wants a short, well-formed answer. A paragraph and a list will do.",
+                )
+                .await?;
+                let answer = self
+                    .say(
+                        "Here is a streamed answer from the **demo agent**.\n\n\
+                         It arrives token by token, settles in place when the turn ends, and survives a reload:\n\n\
+                         - every event has a journal id, so nothing is shown twice;\n\
+                         - the final answer is separate from the work that led to it;\n\
+                         - the turn ends with an explicit terminal state.\n",
+                    )
+                    .await?;
+                self.finish(answer).await
+            }
+            "tools" => {
+                self.think("I should look at the test output first, then at the cache code.")
+                    .await?;
+                self.tool(
+                    "terminal",
+                    json!({"command": "cargo test -p anchor"}),
+                    "58 passed; 1 failed (replay_dedupe)",
+                    false,
+                )
+                .await?;
+                self.say("One test fails. Let me read the module it exercises.\n")
+                    .await?;
+                self.tool(
+                    "read_file",
+                    json!({"path": "anchor/src/dedupe.rs"}),
+                    "error: no such file: anchor/src/dedupe.rs",
+                    true,
+                )
+                .await?;
+                self.think("Wrong path; the set lives in the registry module.")
+                    .await?;
+                self.tool(
+                    "search_text",
+                    json!({"pattern": "fn insert", "path": "anchor/src"}),
+                    "anchor/src/registry.rs:212: fn insert(&mut self, key: DedupeKey)",
+                    false,
+                )
+                .await?;
+                let answer = self
+                    .say(
+                        "The failure comes from a stale sequence cache: `insert` keeps the old run id after a \
+                         reconnect, so replayed events look new.\n\n```rust\nself.run = Some(run.clone());\n```\n",
+                    )
+                    .await?;
+                self.finish(answer).await
+            }
+            "approval" => {
+                self.think("Cleaning the build directory needs the user's permission.")
+                    .await?;
+                let choice = self
+                    .io
+                    .ask_approval("rm -rf target/", "Delete the build directory", "rm -rf")
+                    .await?;
+                if choice.allows() {
+                    self.tool(
+                        "terminal",
+                        json!({"command": "rm -rf target/"}),
+                        "removed target/ (3.5 GB)",
+                        false,
+                    )
+                    .await?;
+                    let answer = self
+                        .say(&format!(
+                            "Done: the build directory is gone (approved: {}).",
+                            choice_name(choice)
+                        ))
+                        .await?;
+                    self.finish(answer).await
+                } else {
+                    let answer = self
+                        .say("Understood: I left the build directory alone.")
+                        .await?;
+                    self.finish(answer).await
+                }
+            }
+            "clarify" => {
+                let response = self
+                    .io
+                    .ask_clarify(
+                        "Which environment should I deploy to?",
+                        &["staging", "production"],
+                    )
+                    .await?;
+                let response = if response.trim().is_empty() {
+                    "staging".to_owned()
+                } else {
+                    response
+                };
+                self.tool(
+                    "terminal",
+                    json!({"command": format!("deploy --env {response}")}),
+                    "deployed build 412",
+                    false,
+                )
+                .await?;
+                let answer = self
+                    .say(&format!("Deployed to **{response}** as you asked."))
+                    .await?;
+                self.finish(answer).await
+            }
+            "todo" => {
+                let mut todos = vec![
+                    json!({"id": "1", "content": "Read the failing test", "status": "in_progress"}),
+                    json!({"id": "2", "content": "Fix the cache", "status": "pending"}),
+                    json!({"id": "3", "content": "Run the suite again", "status": "pending"}),
+                ];
+                self.io
+                    .emit("todo_state", json!({"source": "tool", "todos": todos}))
+                    .await?;
+                for i in 0..todos.len() {
+                    self.tool("todo", json!({"update": i + 1}), "updated", false)
+                        .await?;
+                    todos[i]["status"] = json!("completed");
+                    if let Some(next) = todos.get_mut(i + 1) {
+                        next["status"] = json!("in_progress");
+                    }
+                    self.io
+                        .emit("todo_state", json!({"source": "tool", "todos": todos}))
+                        .await?;
+                }
+                let answer = self.say("All three steps are done.").await?;
+                self.finish(answer).await
+            }
+            "artifact" => {
+                self.tool(
+                    "write_file",
+                    json!({"path": "notes/summary.md"}),
+                    "wrote 14 lines",
+                    false,
+                )
+                .await?;
+                self.io
+                    .emit(
+                        "artifact_reference",
+                        json!({"path": "notes/summary.md", "kind": "file", "action": "created"}),
+                    )
+                    .await?;
+                self.io
+                    .emit("state_saved", json!({"kind": "memory", "action": "saved"}))
+                    .await?;
+                let answer = self
+                    .say("I wrote the summary to `notes/summary.md` and saved a memory about it.")
+                    .await?;
+                self.finish(answer).await
+            }
+            "compress" => {
+                self.say("This conversation is long; ").await?;
+                self.io
+                    .emit("compressing", json!({"message": "Compressing context"}))
+                    .await?;
+                self.pause().await?;
+                self.io
+                    .emit(
+                        "compressed",
+                        json!({"message": "Compression finished", "status": "completed"}),
+                    )
+                    .await?;
+                let answer = self
+                    .say("the context was compressed and I can continue.")
+                    .await?;
+                self.finish(answer).await
+            }
+            "error" => {
+                self.think("Calling the provider.").await?;
+                self.say("Let me check").await?;
+                Ok(RunEnd::Failed {
+                    message: "The provider returned 500 Internal Server Error.".into(),
+                    hint: Some("Try again in a moment; the partial answer is kept.".into()),
+                })
+            }
+            "no_response" => {
+                self.think("Waiting for the model...").await?;
+                Ok(RunEnd::NoResponse)
+            }
+            "tool_limit" => {
+                for i in 0..3 {
+                    self.tool(
+                        "search_text",
+                        json!({"pattern": format!("needle{i}")}),
+                        "no match",
+                        false,
+                    )
+                    .await?;
+                }
+                Ok(RunEnd::ToolLimitReached {
+                    answer: String::new(),
+                    usage: Some(self.usage()),
+                })
+            }
+            "slow" => {
+                self.say("Working on it").await?;
+                loop {
+                    self.io.emit("token", json!({ "text": "." })).await?;
+                    self.io
+                        .sleep(self.delay.max(Duration::from_millis(200)))
+                        .await?;
+                }
+            }
+            "long" => {
+                let n = n.unwrap_or(1000).clamp(1, 1_000_000);
+                let mut answer = String::new();
+                for i in 0..n {
+                    let text = format!("w{i} ");
+                    self.tokens_out += 1;
+                    self.io.emit("token", json!({ "text": text })).await?;
+                    answer.push_str(&text);
+                    if !self.delay.is_zero() {
+                        self.io.sleep(self.delay).await?;
+                    } else if self.io.is_stopped() {
+                        return Err(Stopped);
+                    }
+                }
+                self.finish(answer).await
+            }
+            other => {
+                let known = SCENARIOS.join(", ");
+                let answer = self
+                    .say(&format!(
+                        "There is no demo scenario called `{other}`. Try one of: {known}."
+                    ))
+                    .await?;
+                self.finish(answer).await
+            }
+        }
+    }
+
+    async fn plain(&mut self, message: &str) -> Result<RunEnd, Stopped> {
+        self.think("I'm the embedded demo agent: I have no model behind me, so I'll say what I am and show how an answer streams.")
+            .await?;
+        self.tool(
+            "search_text",
+            json!({"pattern": message.chars().take(40).collect::<String>()}),
+            "3 matches in README.md",
+            false,
+        )
+        .await?;
+        let quoted: String = message.chars().take(200).collect();
+        let answer = self
+            .say(&format!(
+                "You wrote: \"{quoted}\"\n\nI'm the demo agent that ships with Anchorage, so I can't answer that for real. \
+                 Start the server with a real backend to talk to a model, or try `/demo tools`, `/demo approval` or \
+                 `/demo long 2000` to see how turns stream."
+            ))
+            .await?;
+        self.finish(answer).await
+    }
+}
+
+fn choice_name(choice: ApprovalChoice) -> &'static str {
+    match choice {
+        ApprovalChoice::Once => "once",
+        ApprovalChoice::Session => "for this session",
+        ApprovalChoice::Always => "always",
+        ApprovalChoice::Deny => "denied",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_commands_name_a_scenario_and_a_count() {
+        assert_eq!(scenario("/demo long 500"), Some(("long", Some(500))));
+        assert_eq!(scenario("  /demo tools"), Some(("tools", None)));
+        assert_eq!(scenario("/demo"), Some(("prose", None)));
+        assert_eq!(scenario("hello"), None);
+    }
+
+    #[test]
+    fn chunks_keep_every_character() {
+        let text = "one two three\nfour  five";
+        assert_eq!(chunks(text).concat(), text);
+        assert!(chunks(text).len() >= 3);
+    }
+}

@@ -1,0 +1,259 @@
+//! The boundary to agent backends. A [`RuntimeAdapter`] runs one turn: it reads the request,
+//! emits events through [`RunIo`] (each is journaled before `emit` returns), may wait for the
+//! user's approval or clarification, and returns how the turn ended. It never touches the
+//! journal, the store or HTTP itself.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::journal::{self, Journal, JournalError};
+use crate::store::{Interaction, Store};
+
+pub mod demo;
+
+/// A message of the conversation so far.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChatMessage {
+    /// `user` or `assistant`.
+    pub role: String,
+    /// Its text.
+    pub content: String,
+}
+
+/// What a turn is asked to do.
+#[derive(Clone, Debug)]
+pub struct TurnRequest {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The user's message.
+    pub message: String,
+    /// Earlier messages of the session, oldest first.
+    pub history: Vec<ChatMessage>,
+    /// This is the session's first turn.
+    pub first_turn: bool,
+}
+
+/// How a turn ended, as the adapter reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEnd {
+    /// The agent answered.
+    Completed {
+        /// The final answer.
+        answer: String,
+        /// Token usage.
+        usage: Option<Value>,
+    },
+    /// The agent stopped at its iteration limit.
+    ToolLimitReached {
+        /// Whatever answer it had.
+        answer: String,
+        /// Token usage.
+        usage: Option<Value>,
+    },
+    /// The user stopped it.
+    Cancelled,
+    /// The provider produced no response.
+    NoResponse,
+    /// Context compression could not make room.
+    CompressionExhausted,
+    /// The run failed.
+    Failed {
+        /// What went wrong, for the user.
+        message: String,
+        /// What they can do about it.
+        hint: Option<String>,
+    },
+}
+
+/// The user's answer to an approval request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChoice {
+    /// Allow this once.
+    Once,
+    /// Allow for the rest of the session.
+    Session,
+    /// Always allow this pattern.
+    Always,
+    /// Do not allow.
+    Deny,
+}
+
+impl ApprovalChoice {
+    /// Whether the action may proceed.
+    pub fn allows(self) -> bool {
+        self != ApprovalChoice::Deny
+    }
+}
+
+/// The run stopped (cancelled, or ended elsewhere); the adapter should return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the run was stopped")]
+pub struct Stopped;
+
+/// Waiters for the user's answers, shared by a run and the HTTP handlers.
+#[derive(Default)]
+pub struct Waiters {
+    pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+}
+
+impl Waiters {
+    fn register(&self, id: &str) -> oneshot::Receiver<Value> {
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(id.to_owned(), tx);
+        rx
+    }
+
+    /// Delivers an answer to the waiting agent, if it still waits.
+    pub fn deliver(&self, id: &str, answer: Value) {
+        if let Some(tx) = self.lock().remove(id) {
+            let _ = tx.send(answer);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Value>>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What an adapter can do while it runs a turn.
+#[derive(Clone)]
+pub struct RunIo {
+    pub(crate) session_id: String,
+    pub(crate) run_id: String,
+    pub(crate) journal: Journal,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) waiters: Arc<Waiters>,
+}
+
+impl RunIo {
+    /// Journals an event of the turn; returns once it is committed.
+    pub async fn emit(&self, kind: &str, payload: Value) -> Result<(), Stopped> {
+        if self.cancel.is_cancelled() {
+            return Err(Stopped);
+        }
+        let title = (kind == "title")
+            .then(|| payload["title"].as_str().map(str::trim).map(str::to_owned))
+            .flatten()
+            .filter(|t| !t.is_empty());
+        match self
+            .journal
+            .append(&self.run_id, journal::event(kind, payload, None))
+            .await
+        {
+            Ok(_) => {
+                if let Some(title) = title {
+                    // The agent's title replaces a default or prompt title, never the user's.
+                    let _ = self
+                        .store
+                        .rename_session(&self.session_id, &title, "agent", journal::now())
+                        .await;
+                }
+                Ok(())
+            }
+            Err(JournalError::Finished | JournalError::Closed) => Err(Stopped),
+            Err(e) => {
+                tracing::error!(run_id = %self.run_id, "journal append failed: {e}");
+                Err(Stopped)
+            }
+        }
+    }
+
+    /// Waits, unless the run is stopped first.
+    pub async fn sleep(&self, duration: Duration) -> Result<(), Stopped> {
+        tokio::select! {
+            () = tokio::time::sleep(duration) => Ok(()),
+            () = self.cancel.cancelled() => Err(Stopped),
+        }
+    }
+
+    /// Whether the run was stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Resolves when the run is stopped.
+    pub async fn stopped(&self) {
+        self.cancel.cancelled().await;
+    }
+
+    async fn ask(
+        &self,
+        kind: &str,
+        id: String,
+        event: &str,
+        payload: Value,
+    ) -> Result<Value, Stopped> {
+        let interaction = Interaction {
+            run_id: self.run_id.clone(),
+            id: id.clone(),
+            kind: kind.to_owned(),
+            status: "pending".into(),
+            request: payload.clone(),
+            response: None,
+        };
+        self.store
+            .open_interaction(&interaction)
+            .await
+            .map_err(|_| Stopped)?;
+        let answer = self.waiters.register(&id);
+        self.emit(event, payload).await?;
+        tokio::select! {
+            answer = answer => answer.map_err(|_| Stopped),
+            () = self.cancel.cancelled() => Err(Stopped),
+        }
+    }
+
+    /// Asks the user to approve an action and waits for the answer.
+    pub async fn ask_approval(
+        &self,
+        command: &str,
+        description: &str,
+        pattern: &str,
+    ) -> Result<ApprovalChoice, Stopped> {
+        let id = format!("apr-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let payload = json!({
+            "approval_id": id,
+            "command": command,
+            "description": description,
+            "pattern_keys": [pattern],
+            "choices": ["once", "session", "always", "deny"],
+            "status": "pending",
+        });
+        let answer = self.ask("approval", id, "approval", payload).await?;
+        Ok(serde_json::from_value(answer["choice"].clone()).unwrap_or(ApprovalChoice::Deny))
+    }
+
+    /// Asks the user a question (with optional choices) and waits for the answer.
+    pub async fn ask_clarify(&self, question: &str, choices: &[&str]) -> Result<String, Stopped> {
+        let id = format!("clr-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let payload = json!({
+            "clarify_id": id,
+            "question": question,
+            "choices_offered": choices,
+            "kind": "clarify",
+            "status": "pending",
+        });
+        let answer = self.ask("clarify", id, "clarify", payload).await?;
+        Ok(answer["response"].as_str().unwrap_or_default().to_owned())
+    }
+}
+
+/// An agent backend.
+#[async_trait]
+pub trait RuntimeAdapter: Send + Sync + 'static {
+    /// A short name for logs and `/healthz`.
+    fn name(&self) -> &'static str;
+    /// Runs one turn to its end.
+    async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd;
+}

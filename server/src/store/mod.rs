@@ -1,0 +1,305 @@
+//! Durable storage: sessions, their transcript, and the run journal.
+//!
+//! Handlers and the runner only see the [`Store`] trait; [`sqlite::SqliteStore`] is the
+//! implementation in use. A PostgreSQL backend implements the same trait.
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub mod sqlite;
+
+/// A chat session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Session {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// `default`, `agent` (named by the agent) or `manual` (renamed by the user).
+    pub title_source: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+    /// Seconds since the epoch; bumped by every message.
+    pub updated_at: f64,
+    /// The run in progress, if any.
+    pub active_run_id: Option<String>,
+}
+
+/// A transcript message.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Message {
+    /// Its id (stable: the settled assistant message keeps it).
+    pub id: String,
+    /// Its session.
+    pub session_id: String,
+    /// 0-based position in the session.
+    pub position: i64,
+    /// `user` or `assistant`.
+    pub role: String,
+    /// Its text (an assistant message's final answer; empty when the turn ended without one).
+    pub content: String,
+    /// The run that produced it, or that it started.
+    pub run_id: Option<String>,
+    /// How the assistant's turn ended.
+    pub terminal_state: Option<String>,
+    /// Token usage of the assistant's turn.
+    pub usage: Option<Value>,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+}
+
+/// A run: one agent turn of a session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Run {
+    /// Its id (also the journal's stream id).
+    pub id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The assistant turn it produces.
+    pub turn_id: String,
+    /// The user message that started it.
+    pub user_message_id: String,
+    /// Still producing events.
+    pub running: bool,
+    /// How it ended.
+    pub terminal_state: Option<String>,
+    /// The last journaled sequence number (0: none yet).
+    pub last_seq: u64,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+    /// Seconds since the epoch.
+    pub finished_at: Option<f64>,
+}
+
+/// One journaled event: `event_id = run_id:seq`, `seq` gapless from 1 per run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JournalRow {
+    /// Its run.
+    pub run_id: String,
+    /// Its position in the run.
+    pub seq: u64,
+    /// Its session.
+    pub session_id: String,
+    /// The event type (`token`, `tool`, `done`, …).
+    pub kind: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+    /// The run's one terminal event.
+    pub terminal: bool,
+    /// How the run ended, on the terminal event.
+    pub terminal_state: Option<String>,
+    /// The event's data (always an object; carries `created_at` too).
+    pub payload: Map<String, Value>,
+}
+
+impl JournalRow {
+    /// `run_id:seq`.
+    pub fn event_id(&self) -> String {
+        format!("{}:{}", self.run_id, self.seq)
+    }
+
+    /// The row as JSON, in the journal envelope shape the anchor reads.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "version": 1,
+            "event_id": self.event_id(),
+            "seq": self.seq,
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "event": self.kind,
+            "type": self.kind,
+            "created_at": self.created_at,
+            "terminal": self.terminal,
+            "terminal_state": self.terminal_state,
+            "payload": self.payload,
+        })
+    }
+}
+
+/// An event to journal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEvent {
+    /// The event type.
+    pub kind: String,
+    /// Its data.
+    pub payload: Map<String, Value>,
+    /// Set on the run's terminal event.
+    pub terminal_state: Option<String>,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+}
+
+/// A write to the journal; a batch of them commits in one transaction, in order.
+#[derive(Clone, Debug)]
+pub enum JournalOp {
+    /// Appends an event to a running run.
+    Append {
+        /// The run.
+        run_id: String,
+        /// The event.
+        event: NewEvent,
+    },
+    /// Ends a run: its terminal event, the settled assistant message (stored and journaled as
+    /// `settled_message`), then `stream_end`; the run is marked finished.
+    Settle {
+        /// The run.
+        run_id: String,
+        /// The terminal event (`done`, `cancel` or `apperror`).
+        terminal: NewEvent,
+        /// The settled assistant message.
+        answer: SettledAnswer,
+    },
+}
+
+/// The assistant message a run settles with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SettledAnswer {
+    /// The message id.
+    pub message_id: String,
+    /// The final answer (may be empty).
+    pub content: String,
+    /// Token usage.
+    pub usage: Option<Value>,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The session, run or interaction does not exist.
+    #[error("not found")]
+    NotFound,
+    /// The session already runs a turn.
+    #[error("session already has an active run")]
+    Busy {
+        /// The run in progress.
+        active_run_id: String,
+    },
+    /// The run already ended.
+    #[error("run already finished")]
+    Finished,
+    /// The interaction was already answered.
+    #[error("already answered")]
+    AlreadyAnswered,
+    /// The database failed.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A migration failed.
+    #[error("migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// A pending or answered approval/clarify request.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Interaction {
+    /// Its run.
+    pub run_id: String,
+    /// Its id within the run.
+    pub id: String,
+    /// `approval` or `clarify`.
+    pub kind: String,
+    /// `pending`, `answered` or `closed`.
+    pub status: String,
+    /// What was asked.
+    pub request: Value,
+    /// What was answered.
+    pub response: Option<Value>,
+}
+
+/// A follow-up waiting for its session's run to end.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueuedMessage {
+    /// Its id.
+    pub id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The message.
+    pub content: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+}
+
+/// Durable storage for sessions, transcripts, runs and their journal.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates a session.
+    async fn create_session(&self, title: &str, now: f64) -> Result<Session, StoreError>;
+    /// All sessions, most recently updated first.
+    async fn list_sessions(&self) -> Result<Vec<Session>, StoreError>;
+    /// Sessions whose title or messages contain `query` (case-insensitive), newest first.
+    async fn search_sessions(&self, query: &str) -> Result<Vec<Session>, StoreError>;
+    /// One session.
+    async fn session(&self, id: &str) -> Result<Session, StoreError>;
+    /// Renames a session (`source` is `manual` or `agent`; an agent title never replaces a manual one).
+    async fn rename_session(
+        &self,
+        id: &str,
+        title: &str,
+        source: &str,
+        now: f64,
+    ) -> Result<Session, StoreError>;
+    /// Deletes a session with its transcript and journal; refused while a run is active.
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError>;
+    /// The session's transcript, in order.
+    async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError>;
+    /// The session's runs, oldest first.
+    async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError>;
+
+    /// Stores the user message and creates a running run, atomically; `Busy` when the session
+    /// already runs one.
+    async fn start_run(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        turn_id: &str,
+        user_message_id: &str,
+        message: &str,
+        now: f64,
+    ) -> Result<(Run, Message), StoreError>;
+    /// One run.
+    async fn run(&self, run_id: &str) -> Result<Run, StoreError>;
+    /// Every run still marked running.
+    async fn running_runs(&self) -> Result<Vec<Run>, StoreError>;
+
+    /// Commits a batch of journal writes in one transaction, in order; returns the journaled
+    /// rows per op. An op on a finished run fails alone with `Finished`.
+    async fn commit(
+        &self,
+        ops: Vec<JournalOp>,
+    ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError>;
+    /// Journal rows of a run with `after < seq <= up_to`, in order, at most `limit`.
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        up_to: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<JournalRow>, StoreError>;
+
+    /// Records an approval or clarify request.
+    async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError>;
+    /// Answers an interaction once: `AlreadyAnswered` for a second answer.
+    async fn answer_interaction(
+        &self,
+        run_id: &str,
+        id: &str,
+        response: &Value,
+    ) -> Result<Interaction, StoreError>;
+    /// Closes a run's open interactions (the run ended).
+    async fn close_interactions(&self, run_id: &str) -> Result<(), StoreError>;
+    /// A run's interactions.
+    async fn interactions(&self, run_id: &str) -> Result<Vec<Interaction>, StoreError>;
+
+    /// Queues a follow-up.
+    async fn queue_message(
+        &self,
+        session_id: &str,
+        id: &str,
+        content: &str,
+        now: f64,
+    ) -> Result<QueuedMessage, StoreError>;
+    /// A session's queued follow-ups, oldest first.
+    async fn queued_messages(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError>;
+    /// Removes and returns the oldest queued follow-up.
+    async fn pop_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError>;
+}

@@ -1,0 +1,625 @@
+//! The SQLite store: one file in WAL mode, migrations embedded in the binary.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Row, SqlitePool};
+
+use super::{
+    Interaction, JournalOp, JournalRow, Message, NewEvent, QueuedMessage, Run, Session, Store,
+    StoreError,
+};
+
+/// Sessions, transcripts and the run journal in one SQLite file.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and migrates it.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::from_str("sqlite:")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // With WAL, NORMAL makes every commit survive a crash of the process; only an OS
+            // crash can lose the last commits.
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(SqliteStore { pool })
+    }
+}
+
+const SESSION_COLUMNS: &str = "s.id, s.title, s.title_source, s.created_at, s.updated_at, \
+     (SELECT r.id FROM runs r WHERE r.session_id = s.id AND r.status = 'running') AS active_run_id";
+
+fn session_from(row: &SqliteRow) -> Session {
+    Session {
+        id: row.get("id"),
+        title: row.get("title"),
+        title_source: row.get("title_source"),
+        created_at: row.get("created_at"),
+        updated_at: row.get("updated_at"),
+        active_run_id: row.get("active_run_id"),
+    }
+}
+
+fn message_from(row: &SqliteRow) -> Message {
+    let usage: Option<String> = row.get("usage");
+    Message {
+        id: row.get("id"),
+        session_id: row.get("session_id"),
+        position: row.get("position"),
+        role: row.get("role"),
+        content: row.get("content"),
+        run_id: row.get("run_id"),
+        terminal_state: row.get("terminal_state"),
+        usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
+        created_at: row.get("created_at"),
+    }
+}
+
+fn run_from(row: &SqliteRow) -> Run {
+    let status: String = row.get("status");
+    let last_seq: i64 = row.get("last_seq");
+    Run {
+        id: row.get("id"),
+        session_id: row.get("session_id"),
+        turn_id: row.get("turn_id"),
+        user_message_id: row.get("user_message_id"),
+        running: status == "running",
+        terminal_state: row.get("terminal_state"),
+        last_seq: last_seq.max(0) as u64,
+        created_at: row.get("created_at"),
+        finished_at: row.get("finished_at"),
+    }
+}
+
+fn journal_row_from(row: &SqliteRow) -> JournalRow {
+    let payload: String = row.get("payload");
+    let seq: i64 = row.get("seq");
+    let terminal: i64 = row.get("terminal");
+    JournalRow {
+        run_id: row.get("run_id"),
+        seq: seq.max(0) as u64,
+        session_id: row.get("session_id"),
+        kind: row.get("type"),
+        created_at: row.get("created_at"),
+        terminal: terminal != 0,
+        terminal_state: row.get("terminal_state"),
+        payload: match serde_json::from_str(&payload) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        },
+    }
+}
+
+fn interaction_from(row: &SqliteRow) -> Interaction {
+    let request: String = row.get("request");
+    let response: Option<String> = row.get("response");
+    Interaction {
+        run_id: row.get("run_id"),
+        id: row.get("id"),
+        kind: row.get("kind"),
+        status: row.get("status"),
+        request: serde_json::from_str(&request).unwrap_or(Value::Null),
+        response: response.and_then(|r| serde_json::from_str(&r).ok()),
+    }
+}
+
+fn like_pattern(query: &str) -> String {
+    let mut out = String::with_capacity(query.len() + 2);
+    out.push('%');
+    for c in query.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// Appends one event to a running run inside `tx`; `None` when the run is not running.
+async fn append_in(
+    tx: &mut sqlx::SqliteConnection,
+    run_id: &str,
+    event: &NewEvent,
+) -> Result<Option<JournalRow>, StoreError> {
+    let Some(row) = sqlx::query(
+        "UPDATE runs SET last_seq = last_seq + 1 WHERE id = ?1 AND status = 'running' \
+         RETURNING last_seq, session_id",
+    )
+    .bind(run_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let seq: i64 = row.get("last_seq");
+    let session_id: String = row.get("session_id");
+    let payload = serde_json::to_string(&event.payload).unwrap_or_else(|_| "{}".to_owned());
+    sqlx::query(
+        "INSERT INTO run_events (run_id, seq, event_id, session_id, type, created_at, terminal, terminal_state, payload) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )
+    .bind(run_id)
+    .bind(seq)
+    .bind(format!("{run_id}:{seq}"))
+    .bind(&session_id)
+    .bind(&event.kind)
+    .bind(event.created_at)
+    .bind(i64::from(event.terminal_state.is_some()))
+    .bind(&event.terminal_state)
+    .bind(payload)
+    .execute(&mut *tx)
+    .await?;
+    Ok(Some(JournalRow {
+        run_id: run_id.to_owned(),
+        seq: seq as u64,
+        session_id,
+        kind: event.kind.clone(),
+        created_at: event.created_at,
+        terminal: event.terminal_state.is_some(),
+        terminal_state: event.terminal_state.clone(),
+        payload: event.payload.clone(),
+    }))
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_session(&self, title: &str, now: f64) -> Result<Session, StoreError> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        sqlx::query("INSERT INTO sessions (id, title, title_source, created_at, updated_at) VALUES (?1, ?2, 'default', ?3, ?3)")
+            .bind(&id)
+            .bind(title)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        self.session(&id).await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<Session>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(session_from).collect())
+    }
+
+    async fn search_sessions(&self, query: &str) -> Result<Vec<Session>, StoreError> {
+        let pattern = like_pattern(query.trim());
+        let rows = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s \
+             WHERE s.title LIKE ?1 ESCAPE '\\' \
+                OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\') \
+             ORDER BY s.updated_at DESC, s.id"
+        ))
+        .bind(pattern)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(session_from).collect())
+    }
+
+    async fn session(&self, id: &str) -> Result<Session, StoreError> {
+        sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .map(|row| session_from(&row))
+        .ok_or(StoreError::NotFound)
+    }
+
+    async fn rename_session(
+        &self,
+        id: &str,
+        title: &str,
+        source: &str,
+        now: f64,
+    ) -> Result<Session, StoreError> {
+        let guard = if source == "manual" {
+            ""
+        } else {
+            " AND title_source <> 'manual'"
+        };
+        let done = sqlx::query(&format!(
+            "UPDATE sessions SET title = ?2, title_source = ?3, updated_at = MAX(updated_at, ?4) WHERE id = ?1{guard}"
+        ))
+        .bind(id)
+        .bind(title)
+        .bind(source)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        let session = self.session(id).await?;
+        let _ = done;
+        Ok(session)
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(row) =
+            sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?
+        {
+            return Err(StoreError::Busy {
+                active_run_id: row.get("id"),
+            });
+        }
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ?1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
+        let rows = sqlx::query("SELECT * FROM messages WHERE session_id = ?1 ORDER BY position")
+            .bind(session_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(message_from).collect())
+    }
+
+    async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError> {
+        let rows = sqlx::query("SELECT * FROM runs WHERE session_id = ?1 ORDER BY created_at, id")
+            .bind(session_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(run_from).collect())
+    }
+
+    async fn start_run(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        turn_id: &str,
+        user_message_id: &str,
+        message: &str,
+        now: f64,
+    ) -> Result<(Run, Message), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        if sqlx::query("SELECT 1 FROM sessions WHERE id = ?1")
+            .bind(session_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_none()
+        {
+            return Err(StoreError::NotFound);
+        }
+        if let Some(row) =
+            sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
+                .bind(session_id)
+                .fetch_optional(&mut *tx)
+                .await?
+        {
+            return Err(StoreError::Busy {
+                active_run_id: row.get("id"),
+            });
+        }
+        sqlx::query(
+            "INSERT INTO messages (id, session_id, position, role, content, run_id, created_at) \
+             VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'user', ?3, ?4, ?5)",
+        )
+        .bind(user_message_id)
+        .bind(session_id)
+        .bind(message)
+        .bind(run_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let inserted = sqlx::query(
+            "INSERT INTO runs (id, session_id, turn_id, user_message_id, status, created_at) \
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+        )
+        .bind(run_id)
+        .bind(session_id)
+        .bind(turn_id)
+        .bind(user_message_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await;
+        if let Err(sqlx::Error::Database(e)) = &inserted {
+            if e.is_unique_violation() {
+                // Lost a race with another start: report the winner.
+                drop(tx);
+                let active =
+                    sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
+                        .bind(session_id)
+                        .fetch_optional(&self.pool)
+                        .await?;
+                return Err(StoreError::Busy {
+                    active_run_id: active.map(|r| r.get("id")).unwrap_or_default(),
+                });
+            }
+        }
+        inserted?;
+        sqlx::query("UPDATE sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1")
+            .bind(session_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let run = self.run(run_id).await?;
+        let message = sqlx::query("SELECT * FROM messages WHERE id = ?1")
+            .bind(user_message_id)
+            .fetch_one(&self.pool)
+            .await
+            .map(|row| message_from(&row))?;
+        Ok((run, message))
+    }
+
+    async fn run(&self, run_id: &str) -> Result<Run, StoreError> {
+        sqlx::query("SELECT * FROM runs WHERE id = ?1")
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| run_from(&row))
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn running_runs(&self) -> Result<Vec<Run>, StoreError> {
+        let rows = sqlx::query("SELECT * FROM runs WHERE status = 'running' ORDER BY created_at")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(run_from).collect())
+    }
+
+    async fn commit(
+        &self,
+        ops: Vec<JournalOp>,
+    ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            match op {
+                JournalOp::Append { run_id, event } => {
+                    results.push(match append_in(&mut tx, &run_id, &event).await? {
+                        Some(row) => Ok(vec![row]),
+                        None => Err(StoreError::Finished),
+                    });
+                }
+                JournalOp::Settle {
+                    run_id,
+                    terminal,
+                    answer,
+                } => {
+                    let Some(terminal_row) = append_in(&mut tx, &run_id, &terminal).await? else {
+                        results.push(Err(StoreError::Finished));
+                        continue;
+                    };
+                    let session_id = terminal_row.session_id.clone();
+                    let usage = answer.usage.as_ref().map(Value::to_string);
+                    sqlx::query(
+                        "INSERT INTO messages (id, session_id, position, role, content, run_id, terminal_state, usage, created_at) \
+                         VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'assistant', ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .bind(&answer.message_id)
+                    .bind(&session_id)
+                    .bind(&answer.content)
+                    .bind(&run_id)
+                    .bind(&terminal.terminal_state)
+                    .bind(&usage)
+                    .bind(terminal.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    let mut payload = Map::new();
+                    payload.insert("role".into(), Value::from("assistant"));
+                    payload.insert("id".into(), Value::from(answer.message_id.clone()));
+                    payload.insert("content".into(), Value::from(answer.content.clone()));
+                    if let Some(usage) = &answer.usage {
+                        payload.insert("usage".into(), usage.clone());
+                    }
+                    payload.insert("created_at".into(), Value::from(terminal.created_at));
+                    let settled = NewEvent {
+                        kind: "settled_message".into(),
+                        payload,
+                        terminal_state: None,
+                        created_at: terminal.created_at,
+                    };
+                    let settled_row = append_in(&mut tx, &run_id, &settled).await?;
+                    let mut end_payload = Map::new();
+                    end_payload.insert("session_id".into(), Value::from(session_id.clone()));
+                    end_payload.insert("created_at".into(), Value::from(terminal.created_at));
+                    let end = NewEvent {
+                        kind: "stream_end".into(),
+                        payload: end_payload,
+                        terminal_state: None,
+                        created_at: terminal.created_at,
+                    };
+                    let end_row = append_in(&mut tx, &run_id, &end).await?;
+                    sqlx::query(
+                        "UPDATE runs SET status = 'finished', terminal_state = ?2, finished_at = ?3 WHERE id = ?1",
+                    )
+                    .bind(&run_id)
+                    .bind(&terminal.terminal_state)
+                    .bind(terminal.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    sqlx::query("UPDATE interactions SET status = 'closed' WHERE run_id = ?1 AND status = 'pending'")
+                        .bind(&run_id)
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query(
+                        "UPDATE sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1",
+                    )
+                    .bind(&session_id)
+                    .bind(terminal.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    results.push(Ok([Some(terminal_row), settled_row, end_row]
+                        .into_iter()
+                        .flatten()
+                        .collect()));
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(results)
+    }
+
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        up_to: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<JournalRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT * FROM run_events WHERE run_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4",
+        )
+        .bind(run_id)
+        .bind(after as i64)
+        .bind(up_to.map_or(i64::MAX, |u| u as i64))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(journal_row_from).collect())
+    }
+
+    async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO interactions (run_id, id, kind, status, request) VALUES (?1, ?2, ?3, 'pending', ?4)",
+        )
+        .bind(&interaction.run_id)
+        .bind(&interaction.id)
+        .bind(&interaction.kind)
+        .bind(interaction.request.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn answer_interaction(
+        &self,
+        run_id: &str,
+        id: &str,
+        response: &Value,
+    ) -> Result<Interaction, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE interactions SET status = 'answered', response = ?3 WHERE run_id = ?1 AND id = ?2 AND status = 'pending' RETURNING *",
+        )
+        .bind(run_id)
+        .bind(id)
+        .bind(response.to_string())
+        .fetch_optional(&self.pool)
+        .await?;
+        match updated {
+            Some(row) => Ok(interaction_from(&row)),
+            None => {
+                let exists =
+                    sqlx::query("SELECT 1 FROM interactions WHERE run_id = ?1 AND id = ?2")
+                        .bind(run_id)
+                        .bind(id)
+                        .fetch_optional(&self.pool)
+                        .await?;
+                Err(if exists.is_some() {
+                    StoreError::AlreadyAnswered
+                } else {
+                    StoreError::NotFound
+                })
+            }
+        }
+    }
+
+    async fn close_interactions(&self, run_id: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE interactions SET status = 'closed' WHERE run_id = ?1 AND status = 'pending'",
+        )
+        .bind(run_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn interactions(&self, run_id: &str) -> Result<Vec<Interaction>, StoreError> {
+        let rows = sqlx::query("SELECT * FROM interactions WHERE run_id = ?1 ORDER BY rowid")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(interaction_from).collect())
+    }
+
+    async fn queue_message(
+        &self,
+        session_id: &str,
+        id: &str,
+        content: &str,
+        now: f64,
+    ) -> Result<QueuedMessage, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO queued_messages (id, session_id, content, created_at) \
+             SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?2)",
+        )
+        .bind(id)
+        .bind(session_id)
+        .bind(content)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(QueuedMessage {
+            id: id.to_owned(),
+            session_id: session_id.to_owned(),
+            content: content.to_owned(),
+            created_at: now,
+        })
+    }
+
+    async fn queued_messages(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT * FROM queued_messages WHERE session_id = ?1 ORDER BY created_at, rowid",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| QueuedMessage {
+                id: row.get("id"),
+                session_id: row.get("session_id"),
+                content: row.get("content"),
+                created_at: row.get("created_at"),
+            })
+            .collect())
+    }
+
+    async fn pop_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError> {
+        let row = sqlx::query(
+            "DELETE FROM queued_messages WHERE id = (SELECT id FROM queued_messages WHERE session_id = ?1 ORDER BY created_at, rowid LIMIT 1) RETURNING *",
+        )
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|row| QueuedMessage {
+            id: row.get("id"),
+            session_id: row.get("session_id"),
+            content: row.get("content"),
+            created_at: row.get("created_at"),
+        }))
+    }
+}

@@ -1,0 +1,177 @@
+//! A server killed mid-run: after a restart the run is reported interrupted, and its journal
+//! holds every event the client had received.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::helpers::SseEvent;
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn launch(data: &std::path::Path, site: &std::path::Path) -> Server {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_server"))
+        .args([
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+            "--demo-delay-ms",
+            "15",
+        ])
+        .arg("--data-dir")
+        .arg(data)
+        .env("LEPTOS_SITE_ROOT", site)
+        .env("LEPTOS_OUTPUT_NAME", "anchorage")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server binary starts");
+    let server = Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+    };
+    for _ in 0..200 {
+        if reqwest::get(format!("{}/healthz", server.base))
+            .await
+            .is_ok_and(|r| r.status() == 200)
+        {
+            return server;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("server did not come up");
+}
+
+#[tokio::test]
+async fn a_run_cut_off_by_a_crash_is_interrupted_after_restart_and_keeps_what_was_acknowledged() {
+    let data = tempfile::tempdir().unwrap();
+    let site = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let mut server = launch(data.path(), site.path()).await;
+
+    let session: Value = client
+        .post(format!("{}/api/session/new", server.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = session["session"]["id"].as_str().unwrap().to_owned();
+    let started: Value = client
+        .post(format!("{}/api/chat/start", server.base))
+        .json(&json!({"session_id": session, "message": "/demo slow"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = started["run_id"].as_str().unwrap().to_owned();
+
+    // Receive some events: these were acknowledged to a client.
+    let res = client
+        .get(format!("{}/api/chat/stream?run_id={run}", server.base))
+        .send()
+        .await
+        .unwrap();
+    let mut body = res.bytes_stream();
+    let mut buffer = String::new();
+    let mut received: Vec<(String, String)> = Vec::new();
+    while received.len() < 8 {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            if let (Some(id), Some(data)) = (
+                block.lines().find_map(|l| l.strip_prefix("id: ")),
+                block.lines().find_map(|l| l.strip_prefix("data: ")),
+            ) {
+                received.push((id.to_owned(), data.to_owned()));
+            }
+        }
+    }
+
+    // Kill -9: no shutdown handling at all.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    drop(body);
+
+    let server = launch(data.path(), site.path()).await;
+    let status: Value = client
+        .get(format!(
+            "{}/api/chat/stream/status?run_id={run}",
+            server.base
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["active"], false);
+    assert_eq!(status["terminal_state"], "interrupted");
+
+    let res = client
+        .get(format!("{}/api/chat/stream?run_id={run}", server.base))
+        .send()
+        .await
+        .unwrap();
+    let events: Vec<SseEvent> = crate::helpers::read_sse(res).await;
+    for (i, (id, data)) in received.iter().enumerate() {
+        assert_eq!(
+            events[i].id.as_deref(),
+            Some(id.as_str()),
+            "acknowledged event {i} survived"
+        );
+        assert_eq!(events[i].data, serde_json::from_str::<Value>(data).unwrap());
+    }
+    let ends: Vec<&SseEvent> = events
+        .iter()
+        .filter(|e| matches!(e.event.as_str(), "done" | "cancel" | "apperror"))
+        .collect();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0].event, "apperror");
+    assert_eq!(ends[0].data["status"], "interrupted");
+    assert_eq!(ends[0].data["recovery_control"], true);
+    assert_eq!(events.last().unwrap().event, "stream_end");
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.seq(), i as u64 + 1, "gapless");
+    }
+    let s: Value = client
+        .get(format!("{}/api/session?session_id={session}", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(s["session"]["active_run_id"], Value::Null);
+    assert_eq!(s["session"]["messages"][1]["terminal_state"], "interrupted");
+}

@@ -1,0 +1,148 @@
+//! The session API.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::helpers::{spawn_app, spawn_app_with};
+
+#[tokio::test]
+async fn sessions_are_created_listed_newest_first_renamed_and_searched() {
+    let app = spawn_app().await;
+    let (code, first) = app
+        .post("/api/session/new", json!({"title": "Rust lifetimes"}))
+        .await;
+    assert_eq!(code, 200);
+    let first = first["session"]["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let second = app.new_session().await;
+    let (_, list) = app.get("/api/sessions").await;
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [second.as_str(), first.as_str()]);
+
+    let (code, renamed) = app
+        .post(
+            "/api/session/rename",
+            json!({"session_id": second, "title": "  Borrow checker  "}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(renamed["session"]["title"], "Borrow checker");
+    assert_eq!(renamed["session"]["title_source"], "manual");
+
+    let run = app.start(&first, "tell me about the turbofish").await;
+    app.wait_finished(&run).await;
+    let (_, hits) = app.get("/api/sessions/search?q=TURBOFISH").await;
+    let hits: Vec<&str> = hits["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hits,
+        [first.as_str()],
+        "message text is searched, case-insensitively"
+    );
+    let (_, hits) = app.get("/api/sessions/search?q=borrow").await;
+    assert_eq!(
+        hits["sessions"][0]["id"],
+        second.as_str(),
+        "titles are searched"
+    );
+    let (_, hits) = app.get("/api/sessions/search?q=100%25_").await;
+    assert_eq!(hits["sessions"], json!([]), "LIKE wildcards are literal");
+
+    // The agent does not replace a title the user chose.
+    let run = app.start(&second, "a first message").await;
+    app.wait_finished(&run).await;
+    let (_, s) = app.get(&format!("/api/session?session_id={second}")).await;
+    assert_eq!(s["session"]["title"], "Borrow checker");
+}
+
+#[tokio::test]
+async fn deleting_a_session_removes_its_journal_and_is_refused_while_running() {
+    let app = spawn_app_with(Duration::from_millis(20)).await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo slow").await;
+    let (code, body) = app
+        .post("/api/session/delete", json!({"session_id": session}))
+        .await;
+    assert_eq!(code, 409);
+    assert_eq!(body["active_run_id"], run.as_str());
+    app.post("/api/chat/cancel", json!({"run_id": run})).await;
+    app.wait_finished(&run).await;
+    let (code, _) = app
+        .post("/api/session/delete", json!({"session_id": session}))
+        .await;
+    assert_eq!(code, 200);
+    let (code, _) = app.get(&format!("/api/session?session_id={session}")).await;
+    assert_eq!(code, 404);
+    let (code, _) = app.get(&format!("/api/chat/stream?run_id={run}")).await;
+    assert_eq!(code, 404, "the journal went with it");
+    let (code, _) = app
+        .post("/api/session/delete", json!({"session_id": session}))
+        .await;
+    assert_eq!(code, 404);
+}
+
+#[tokio::test]
+async fn export_gives_markdown_and_the_journal_as_json_lines() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo prose").await;
+    app.wait_finished(&run).await;
+    let res = app
+        .client
+        .get(app.url(&format!(
+            "/api/session/export?session_id={session}&format=md"
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/markdown"));
+    assert!(res.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("attachment"));
+    let md = res.text().await.unwrap();
+    assert!(md.contains("## You\n\n/demo prose"));
+    assert!(md.contains("## Assistant"));
+    assert!(md.contains("demo agent"));
+
+    let res = app
+        .client
+        .get(app.url(&format!(
+            "/api/session/export?session_id={session}&format=jsonl"
+        )))
+        .send()
+        .await
+        .unwrap();
+    let text = res.text().await.unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events = app.stream(&run, None).await;
+    assert_eq!(rows.len(), events.len());
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["seq"], i as u64 + 1);
+        assert_eq!(row["event_id"], format!("{run}:{}", i + 1));
+        assert_eq!(row["payload"], events[i].data);
+    }
+    let (code, _) = app
+        .get(&format!(
+            "/api/session/export?session_id={session}&format=pdf"
+        ))
+        .await;
+    assert_eq!(code, 400);
+}
