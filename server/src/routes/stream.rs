@@ -29,7 +29,7 @@ use crate::AppState;
 /// How long a silent stream waits before a heartbeat comment.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
 /// Journal rows read per query while replaying.
-const PAGE: u32 = 2000;
+const PAGE: u32 = 32_768;
 
 /// Query of the stream routes.
 #[derive(Debug, Deserialize)]
@@ -197,26 +197,24 @@ async fn backfill(
     tx: &mpsc::Sender<Bytes>,
 ) -> Backfill {
     loop {
-        let rows = match store.events(run_id, *after, up_to, PAGE).await {
-            Ok(rows) => rows,
+        let page = match store.frames(run_id, *after, up_to, PAGE).await {
+            Ok(page) => page,
             Err(e) => {
                 tracing::error!(run_id, "journal read failed: {e}");
                 return Backfill::Gone;
             }
         };
-        let full = rows.len() as u32 == PAGE;
-        for row in rows {
-            let seq = row.seq;
-            let end = row.kind == "stream_end";
-            if tx.send(Frame::new(row).sse).await.is_err() {
-                return Backfill::Gone;
-            }
-            *after = seq;
-            if end {
-                return Backfill::Ended;
-            }
+        if page.count == 0 {
+            return Backfill::Caught;
         }
-        if !full {
+        if tx.send(page.sse).await.is_err() {
+            return Backfill::Gone;
+        }
+        *after = page.last_seq;
+        if page.ended {
+            return Backfill::Ended;
+        }
+        if page.count < PAGE {
             return Backfill::Caught;
         }
     }

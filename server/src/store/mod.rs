@@ -189,6 +189,19 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 
+/// Consecutive journal rows encoded as SSE frames.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Frames {
+    /// How many rows.
+    pub count: u32,
+    /// The last row's seq (0 when empty).
+    pub last_seq: u64,
+    /// The last row is `stream_end`.
+    pub ended: bool,
+    /// `id:`/`event:`/`data:` blocks, in order.
+    pub sse: bytes::Bytes,
+}
+
 /// A pending or answered approval/clarify request.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Interaction {
@@ -275,6 +288,15 @@ pub trait Store: Send + Sync + 'static {
         up_to: Option<u64>,
         limit: u32,
     ) -> Result<Vec<JournalRow>, StoreError>;
+    /// The same rows as [`Store::events`], already encoded as SSE frames, in one buffer: what a
+    /// replaying follower sends.
+    async fn frames(
+        &self,
+        run_id: &str,
+        after: u64,
+        up_to: Option<u64>,
+        limit: u32,
+    ) -> Result<Frames, StoreError>;
 
     /// Records an approval or clarify request.
     async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError>;

@@ -12,8 +12,8 @@ use sqlx::sqlite::{
 use sqlx::{Row, SqlitePool};
 
 use super::{
-    Interaction, JournalOp, JournalRow, Message, NewEvent, QueuedMessage, Run, Session, Store,
-    StoreError,
+    Frames, Interaction, JournalOp, JournalRow, Message, NewEvent, QueuedMessage, Run, Session,
+    Store, StoreError,
 };
 
 /// Sessions, transcripts and the run journal in one SQLite file.
@@ -33,7 +33,11 @@ impl SqliteStore {
             // crash can lose the last commits.
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // Replays read whole journals: map the file instead of copying it page by page,
+            // and keep a larger page cache per connection.
+            .pragma("mmap_size", "1073741824")
+            .pragma("cache_size", "-32768");
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -133,6 +137,14 @@ fn like_pattern(query: &str) -> String {
     out
 }
 
+/// Whether the last frame of an SSE buffer is `stream_end`.
+fn ends_with_stream_end(sse: &str) -> bool {
+    let body = sse.trim_end_matches('\n');
+    body.rfind("\nevent: ")
+        .and_then(|i| body[i + 8..].split('\n').next())
+        .is_some_and(|kind| kind == "stream_end")
+}
+
 /// Appends one event to a running run inside `tx`; `None` when the run is not running.
 async fn append_in(
     tx: &mut sqlx::SqliteConnection,
@@ -152,9 +164,10 @@ async fn append_in(
     let seq: i64 = row.get("last_seq");
     let session_id: String = row.get("session_id");
     let payload = serde_json::to_string(&event.payload).unwrap_or_else(|_| "{}".to_owned());
+    let frame = crate::hub::encode_frame(run_id, seq as u64, &event.kind, &payload);
     sqlx::query(
-        "INSERT INTO run_events (run_id, seq, event_id, session_id, type, created_at, terminal, terminal_state, payload) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO run_events (run_id, seq, event_id, session_id, type, created_at, terminal, terminal_state, payload, frame) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )
     .bind(run_id)
     .bind(seq)
@@ -165,6 +178,7 @@ async fn append_in(
     .bind(i64::from(event.terminal_state.is_some()))
     .bind(&event.terminal_state)
     .bind(payload)
+    .bind(frame)
     .execute(&mut *tx)
     .await?;
     Ok(Some(JournalRow {
@@ -499,6 +513,40 @@ impl Store for SqliteStore {
         Ok(rows.iter().map(journal_row_from).collect())
     }
 
+    async fn frames(
+        &self,
+        run_id: &str,
+        after: u64,
+        up_to: Option<u64>,
+        limit: u32,
+    ) -> Result<Frames, StoreError> {
+        // One aggregate over the stored encodings: one result row per page, whatever its size.
+        // Sequence numbers are gapless, so a page is a seq range. The range scan walks the
+        // primary key (run_id, seq) in order, which is the order the aggregate concatenates in;
+        // an ORDER BY inside the aggregate would add a sort of the whole page.
+        let last = up_to
+            .unwrap_or(u64::MAX)
+            .min(after.saturating_add(u64::from(limit)));
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS count, COALESCE(MAX(seq), 0) AS last_seq, group_concat(frame, '') AS sse \
+             FROM run_events WHERE run_id = ?1 AND seq > ?2 AND seq <= ?3",
+        )
+        .bind(run_id)
+        .bind(after as i64)
+        .bind(last.min(i64::MAX as u64) as i64)
+        .fetch_one(&self.pool)
+        .await?;
+        let count: i64 = row.get("count");
+        let last_seq: i64 = row.get("last_seq");
+        let sse: String = row.get::<Option<String>, _>("sse").unwrap_or_default();
+        Ok(Frames {
+            count: count.max(0) as u32,
+            last_seq: last_seq.max(0) as u64,
+            ended: ends_with_stream_end(&sse),
+            sse: bytes::Bytes::from(sse),
+        })
+    }
+
     async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO interactions (run_id, id, kind, status, request) VALUES (?1, ?2, ?3, 'pending', ?4)",
@@ -621,5 +669,24 @@ impl Store for SqliteStore {
             content: row.get("content"),
             created_at: row.get("created_at"),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ends_with_stream_end;
+
+    #[test]
+    fn the_end_of_a_replay_page_is_recognized_by_its_last_frame() {
+        assert!(ends_with_stream_end(
+            "id: r:1\nevent: token\ndata: {}\n\nid: r:2\nevent: stream_end\ndata: {}\n\n"
+        ));
+        assert!(!ends_with_stream_end(
+            "id: r:2\nevent: stream_end\ndata: {}\n\nid: r:3\nevent: token\ndata: {}\n\n"
+        ));
+        assert!(!ends_with_stream_end(
+            "id: r:1\nevent: token\ndata: {\"text\":\"event: stream_end\"}\n\n"
+        ));
+        assert!(!ends_with_stream_end(""));
     }
 }

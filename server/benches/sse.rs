@@ -1,0 +1,414 @@
+//! Server benchmarks (a bench binary; `cargo bench -p server --bench sse`):
+//!
+//! 1. Replay: a finished run's 100k-event journal streamed over SSE on loopback, against a bare
+//!    axum route streaming the same bytes from memory, in the same process and run.
+//! 2. Fan-out: 1,000 followers of one run producing 200 events/s; delivery latency from the
+//!    moment an event is committed to the moment a follower has read it.
+//! 3. Memory: resident memory per idle follower.
+//!
+//! Prints one JSON object.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use axum::body::Body;
+use axum::routing::get;
+use bytes::Bytes;
+use futures::StreamExt;
+use leptos::prelude::LeptosOptions;
+use serde_json::{json, Map, Value};
+use server::runtime::{RunEnd, RunIo, RuntimeAdapter, TurnRequest};
+use server::store::sqlite::SqliteStore;
+use server::store::{JournalOp, NewEvent, Store};
+use server::AppState;
+use tokio_util::sync::CancellationToken;
+
+const REPLAY_EVENTS: u64 = 100_000;
+const FOLLOWERS: usize = 1_000;
+const RATE_PER_SEC: u64 = 200;
+const FANOUT_SECONDS: u64 = 5;
+
+/// Emits token events at a fixed rate, each stamped with its send time in microseconds.
+struct Metronome {
+    events: u64,
+    interval: Duration,
+}
+
+fn micros_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+#[async_trait]
+impl RuntimeAdapter for Metronome {
+    fn name(&self) -> &'static str {
+        "metronome"
+    }
+
+    async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
+        if turn.message == "idle" {
+            io.stopped().await;
+            return RunEnd::Cancelled;
+        }
+        let mut ticker = tokio::time::interval(self.interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Let followers connect first.
+        if io.sleep(Duration::from_secs(3)).await.is_err() {
+            return RunEnd::Cancelled;
+        }
+        for i in 0..self.events {
+            ticker.tick().await;
+            if io
+                .emit(
+                    "token",
+                    json!({"text": format!("t{i} "), "sent_us": micros_now()}),
+                )
+                .await
+                .is_err()
+            {
+                return RunEnd::Cancelled;
+            }
+        }
+        RunEnd::Completed {
+            answer: "done".into(),
+            usage: None,
+        }
+    }
+}
+
+async fn app(adapter: Arc<dyn RuntimeAdapter>) -> (String, AppState, tempfile::TempDir) {
+    let data = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        SqliteStore::open(&data.path().join("bench.db"))
+            .await
+            .unwrap(),
+    );
+    let options = LeptosOptions::builder()
+        .output_name("anchorage")
+        .site_root("target/site")
+        .build();
+    let state = AppState::with_parts(store, adapter, options, CancellationToken::new()).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let serve_state = state.clone();
+    tokio::spawn(server::serve(listener, serve_state, std::future::pending()));
+    (base, state, data)
+}
+
+/// Reads a whole response, returning (bytes, seconds).
+async fn drain(client: &reqwest::Client, url: &str) -> (usize, f64) {
+    let start = Instant::now();
+    let res = client.get(url).send().await.unwrap();
+    let mut body = res.bytes_stream();
+    let mut total = 0;
+    while let Some(chunk) = body.next().await {
+        total += chunk.unwrap().len();
+    }
+    (total, start.elapsed().as_secs_f64())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+async fn replay_benchmark() -> Value {
+    let (base, state, _data) = app(Arc::new(Metronome {
+        events: 0,
+        interval: Duration::from_millis(1),
+    }))
+    .await;
+    let store: Arc<dyn Store> = Arc::clone(&state.store);
+    let session = store.create_session("bench", 0.0).await.unwrap();
+    let run_id = "replay-run";
+    store
+        .start_run(&session.id, run_id, "turn-bench", "msg-bench", "bench", 0.0)
+        .await
+        .unwrap();
+    // A realistic journal: token-sized payloads with timestamps, committed in batches.
+    let mut seq = 0;
+    while seq < REPLAY_EVENTS {
+        let ops: Vec<JournalOp> = (0..2000)
+            .map(|i| {
+                let mut payload = Map::new();
+                payload.insert("text".into(), Value::from(format!("word{} ", seq + i)));
+                payload.insert("created_at".into(), Value::from(1_781_200_000.123));
+                JournalOp::Append {
+                    run_id: run_id.into(),
+                    event: NewEvent {
+                        kind: "token".into(),
+                        payload,
+                        terminal_state: None,
+                        created_at: 1_781_200_000.123,
+                    },
+                }
+            })
+            .collect();
+        store.commit(ops).await.unwrap();
+        seq += 2000;
+    }
+    let mut end = Map::new();
+    end.insert("created_at".into(), Value::from(1_781_200_000.123));
+    store
+        .commit(vec![JournalOp::Settle {
+            run_id: run_id.into(),
+            terminal: NewEvent {
+                kind: "done".into(),
+                payload: end,
+                terminal_state: Some("completed".into()),
+                created_at: 1_781_200_000.123,
+            },
+            answer: server::store::SettledAnswer {
+                message_id: "m".into(),
+                content: "done".into(),
+                usage: None,
+            },
+        }])
+        .await
+        .unwrap();
+
+    // The journal read alone, without HTTP.
+    let mut reads = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        let mut after = 0;
+        loop {
+            let page = store.frames(run_id, after, None, 16_384).await.unwrap();
+            if page.count == 0 {
+                break;
+            }
+            after = page.last_seq;
+        }
+        reads.push(start.elapsed().as_secs_f64());
+    }
+    let store_read_ms = median(reads) * 1000.0;
+
+    let client = reqwest::Client::new();
+    let url = format!("{base}/api/chat/stream?run_id={run_id}");
+    // The same bytes, from memory, through a bare axum route.
+    let (bytes, _) = drain(&client, &url).await;
+    let res = client.get(&url).send().await.unwrap();
+    let body = res.bytes().await.unwrap();
+    assert_eq!(body.len(), bytes);
+    let chunks: Arc<Vec<Bytes>> =
+        Arc::new(body.chunks(8 * 1024).map(Bytes::copy_from_slice).collect());
+    let bare = axum::Router::new().route(
+        "/bare",
+        get(move || {
+            let chunks = Arc::clone(&chunks);
+            async move {
+                let stream = futures::stream::iter(
+                    (0..chunks.len())
+                        .map(move |i| Ok::<_, std::convert::Infallible>(chunks[i].clone())),
+                );
+                Body::from_stream(stream)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bare_url = format!("http://{}/bare", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, bare).await.unwrap() });
+
+    let mut ours = Vec::new();
+    let mut baseline = Vec::new();
+    for _ in 0..15 {
+        let (n, t) = drain(&client, &url).await;
+        assert_eq!(n, bytes);
+        ours.push(t);
+        let (n, t) = drain(&client, &bare_url).await;
+        assert_eq!(n, bytes);
+        baseline.push(t);
+    }
+    let (ours, baseline) = (median(ours), median(baseline));
+    json!({
+        "events": REPLAY_EVENTS + 3,
+        "bytes": bytes,
+        "journal_replay_ms": (ours * 1000.0 * 10.0).round() / 10.0,
+        "bare_memory_ms": (baseline * 1000.0 * 10.0).round() / 10.0,
+        "journal_events_per_sec": ((REPLAY_EVENTS + 3) as f64 / ours).round(),
+        "throughput_ratio": ((baseline / ours) * 1000.0).round() / 1000.0,
+        "journal_read_without_http_ms": (store_read_ms * 10.0).round() / 10.0,
+    })
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn fanout_benchmark() -> Value {
+    let events = RATE_PER_SEC * FANOUT_SECONDS;
+    let (base, _state, _data) = app(Arc::new(Metronome {
+        events,
+        interval: Duration::from_micros(1_000_000 / RATE_PER_SEC),
+    }))
+    .await;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let session: Value = client
+        .post(format!("{base}/api/session/new"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = session["session"]["id"].as_str().unwrap().to_owned();
+    let started: Value = client
+        .post(format!("{base}/api/chat/start"))
+        .json(&json!({"session_id": session, "message": "go"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    let mut tasks = Vec::with_capacity(FOLLOWERS);
+    for _ in 0..FOLLOWERS {
+        let client = client.clone();
+        let url = format!("{base}/api/chat/stream?run_id={run}");
+        tasks.push(tokio::spawn(async move {
+            let res = client.get(url).send().await.unwrap();
+            let mut body = res.bytes_stream();
+            let mut buffer = String::new();
+            let mut latencies = Vec::new();
+            while let Some(chunk) = body.next().await {
+                let Ok(chunk) = chunk else { break };
+                let now = micros_now();
+                buffer.push_str(std::str::from_utf8(&chunk).unwrap_or_default());
+                while let Some(end) = buffer.find("\n\n") {
+                    let block: String = buffer.drain(..end + 2).collect();
+                    if let Some(sent) = block.find("\"sent_us\":").map(|i| &block[i + 10..]) {
+                        let digits: String =
+                            sent.chars().take_while(char::is_ascii_digit).collect();
+                        if let Ok(sent) = digits.parse::<u64>() {
+                            latencies.push(now.saturating_sub(sent));
+                        }
+                    }
+                }
+            }
+            latencies
+        }));
+    }
+    let mut all: Vec<u64> = Vec::new();
+    let mut complete = 0;
+    for t in tasks {
+        let l = t.await.unwrap();
+        if l.len() as u64 == events {
+            complete += 1;
+        }
+        all.extend(l);
+    }
+    all.sort_unstable();
+    let pct = |p: f64| all[((all.len() as f64 - 1.0) * p) as usize] as f64 / 1000.0;
+    json!({
+        "followers": FOLLOWERS,
+        "events_per_sec": RATE_PER_SEC,
+        "events": events,
+        "followers_with_every_event": complete,
+        "deliveries": all.len(),
+        "latency_ms_p50": pct(0.50),
+        "latency_ms_p99": pct(0.99),
+        "latency_ms_max": pct(1.0),
+    })
+}
+
+async fn memory_benchmark() -> Value {
+    let (base, _state, _data) = app(Arc::new(Metronome {
+        events: 0,
+        interval: Duration::from_millis(1),
+    }))
+    .await;
+    let client = reqwest::Client::new();
+    let session: Value = client
+        .post(format!("{base}/api/session/new"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = session["session"]["id"].as_str().unwrap().to_owned();
+    let started: Value = client
+        .post(format!("{base}/api/chat/start"))
+        .json(&json!({"session_id": session, "message": "idle"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    // Warm up allocator and connection machinery with a few followers first.
+    let mut held = Vec::new();
+    for _ in 0..50 {
+        held.push(
+            client
+                .get(format!("{base}/api/chat/stream?run_id={run}"))
+                .send()
+                .await
+                .unwrap(),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = rss_kib();
+    for _ in 0..FOLLOWERS {
+        held.push(
+            client
+                .get(format!("{base}/api/chat/stream?run_id={run}"))
+                .send()
+                .await
+                .unwrap(),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_kib();
+    let per = (after.saturating_sub(before) as f64 * 1024.0) / FOLLOWERS as f64;
+    drop(held);
+    json!({
+        "idle_followers": FOLLOWERS,
+        "rss_kib_before": before,
+        "rss_kib_after": after,
+        "bytes_per_idle_follower_incl_client": per.round(),
+    })
+}
+
+/// `cargo bench -p server --bench sse [-- replay|fanout|memory ...]` (all three by default).
+fn main() {
+    let parts: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wants = |part: &str| parts.is_empty() || parts.iter().any(|p| p == part);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut out = serde_json::Map::new();
+        if wants("replay") {
+            out.insert("replay".into(), replay_benchmark().await);
+        }
+        if wants("fanout") {
+            out.insert("fanout".into(), fanout_benchmark().await);
+        }
+        if wants("memory") {
+            out.insert("memory".into(), memory_benchmark().await);
+        }
+        println!("{}", Value::Object(out));
+    });
+}
