@@ -52,6 +52,8 @@ pub struct AppState {
     pub hub: Hub,
     /// Fires when the server shuts down; open streams end on it.
     pub shutdown: CancellationToken,
+    /// How long a silent stream waits before a heartbeat comment.
+    pub heartbeat: Duration,
 }
 
 impl AppState {
@@ -98,6 +100,7 @@ impl AppState {
             runner,
             hub,
             shutdown,
+            heartbeat: routes::stream::HEARTBEAT,
         }
     }
 }

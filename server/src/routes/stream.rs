@@ -95,6 +95,7 @@ pub async fn stream(
         live,
         tx,
         state.shutdown.clone(),
+        state.heartbeat,
     ));
     let body = Body::from_stream(ReceiverStream::new(rx).map(Ok::<_, Infallible>));
     let mut response = body.into_response();
@@ -116,6 +117,7 @@ async fn follow(
     mut live: Option<broadcast::Receiver<Arc<Frame>>>,
     tx: mpsc::Sender<Bytes>,
     shutdown: CancellationToken,
+    heartbeat_every: Duration,
 ) {
     // Reconnect delay for EventSource clients.
     if tx
@@ -132,8 +134,10 @@ async fn follow(
     let Some(rx) = live.as_mut() else {
         return;
     };
-    let mut heartbeat =
-        tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    let mut heartbeat = tokio::time::interval_at(
+        tokio::time::Instant::now() + heartbeat_every,
+        heartbeat_every,
+    );
     loop {
         tokio::select! {
             received = rx.recv() => match received {

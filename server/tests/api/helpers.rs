@@ -168,6 +168,14 @@ pub async fn spawn_app_with(delay: Duration) -> TestApp {
 }
 
 pub async fn spawn_app_in(data: TempDir, delay: Duration) -> TestApp {
+    spawn_app_full(data, delay, None).await
+}
+
+pub async fn spawn_app_full(
+    data: TempDir,
+    delay: Duration,
+    heartbeat: Option<Duration>,
+) -> TestApp {
     let site = tempfile::tempdir().expect("a temporary site root");
     std::fs::create_dir_all(site.path().join("pkg")).unwrap();
     std::fs::write(site.path().join("pkg/anchorage.css"), "body{color:red}").unwrap();
@@ -181,13 +189,16 @@ pub async fn spawn_app_in(data: TempDir, delay: Duration) -> TestApp {
             .expect("database"),
     );
     let shutdown = CancellationToken::new();
-    let state = AppState::with_parts(
+    let mut state = AppState::with_parts(
         store,
         Arc::new(DemoAgent { delay }),
         leptos_options,
         shutdown.clone(),
     )
     .await;
+    if let Some(heartbeat) = heartbeat {
+        state.heartbeat = heartbeat;
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = shutdown.clone();

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::{read_sse, spawn_app, spawn_app_with, SseEvent, TestApp};
+use crate::helpers::{read_sse, spawn_app, spawn_app_full, spawn_app_with, SseEvent, TestApp};
+use futures::StreamExt;
 
 fn assert_gapless(events: &[SseEvent], from: u64) {
     for (i, e) in events.iter().enumerate() {
@@ -187,4 +188,42 @@ async fn stream_status_reports_the_journal_and_unknown_runs_are_404() {
     assert_eq!(code, 404);
     let (code, body) = app.get("/api/chat/stream").await;
     assert_eq!(code, 400, "{body}");
+}
+
+#[tokio::test]
+async fn a_silent_stream_gets_heartbeats_and_ids_on_every_journaled_frame() {
+    let data = tempfile::tempdir().unwrap();
+    let app = spawn_app_full(data, Duration::ZERO, Some(Duration::from_millis(150))).await;
+    let session = app.new_session().await;
+    // The approval scenario waits for the user: the run goes quiet.
+    let run = app.start(&session, "/demo approval").await;
+    let res = app
+        .client
+        .get(app.url(&format!("/api/chat/stream?run_id={run}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.headers()["content-type"],
+        "text/event-stream; charset=utf-8"
+    );
+    assert_eq!(res.headers()["cache-control"], "no-cache");
+    let mut body = res.bytes_stream();
+    let mut text = String::new();
+    while !text.contains(": heartbeat") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
+            .await
+            .expect("a heartbeat")
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    for block in text.split("\n\n").filter(|b| b.contains("event: ")) {
+        assert!(
+            block.starts_with("id: ") || block.contains("\nid: "),
+            "every journaled frame has an id: {block}"
+        );
+    }
+    app.post("/api/chat/cancel", serde_json::json!({"run_id": run}))
+        .await;
 }
