@@ -44,6 +44,9 @@ wasm-check:
 
 # Builds the release site (wasm-opt included), starts the release server and runs Playwright
 # (desktop and phone projects) against it.
+# The server under test gets a fresh database and a quick demo agent.
 e2e:
-	$(TOOLS_PATH) cargo leptos end-to-end --release --cargo-locked
+	rm -rf target/e2e-data
+	$(TOOLS_PATH) ANCHORAGE_DATA_DIR=target/e2e-data ANCHORAGE_DEMO_DELAY_MS=8 \
+	  cargo leptos end-to-end --release --cargo-locked
 	@node end2end/summary.js

@@ -1,13 +1,12 @@
 import { test, expect } from "@playwright/test";
-import { hydrated, isPhone } from "./support";
+import { hydrated, isPhone, newSession } from "./support";
 
 test.describe("app shell", () => {
-  test("the server renders sidebar, empty chat and composer before any script runs", async ({
-    browser,
-  }) => {
+  test("the server renders sidebar, empty chat and composer before any script runs", async ({ browser, request }) => {
+    const session = await newSession(request);
     const context = await browser.newContext({ javaScriptEnabled: false });
     const page = await context.newPage();
-    const response = await page.goto("/");
+    const response = await page.goto(`/s/${session}`);
     expect(response?.status()).toBe(200);
 
     await expect(page.getByRole("navigation", { name: "Sessions" })).toBeAttached();
@@ -19,28 +18,26 @@ test.describe("app shell", () => {
     await context.close();
   });
 
-  test("the composer's Send button follows the draft once hydrated", async ({ page }) => {
-    await page.goto("/");
+  test("the composer's Send button follows the draft once hydrated", async ({ page, request }) => {
+    await page.goto(`/s/${await newSession(request)}`);
     await hydrated(page);
 
     const input = page.getByRole("textbox", { name: "Message" });
-    const send = page.getByRole("button", { name: "Send" });
-    await expect(send).toBeDisabled();
+    const sendButton = page.getByRole("button", { name: "Send" });
+    await expect(sendButton).toBeDisabled();
     await input.fill("Where is the anchor?");
-    await expect(send).toBeEnabled();
+    await expect(sendButton).toBeEnabled();
     await input.fill("   ");
-    await expect(send).toBeDisabled();
+    await expect(sendButton).toBeDisabled();
   });
 
-  test("without the wasm bundle the page never hydrates and the composer stays inert", async ({
-    page,
-  }) => {
+  test("without the wasm bundle the page never hydrates and the composer stays inert", async ({ page, request }) => {
     let wasmRequests = 0;
     await page.route("**/*.wasm", (route) => {
       wasmRequests += 1;
       return route.abort();
     });
-    await page.goto("/");
+    await page.goto(`/s/${await newSession(request)}`);
     await expect.poll(() => wasmRequests).toBeGreaterThan(0);
 
     const input = page.getByRole("textbox", { name: "Message" });
@@ -51,10 +48,8 @@ test.describe("app shell", () => {
     await expect(page.getByRole("button", { name: "Send" })).toBeDisabled();
   });
 
-  test("the sessions drawer opens and closes on a phone; the sidebar stays put on a desktop", async ({
-    page,
-  }, testInfo) => {
-    await page.goto("/");
+  test("the sessions drawer opens and closes on a phone; the sidebar stays put on a desktop", async ({ page, request }, testInfo) => {
+    await page.goto(`/s/${await newSession(request)}`);
     await hydrated(page);
     const sidebar = page.getByRole("navigation", { name: "Sessions" });
     const menu = page.getByRole("button", { name: "Open sessions" });
@@ -79,5 +74,14 @@ test.describe("app shell", () => {
     await page.getByRole("button", { name: "Close sessions" }).tap();
     await expect(menu).toHaveAttribute("aria-expanded", "false");
     await expect(sidebar).not.toBeInViewport();
+  });
+
+  test("the web app manifest and its icons are served", async ({ request }) => {
+    const manifest = await (await request.get("/manifest.webmanifest")).json();
+    expect(manifest.display).toBe("standalone");
+    for (const icon of manifest.icons) {
+      const res = await request.get(icon.src);
+      expect(res.ok(), icon.src).toBeTruthy();
+    }
   });
 });

@@ -23,6 +23,7 @@ mod config;
 pub mod error;
 pub mod hub;
 pub mod journal;
+pub mod pages;
 mod routes;
 pub mod runner;
 pub mod runtime;
@@ -109,10 +110,16 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     let options = state.leptos_options.clone();
+    let backend = app::ssr::Backend(Arc::new(pages::PageBackend::new(Arc::clone(&state.store))));
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .merge(routes::api())
-        .leptos_routes(&state, routes, move || app::shell(options.clone()))
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || provide_context(backend.clone()),
+            move || app::shell(options.clone()),
+        )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             app::shell,
         ))

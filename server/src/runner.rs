@@ -433,6 +433,14 @@ fn terminal_for(end: RunEnd) -> (&'static str, &'static str, Value, String, Opti
             String::new(),
             None,
         ),
+        RunEnd::Degraded { message } => (
+            "apperror",
+            "degraded",
+            json!({"status": "degraded", "type": "degraded", "message": message,
+                   "hint": "Part of this turn's work could not be recovered."}),
+            String::new(),
+            None,
+        ),
         RunEnd::Failed { message, hint } => (
             "apperror",
             "error",

@@ -1,25 +1,102 @@
 use leptos::prelude::*;
 
-/// The message composer. Send is enabled only while the draft has visible text.
+use crate::state::use_chat;
+
+/// The message composer: Send when idle, Stop while a turn runs, Queue when there is text
+/// while a turn runs. Enter sends (Shift+Enter for a new line); on touch screens Enter is a new
+/// line and the button sends.
 #[component]
-pub(crate) fn Composer() -> impl IntoView {
+pub(crate) fn Composer(
+    #[prop(into)] on_send: Callback<String>,
+    #[prop(into)] on_stop: Callback<()>,
+) -> impl IntoView {
+    let chat = use_chat();
     let (draft, set_draft) = signal(String::new());
     let blank = move || draft.with(|text| text.trim().is_empty());
-
+    let running = Memo::new(move |_| chat.running_turn().is_some());
+    let stopping = RwSignal::new(false);
+    let submit = move || {
+        let text = draft.get_untracked();
+        if !text.trim().is_empty() {
+            on_send.run(text);
+            set_draft.set(String::new());
+        } else if running.get_untracked() {
+            stopping.set(true);
+            on_stop.run(());
+        }
+    };
+    Effect::new(move |_| {
+        if !running.get() {
+            stopping.set(false);
+        }
+    });
+    let label = move || {
+        if !blank() {
+            if running.get() {
+                "Queue"
+            } else {
+                "Send"
+            }
+        } else if running.get() {
+            if stopping.get() {
+                "Stopping…"
+            } else {
+                "Stop"
+            }
+        } else {
+            "Send"
+        }
+    };
     view! {
-        <form class="composer" on:submit=move |ev| ev.prevent_default()>
+        <form
+            class="composer"
+            on:submit=move |ev| {
+                ev.prevent_default();
+                submit();
+            }
+        >
             <label for="composer-input" class="visually-hidden">"Message"</label>
             <textarea
                 id="composer-input"
                 name="message"
                 rows="1"
                 placeholder="Message Anchorage…"
+                enterkeyhint="send"
                 prop:value=move || draft.get()
                 on:input=move |ev| set_draft.set(event_target_value(&ev))
+                on:keydown=move |ev| {
+                    if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() && !crate::components::composer::touch_only() {
+                        ev.prevent_default();
+                        submit();
+                    }
+                }
             ></textarea>
-            <button type="submit" class="composer-send" disabled=blank>
-                "Send"
+            <button
+                type="submit"
+                class="composer-send"
+                data-action=move || label().to_lowercase()
+                disabled=move || (blank() && !running.get()) || stopping.get()
+            >
+                {label}
             </button>
         </form>
+    }
+}
+
+/// A touch-only device: Enter inserts a new line there.
+pub(crate) fn touch_only() -> bool {
+    #[cfg(feature = "hydrate")]
+    {
+        web_sys::window()
+            .and_then(|w| {
+                w.match_media("(hover: none) and (pointer: coarse)")
+                    .ok()
+                    .flatten()
+            })
+            .is_some_and(|m| m.matches())
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        false
     }
 }

@@ -1,9 +1,18 @@
-//! Presentational components: they take plain data and own only UI-local state.
+//! Presentational components: they take plain data or signals and own only UI-local state.
 
+mod cards;
 mod composer;
 mod empty_chat;
+mod prose;
 mod sidebar;
+pub(crate) mod terminal;
+mod todos;
+mod turn;
 
+pub(crate) use cards::PendingCards;
 pub(crate) use composer::Composer;
 pub(crate) use empty_chat::EmptyChat;
 pub(crate) use sidebar::Sidebar;
+
+pub(crate) use todos::TodoPanel;
+pub(crate) use turn::TurnView;

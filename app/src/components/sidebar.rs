@@ -1,8 +1,191 @@
 use leptos::prelude::*;
 
+use crate::api::SessionSummary;
+use crate::state::use_chat;
+
+/// One session in the list, with rename and delete.
+#[component]
+fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> impl IntoView {
+    let chat = use_chat();
+    let id = session.id.clone();
+    let current = {
+        let id = id.clone();
+        move || chat.session_id.with(|s| s.as_deref() == Some(id.as_str()))
+    };
+    let editing = RwSignal::new(false);
+    let draft = RwSignal::new(session.title.clone());
+    let running = session.active_run_id.is_some();
+    let href = format!("/s/{}", session.id);
+    let rename = {
+        let id = id.clone();
+        move || {
+            editing.set(false);
+            let title = draft.get_untracked();
+            if title.trim().is_empty() {
+                return;
+            }
+            #[cfg(feature = "hydrate")]
+            {
+                let id = id.clone();
+                leptos::task::spawn_local(async move {
+                    let body = serde_json::json!({"session_id": id, "title": title});
+                    match crate::client::post("/api/session/rename", &body).await {
+                        Ok(answer) => {
+                            let title = answer["session"]["title"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_owned();
+                            chat.sessions.update(|list| {
+                                if let Some(s) = list.iter_mut().find(|s| s.id == id) {
+                                    s.title = title.clone();
+                                }
+                            });
+                            if chat.session_id.get_untracked().as_deref() == Some(id.as_str()) {
+                                chat.title.set(title);
+                            }
+                        }
+                        Err(e) => chat.error.set(Some(e.message)),
+                    }
+                });
+            }
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (&id, title);
+        }
+    };
+    let delete = {
+        let id = id.clone();
+        move |_| {
+            #[cfg(feature = "hydrate")]
+            {
+                let confirmed = web_sys::window()
+                    .and_then(|w| {
+                        w.confirm_with_message("Delete this conversation and its history?")
+                            .ok()
+                    })
+                    .unwrap_or(false);
+                if !confirmed {
+                    return;
+                }
+                let id = id.clone();
+                leptos::task::spawn_local(async move {
+                    match crate::client::post(
+                        "/api/session/delete",
+                        &serde_json::json!({"session_id": id}),
+                    )
+                    .await
+                    {
+                        Ok(_) => {
+                            chat.sessions.update(|list| list.retain(|s| s.id != id));
+                            if chat.session_id.get_untracked().as_deref() == Some(id.as_str()) {
+                                let navigate = leptos_router::hooks::use_navigate();
+                                navigate("/", Default::default());
+                            }
+                        }
+                        Err(e) => chat.error.set(Some(e.message)),
+                    }
+                });
+            }
+            #[cfg(not(feature = "hydrate"))]
+            let _ = &id;
+        }
+    };
+    let rename_on_key = rename.clone();
+    view! {
+        <li class="session-row" class:current=current.clone() data-session-id=session.id.clone()>
+            <Show
+                when=move || editing.get()
+                fallback={
+                    let current = current.clone();
+                    move || {
+                    let href = href.clone();
+                    let current = current.clone();
+                    view! {
+                        <a
+                            class="session-link"
+                            href=href
+                            aria-current=move || if current() { "page" } else { "false" }
+                            on:click=move |_| on_close.run(())
+                        >
+                            {running.then(|| view! { <span class="spinner" title="Running" aria-label="running"></span> })}
+                            <span class="session-title">{move || draft.get()}</span>
+                        </a>
+                    }
+                    }
+                }
+            >
+                <input
+                    class="rename-input"
+                    aria-label="Conversation title"
+                    prop:value=move || draft.get()
+                    on:input=move |ev| draft.set(event_target_value(&ev))
+                    on:keydown={
+                        let rename = rename_on_key.clone();
+                        move |ev| {
+                            if ev.key() == "Enter" {
+                                rename();
+                            } else if ev.key() == "Escape" {
+                                editing.set(false);
+                            }
+                        }
+                    }
+                    on:blur={
+                        let rename = rename.clone();
+                        move |_| rename()
+                    }
+                />
+            </Show>
+            <div class="session-actions">
+                <button type="button" class="icon-button small" aria-label="Rename" title="Rename" on:click=move |_| editing.set(true)>
+                    <span aria-hidden="true">"✎"</span>
+                </button>
+                <button type="button" class="icon-button small" aria-label="Delete" title="Delete" disabled=running on:click=delete>
+                    <span aria-hidden="true">"🗑"</span>
+                </button>
+            </div>
+        </li>
+    }
+}
+
 /// The sessions sidebar; on a phone it is a drawer that `on_close` dismisses.
 #[component]
-pub(crate) fn Sidebar(on_close: impl Fn() + 'static) -> impl IntoView {
+pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
+    let chat = use_chat();
+    let query = RwSignal::new(String::new());
+    let results = RwSignal::new(None::<Vec<SessionSummary>>);
+    let search = move |q: String| {
+        query.set(q.clone());
+        if q.trim().is_empty() {
+            results.set(None);
+        } else {
+            #[cfg(feature = "hydrate")]
+            leptos::task::spawn_local(async move {
+                let path = format!("/api/sessions/search?q={}", crate::client::encode(&q));
+                if let Ok(answer) = crate::client::get(&path).await {
+                    if query.get_untracked() == q {
+                        let list =
+                            serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
+                        results.set(Some(list));
+                    }
+                }
+            });
+        }
+    };
+    let new_chat = move |_| {
+        on_close.run(());
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            match crate::client::post("/api/session/new", &serde_json::json!({})).await {
+                Ok(answer) => {
+                    if let Some(id) = answer["session"]["id"].as_str() {
+                        let navigate = leptos_router::hooks::use_navigate();
+                        navigate(&format!("/s/{id}"), Default::default());
+                    }
+                }
+                Err(e) => chat.error.set(Some(e.message)),
+            }
+        });
+    };
+    let list = move || results.get().unwrap_or_else(|| chat.sessions.get());
     view! {
         <nav id="sidebar" class="sidebar" aria-label="Sessions">
             <div class="sidebar-header">
@@ -11,13 +194,37 @@ pub(crate) fn Sidebar(on_close: impl Fn() + 'static) -> impl IntoView {
                     type="button"
                     class="icon-button drawer-close"
                     aria-label="Close sessions"
-                    on:click=move |_| on_close()
+                    on:click=move |_| on_close.run(())
                 >
                     <span aria-hidden="true">"✕"</span>
                 </button>
             </div>
-            <a class="new-chat" href="/">"New chat"</a>
-            <p class="sidebar-empty">"No conversations yet."</p>
+            <button type="button" class="new-chat" on:click=new_chat>"New chat"</button>
+            <label class="visually-hidden" for="session-search">"Search conversations"</label>
+            <input
+                id="session-search"
+                class="session-search"
+                type="search"
+                placeholder="Search"
+                prop:value=move || query.get()
+                on:input=move |ev| search(event_target_value(&ev))
+            />
+            <Show
+                when=move || !list().is_empty()
+                fallback=move || view! {
+                    <p class="sidebar-empty">
+                        {move || if query.with(|q| q.is_empty()) { "No conversations yet." } else { "Nothing matches." }}
+                    </p>
+                }
+            >
+                <ul class="session-list">
+                    <For
+                        each=list
+                        key=|s| (s.id.clone(), s.title.clone(), s.active_run_id.clone())
+                        children=move |s| view! { <SessionRow session=s on_close=on_close /> }
+                    />
+                </ul>
+            </Show>
         </nav>
     }
 }

@@ -1,21 +1,192 @@
+use anchor::Mode;
 use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
 
-use crate::components::{Composer, EmptyChat, Sidebar};
+use crate::api::{load_page, SessionPage};
+use crate::components::{Composer, EmptyChat, PendingCards, Sidebar, TodoPanel, TurnView};
+use crate::state::ChatState;
 
-/// The chat page: the sessions sidebar, the transcript and the composer.
+/// The chat page: the session in the address (or the newest one), rendered on the server
+/// with its turns as of the journal, then followed live in the browser.
 #[component]
 pub(crate) fn ChatPage() -> impl IntoView {
+    let params = use_params_map();
+    let session = move || params.read().get("session_id").unwrap_or_default();
+    let page = Resource::new(session, load_page);
+    view! {
+        <Suspense fallback=|| view! { <div class="app loading" aria-busy="true"></div> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(page) => view! { <ChatLayout page=page /> }.into_any(),
+                    Err(e) => view! {
+                        <main class="not-found">
+                            <h1>"Something went wrong"</h1>
+                            <p>{e.to_string()}</p>
+                            <p><a href="/">"Back to your conversations"</a></p>
+                        </main>
+                    }
+                    .into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The page around a loaded [`SessionPage`].
+#[component]
+fn ChatLayout(page: SessionPage) -> impl IntoView {
+    let chat = ChatState::new(&page);
+    provide_context(chat);
+    let missing = page.missing;
+
     // Set by an Effect, which runs only in the browser: the marker says "this page is live".
     let (hydrated, set_hydrated) = signal(false);
     Effect::new(move |_| set_hydrated.set(true));
-
     let (drawer_open, set_drawer_open) = signal(false);
+    let transcript = NodeRef::<leptos::html::Section>::new();
+    // Whether the reader is at the bottom of the transcript (then new content keeps them there).
+    let pinned = StoredValue::new(true);
+
+    #[cfg(feature = "hydrate")]
+    {
+        use crate::state::Connection;
+
+        // The display mode is a preference of this browser.
+        Effect::new(move |_| {
+            if let Some(mode) = storage().and_then(|s| s.get_item("anchorage.mode").ok().flatten())
+            {
+                chat.mode.set(Mode::parse_or_default(&mode));
+            }
+        });
+        Effect::new(move |prev: Option<()>| {
+            let mode = chat.mode.get();
+            if prev.is_some() {
+                if let Some(s) = storage() {
+                    let _ = s.set_item("anchorage.mode", mode.as_str());
+                }
+            }
+        });
+
+        // Follow the running turn, and only it; reconnect when the browser gives up.
+        let follower = StoredValue::new_local(None::<(String, crate::live::Follower)>);
+        let retry = RwSignal::new(0u32);
+        Effect::new(move |_| {
+            let _ = retry.get();
+            let running = chat.running_turn();
+            let session_id = chat.session_id.get();
+            follower.update_value(|slot| {
+                let current = slot.as_ref().map(|(run, _)| run.clone());
+                match (running, session_id) {
+                    (Some(turn), Some(session_id)) => {
+                        let stale = current.as_deref() != Some(turn.run_id.as_str())
+                            || chat.connection.get_untracked() == Connection::Offline;
+                        if stale {
+                            *slot = None;
+                            *slot = crate::live::follow(chat, turn.clone(), session_id)
+                                .map(|f| (turn.run_id.clone(), f));
+                        }
+                    }
+                    _ => {
+                        *slot = None;
+                        chat.connection.set(Connection::Idle);
+                    }
+                }
+            });
+        });
+        // An EventSource that gave up (the server was down) is replaced every few seconds.
+        Effect::new(move |_| {
+            if chat.connection.get() == Connection::Offline {
+                set_timeout(
+                    move || retry.update(|n| *n += 1),
+                    std::time::Duration::from_secs(3),
+                );
+            }
+        });
+        on_cleanup(move || follower.update_value(|slot| *slot = None));
+
+        // Keep a pinned reader at the bottom as turns grow; leave a reader who scrolled up alone.
+        Effect::new(move |_| {
+            chat.turns
+                .with(|turns| turns.iter().for_each(|t| t.state.track()));
+            if pinned.get_value() {
+                request_animation_frame(move || {
+                    if let Some(el) = transcript.get_untracked() {
+                        el.set_scroll_top(el.scroll_height());
+                    }
+                });
+            }
+        });
+    }
+
+    let on_scroll = move |_| {
+        if let Some(el) = transcript.get_untracked() {
+            let gap = el.scroll_height() - el.scroll_top() - el.client_height();
+            pinned.set_value(gap < 80);
+        }
+    };
+
+    // Copy buttons of code blocks (delegated: the blocks are rendered Markdown).
+    let on_transcript_click = move |ev: leptos::ev::MouseEvent| {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            let Some(target) = ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            else {
+                return;
+            };
+            if target.has_attribute("data-copy-code") {
+                let code = target
+                    .closest(".code-block")
+                    .ok()
+                    .flatten()
+                    .and_then(|block| block.query_selector("code").ok().flatten())
+                    .and_then(|code| code.text_content())
+                    .unwrap_or_default();
+                if let Some(window) = web_sys::window() {
+                    let _ = window.navigator().clipboard().write_text(&code);
+                }
+                target.set_text_content(Some("Copied"));
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = ev;
+    };
+
+    let on_send = Callback::new(move |text: String| {
+        #[cfg(feature = "hydrate")]
+        send(chat, text);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = text;
+    });
+    let on_stop = Callback::new(move |_: ()| {
+        #[cfg(feature = "hydrate")]
+        if let Some(turn) = chat.running_turn() {
+            leptos::task::spawn_local(async move {
+                let body = serde_json::json!({"run_id": turn.run_id});
+                if let Err(e) = crate::client::post("/api/chat/cancel", &body).await {
+                    chat.error.set(Some(e.message));
+                }
+            });
+        }
+    });
+
+    let export = move |format: &'static str| {
+        move || {
+            chat.session_id
+                .get()
+                .map(|id| format!("/api/session/export?session_id={id}&format={format}"))
+        }
+    };
+    let has_turns = move || chat.turns.with(|t| !t.is_empty());
 
     view! {
         <div
             class="app"
             data-hydrated=move || hydrated.get().then_some("true")
             data-drawer=move || if drawer_open.get() { "open" } else { "closed" }
+            data-connection=move || chat.connection.get().as_str()
         >
             <Sidebar on_close=move || set_drawer_open.set(false) />
             <div class="drawer-scrim" aria-hidden="true" on:click=move |_| set_drawer_open.set(false)></div>
@@ -31,13 +202,204 @@ pub(crate) fn ChatPage() -> impl IntoView {
                     >
                         <span aria-hidden="true">"☰"</span>
                     </button>
-                    <h1 class="chat-title">"New chat"</h1>
+                    <h1 class="chat-title">{move || chat.title.get()}</h1>
+                    <span class="connection" data-connection=move || chat.connection.get().as_str()>
+                        {move || chat.connection.get().label()}
+                    </span>
+                    <div class="mode-switch" role="group" aria-label="Display mode" data-mode-switch="">
+                        <button
+                            type="button"
+                            aria-pressed=move || if chat.mode.get() == Mode::CompactWorklog { "true" } else { "false" }
+                            on:click=move |_| {
+                                chat.mode.set(Mode::CompactWorklog);
+                                chat.turns.with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
+                            }
+                        >
+                            "Worklog"
+                        </button>
+                        <button
+                            type="button"
+                            aria-pressed=move || if chat.mode.get() == Mode::TransparentStream { "true" } else { "false" }
+                            on:click=move |_| {
+                                chat.mode.set(Mode::TransparentStream);
+                                chat.turns.with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
+                            }
+                        >
+                            "Trace"
+                        </button>
+                    </div>
+                    <Show when=move || chat.session_id.with(Option::is_some)>
+                        <details class="export-menu">
+                            <summary aria-label="Export">"⋯"</summary>
+                            <div class="export-links">
+                                <a href=export("md") download="">"Export Markdown"</a>
+                                <a href=export("jsonl") download="">"Export journal (JSONL)"</a>
+                            </div>
+                        </details>
+                    </Show>
                 </header>
-                <section class="transcript" aria-label="Conversation">
-                    <EmptyChat />
+                <section
+                    class="transcript"
+                    aria-label="Conversation"
+                    node_ref=transcript
+                    on:scroll=on_scroll
+                    on:click=on_transcript_click
+                >
+                    {missing.then(|| view! { <p class="notice" role="alert">"That conversation does not exist (any more). Here is your newest one."</p> })}
+                    <Show when=has_turns fallback=|| view! { <EmptyChat /> }>
+                        <For
+                            each=move || chat.turns.get()
+                            key=|t| t.run_id.clone()
+                            children=move |turn| view! { <TurnView turn=turn /> }
+                        />
+                    </Show>
+                    <For
+                        each=move || chat.queued.get()
+                        key=|q| q.id.clone()
+                        children=move |q| view! {
+                            <div class="queued" data-queued-id=q.id.clone()>
+                                <span class="queued-label">"Queued"</span>
+                                <span class="queued-text">{q.content.clone()}</span>
+                            </div>
+                        }
+                    />
                 </section>
-                <Composer />
+                <div class="dock">
+                    <TodoPanel />
+                    <PendingCards />
+                    {move || chat.error.get().map(|e| view! {
+                        <div class="error-banner" role="alert">
+                            <span>{e}</span>
+                            <button type="button" class="icon-button small" aria-label="Dismiss" on:click=move |_| chat.error.set(None)>"✕"</button>
+                        </div>
+                    })}
+                    <Composer on_send=on_send on_stop=on_stop />
+                </div>
+                <div class="visually-hidden" aria-live="polite" aria-atomic="true">{move || chat.announcement.get()}</div>
             </main>
         </div>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// Sends a message: starts a turn (creating the session first on the empty page), or queues it
+/// while a turn runs.
+#[cfg(feature = "hydrate")]
+fn send(chat: ChatState, text: String) {
+    use crate::api::{MessageData, QueuedData, TurnData};
+    use crate::client;
+    use crate::state::TurnHandle;
+    use serde_json::json;
+
+    leptos::task::spawn_local(async move {
+        chat.error.set(None);
+        let session_id = match chat.session_id.get_untracked() {
+            Some(id) => id,
+            None => match client::post("/api/session/new", &json!({})).await {
+                Ok(answer) => {
+                    let id = answer["session"]["id"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    if let Ok(summary) = serde_json::from_value(answer["session"].clone()) {
+                        chat.sessions.update(|list| list.insert(0, summary));
+                    }
+                    chat.session_id.set(Some(id.clone()));
+                    if let Some(window) = web_sys::window() {
+                        let _ = window.history().and_then(|h| {
+                            h.replace_state_with_url(
+                                &wasm_bindgen::JsValue::NULL,
+                                "",
+                                Some(&format!("/s/{id}")),
+                            )
+                        });
+                    }
+                    id
+                }
+                Err(e) => {
+                    chat.error.set(Some(e.message));
+                    return;
+                }
+            },
+        };
+        if chat.running_turn().is_some() {
+            match client::post(
+                "/api/chat/queue",
+                &json!({"session_id": session_id, "message": text}),
+            )
+            .await
+            {
+                Ok(answer) if answer["queued"] == true => {
+                    let item = QueuedData {
+                        id: answer["item"]["id"].as_str().unwrap_or_default().to_owned(),
+                        content: answer["item"]["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    };
+                    chat.queued.update(|q| q.push(item));
+                    chat.announcement.set("Message queued".into());
+                }
+                Ok(_) => reload_session(chat, &session_id).await,
+                Err(e) => chat.error.set(Some(e.message)),
+            }
+            return;
+        }
+        match client::post(
+            "/api/chat/start",
+            &json!({"session_id": session_id, "message": text}),
+        )
+        .await
+        {
+            Ok(answer) => {
+                let run_id = answer["run_id"].as_str().unwrap_or_default().to_owned();
+                let turn = TurnData {
+                    user: MessageData {
+                        id: answer["user_message"]["id"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        content: answer["user_message"]["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        created_at: answer["user_message"]["created_at"]
+                            .as_f64()
+                            .unwrap_or_default(),
+                    },
+                    run_id: run_id.clone(),
+                    turn_id: answer["turn_id"].as_str().unwrap_or_default().to_owned(),
+                    events: Vec::new(),
+                    running: true,
+                };
+                chat.turns
+                    .update(|turns| turns.push(TurnHandle::new(&session_id, &turn)));
+                chat.mark_session(&session_id, Some(run_id));
+                chat.announcement.set("The assistant is responding".into());
+            }
+            Err(e) if e.status == 409 => {
+                // The session is busy (another tab started a turn): show it and queue this one.
+                let _ = client::post(
+                    "/api/chat/queue",
+                    &json!({"session_id": session_id, "message": text}),
+                )
+                .await;
+                reload_session(chat, &session_id).await;
+            }
+            Err(e) => chat.error.set(Some(e.message)),
+        }
+    });
+}
+
+/// Reloads the open session's page data (after another tab changed it).
+#[cfg(feature = "hydrate")]
+async fn reload_session(chat: ChatState, session_id: &str) {
+    match load_page(session_id.to_owned()).await {
+        Ok(page) => chat.load(&page),
+        Err(e) => chat.error.set(Some(e.to_string())),
     }
 }

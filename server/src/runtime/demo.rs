@@ -1,7 +1,8 @@
 //! The embedded demo agent: no key, no network, deterministic, paced like a real model.
 //!
 //! `/demo NAME [N]` picks a scenario: `prose`, `tools`, `approval`, `clarify`, `todo`,
-//! `artifact`, `compress`, `error`, `no_response`, `tool_limit`, `slow`, `long N`. Any other
+//! `artifact`, `compress`, `error`, `no_response`, `tool_limit`, `exhausted`, `degraded`, `slow`,
+//! `long N`. Any other
 //! message gets a plain mixed turn that answers it.
 
 use std::time::Duration;
@@ -19,7 +20,7 @@ pub struct DemoAgent {
 }
 
 /// The scenarios `/demo` knows.
-pub const SCENARIOS: [&str; 12] = [
+pub const SCENARIOS: [&str; 15] = [
     "prose",
     "tools",
     "approval",
@@ -30,8 +31,11 @@ pub const SCENARIOS: [&str; 12] = [
     "error",
     "no_response",
     "tool_limit",
+    "exhausted",
+    "degraded",
     "slow",
     "long",
+    "trace",
 ];
 
 #[async_trait]
@@ -387,6 +391,25 @@ impl Turn<'_> {
                     usage: Some(self.usage()),
                 })
             }
+            "exhausted" => {
+                self.io
+                    .emit("compressing", json!({"message": "Compressing context"}))
+                    .await?;
+                self.pause().await?;
+                Ok(RunEnd::CompressionExhausted)
+            }
+            "degraded" => {
+                self.tool(
+                    "read_file",
+                    json!({"path": "notes/long.md"}),
+                    "read 2 of 5 parts",
+                    false,
+                )
+                .await?;
+                Ok(RunEnd::Degraded {
+                    message: "Only part of the file could be read.".into(),
+                })
+            }
             "slow" => {
                 self.say("Working on it").await?;
                 loop {
@@ -409,6 +432,31 @@ impl Turn<'_> {
                     } else if self.io.is_stopped() {
                         return Err(Stopped);
                     }
+                }
+                self.finish(answer).await
+            }
+            "trace" => {
+                // N activity rows as fast as possible (tool calls: a start and an end each),
+                // then an answer streamed at the configured pace: a long turn that keeps going.
+                let n = n.unwrap_or(1000).clamp(2, 200_000);
+                for i in 0..n / 2 {
+                    let tid = format!("call_{i:06}");
+                    self.io
+                        .emit("tool", json!({"event_type": "tool.started", "name": "read_file", "args": {"path": format!("src/f{i}.rs")}, "tid": tid}))
+                        .await?;
+                    self.io
+                        .emit("tool_complete", json!({"event_type": "tool.completed", "name": "read_file", "args": {"path": format!("src/f{i}.rs")}, "tid": tid, "preview": "12 lines", "is_error": false}))
+                        .await?;
+                }
+                let mut answer = String::new();
+                for i in 0..200 {
+                    let text = format!("t{i} ");
+                    self.tokens_out += 1;
+                    self.io.emit("token", json!({ "text": text })).await?;
+                    answer.push_str(&text);
+                    self.io
+                        .sleep(self.delay.max(Duration::from_millis(20)))
+                        .await?;
                 }
                 self.finish(answer).await
             }

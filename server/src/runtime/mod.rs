@@ -65,6 +65,11 @@ pub enum RunEnd {
     NoResponse,
     /// Context compression could not make room.
     CompressionExhausted,
+    /// The turn could only be partly carried out or reconstructed.
+    Degraded {
+        /// What is missing.
+        message: String,
+    },
     /// The run failed.
     Failed {
         /// What went wrong, for the user.

@@ -1,0 +1,97 @@
+//! What the page loads: the sidebar's sessions and the open session's turns, each with its
+//! journal. The server renders from it; the browser hydrates from the same data.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A session in the sidebar.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Seconds since the epoch.
+    pub updated_at: f64,
+    /// The run in progress, if any.
+    pub active_run_id: Option<String>,
+}
+
+/// A transcript message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MessageData {
+    /// Its id.
+    pub id: String,
+    /// Its text.
+    pub content: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+}
+
+/// One journaled event of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JournalEvent {
+    /// Its position in the run.
+    pub seq: u64,
+    /// The event type.
+    pub kind: String,
+    /// Its data (carries `created_at`).
+    pub payload: Value,
+}
+
+/// A user message and the assistant turn it started.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnData {
+    /// The user's message.
+    pub user: MessageData,
+    /// The run answering it.
+    pub run_id: String,
+    /// The assistant turn's id.
+    pub turn_id: String,
+    /// Its journal so far, in order.
+    pub events: Vec<JournalEvent>,
+    /// The run is still producing events.
+    pub running: bool,
+}
+
+/// A follow-up waiting for the run to end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueuedData {
+    /// Its id.
+    pub id: String,
+    /// The message.
+    pub content: String,
+}
+
+/// The open session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionDetail {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Its turns, oldest first.
+    pub turns: Vec<TurnData>,
+    /// Queued follow-ups.
+    pub queued: Vec<QueuedData>,
+}
+
+/// Everything the chat page shows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPage {
+    /// The sidebar, newest first.
+    pub sessions: Vec<SessionSummary>,
+    /// The open session (`None`: the empty state).
+    pub session: Option<SessionDetail>,
+    /// A session was asked for by id and does not exist.
+    pub missing: bool,
+}
+
+/// Loads the page for a session (`""`: the newest session, if any).
+#[server(prefix = "/api/leptos")]
+pub async fn load_page(session_id: String) -> Result<SessionPage, ServerFnError> {
+    let backend = crate::ssr::backend()?;
+    let id = Some(session_id.as_str()).filter(|s| !s.is_empty());
+    backend.page(id).await.map_err(ServerFnError::new)
+}

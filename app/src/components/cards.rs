@@ -1,0 +1,180 @@
+use leptos::prelude::*;
+
+use crate::model::Pending;
+use crate::state::{use_chat, TurnHandle};
+
+/// Sends an answer to an approval or clarify request; on success (or when someone else already
+/// answered) the request leaves the card stack through the journal's `*_resolved` event.
+#[cfg(feature = "hydrate")]
+fn respond(
+    run_id: String,
+    body: serde_json::Value,
+    path: &'static str,
+    busy: RwSignal<bool>,
+    failed: RwSignal<Option<String>>,
+) {
+    busy.set(true);
+    failed.set(None);
+    leptos::task::spawn_local(async move {
+        let mut body = body;
+        body["run_id"] = serde_json::Value::String(run_id);
+        match crate::client::post(path, &body).await {
+            Ok(_) => {}
+            Err(e) if e.status == 409 => {}
+            Err(e) => failed.set(Some(e.message)),
+        }
+        busy.set(false);
+    });
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn respond(
+    _: String,
+    _: serde_json::Value,
+    _: &'static str,
+    _: RwSignal<bool>,
+    _: RwSignal<Option<String>>,
+) {
+}
+
+/// An approval request: allow once, for the session, always, or deny.
+#[component]
+fn ApprovalCard(run_id: String, id: String, command: String, description: String) -> impl IntoView {
+    let busy = RwSignal::new(false);
+    let failed = RwSignal::new(None::<String>);
+    let choice = move |choice: &'static str| {
+        let run_id = run_id.clone();
+        let id = id.clone();
+        move |_| {
+            respond(
+                run_id.clone(),
+                serde_json::json!({"approval_id": id, "choice": choice}),
+                "/api/approval/respond",
+                busy,
+                failed,
+            )
+        }
+    };
+    view! {
+        <div class="card approval-card" role="alertdialog" aria-labelledby="approval-title" data-pending="approval">
+            <div class="card-title" id="approval-title">"Approval required"</div>
+            <p class="card-text">{description}</p>
+            <pre class="card-command">{command}</pre>
+            <div class="card-actions">
+                <button type="button" class="primary" disabled=move || busy.get() on:click=choice("once")>"Allow once"</button>
+                <button type="button" disabled=move || busy.get() on:click=choice("session")>"Allow for session"</button>
+                <button type="button" disabled=move || busy.get() on:click=choice("always")>"Always allow"</button>
+                <button type="button" class="danger" disabled=move || busy.get() on:click=choice("deny")>"Deny"</button>
+            </div>
+            {move || failed.get().map(|e| view! { <p class="card-error" role="alert">{e}</p> })}
+        </div>
+    }
+}
+
+/// A question from the agent: pick a choice or type an answer.
+#[component]
+fn ClarifyCard(
+    run_id: String,
+    id: String,
+    question: String,
+    choices: Vec<String>,
+) -> impl IntoView {
+    let busy = RwSignal::new(false);
+    let failed = RwSignal::new(None::<String>);
+    let answer = RwSignal::new(String::new());
+    let send = {
+        let run_id = run_id.clone();
+        let id = id.clone();
+        move |text: String| {
+            if !text.trim().is_empty() {
+                respond(
+                    run_id.clone(),
+                    serde_json::json!({"clarify_id": id, "response": text}),
+                    "/api/clarify/respond",
+                    busy,
+                    failed,
+                );
+            }
+        }
+    };
+    let send_choice = send.clone();
+    view! {
+        <div class="card clarify-card" role="dialog" aria-labelledby="clarify-title" data-pending="clarify">
+            <div class="card-title" id="clarify-title">"Question"</div>
+            <p class="card-text">{question}</p>
+            <div class="card-actions">
+                {choices
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let send = send_choice.clone();
+                        let label = c.clone();
+                        view! {
+                            <button type="button" disabled=move || busy.get() on:click=move |_| send(c.clone())>
+                                <span class="choice-number">{i + 1}</span>
+                                {label}
+                            </button>
+                        }
+                    })
+                    .collect_view()}
+            </div>
+            <form
+                class="clarify-form"
+                on:submit=move |ev| {
+                    ev.prevent_default();
+                    send(answer.get_untracked());
+                }
+            >
+                <label class="visually-hidden" for="clarify-input">"Your answer"</label>
+                <input
+                    id="clarify-input"
+                    type="text"
+                    placeholder="Type your answer…"
+                    prop:value=move || answer.get()
+                    on:input=move |ev| answer.set(event_target_value(&ev))
+                />
+                <button type="submit" disabled=move || busy.get() || answer.with(|a| a.trim().is_empty())>"Send answer"</button>
+            </form>
+            {move || failed.get().map(|e| view! { <p class="card-error" role="alert">{e}</p> })}
+        </div>
+    }
+}
+
+/// The open requests of the running turn, above the composer. They come from the journal, so
+/// they survive reloads and disappear everywhere once answered.
+#[component]
+pub(crate) fn PendingCards() -> impl IntoView {
+    let chat = use_chat();
+    let pending = Memo::new(move |_| {
+        chat.turns.with(|turns: &Vec<TurnHandle>| {
+            turns
+                .iter()
+                .flat_map(|t| {
+                    let run = t.run_id.clone();
+                    t.state.with(|s| {
+                        s.pending
+                            .iter()
+                            .map(|p| (run.clone(), p.clone()))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+    });
+    view! {
+        <For
+            each=move || pending.get()
+            key=|(run, p)| (run.clone(), p.id().to_owned())
+            children=move |(run, p)| match p {
+                Pending::Approval { id, command, description } => view! {
+                    <ApprovalCard run_id=run id=id command=command description=description />
+                }
+                .into_any(),
+                Pending::Clarify { id, question, choices } => view! {
+                    <ClarifyCard run_id=run id=id question=question choices=choices />
+                }
+                .into_any(),
+            }
+        />
+    }
+}

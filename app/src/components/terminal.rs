@@ -1,0 +1,100 @@
+use anchor::TerminalState;
+use leptos::prelude::*;
+
+/// The card title for a terminal state.
+pub(crate) fn terminal_label(state: TerminalState) -> &'static str {
+    match state {
+        TerminalState::Completed => "Completed",
+        TerminalState::Cancelled => "Task cancelled",
+        TerminalState::Interrupted => "Response interrupted",
+        TerminalState::NoResponse => "No response from provider",
+        TerminalState::ToolLimitReached => "Tool iteration limit reached",
+        TerminalState::CompressionExhausted => "Context compression exhausted",
+        TerminalState::ConnectionLost => "Connection interrupted",
+        TerminalState::Degraded => "Partial turn",
+        TerminalState::Error => "Error",
+    }
+}
+
+/// What to tell the user when the turn gives no hint of its own.
+fn default_hint(state: TerminalState) -> &'static str {
+    match state {
+        TerminalState::Completed => "",
+        TerminalState::Cancelled => {
+            "You stopped this turn. Everything it did before that is kept above."
+        }
+        TerminalState::Interrupted => {
+            "The turn stopped before it finished. Send the message again to retry."
+        }
+        TerminalState::NoResponse => {
+            "The provider returned nothing; this is often a silent rate limit."
+        }
+        TerminalState::ToolLimitReached => {
+            "The agent used all of its steps. Ask it to continue, or narrow the task."
+        }
+        TerminalState::CompressionExhausted => {
+            "The conversation no longer fits. Start a new session for the next task."
+        }
+        TerminalState::ConnectionLost => {
+            "The connection dropped before the turn settled. Reload to restore it."
+        }
+        TerminalState::Degraded => "Only part of this turn could be restored.",
+        TerminalState::Error => "Something went wrong. The partial work is kept above.",
+    }
+}
+
+/// The end of a turn that did not simply complete: what happened and what to do.
+#[component]
+pub(crate) fn TerminalCard(
+    state: TerminalState,
+    #[prop(into)] message: String,
+    #[prop(into)] hint: String,
+) -> impl IntoView {
+    let hint = if hint.is_empty() {
+        default_hint(state).to_owned()
+    } else {
+        hint
+    };
+    let tone = match state {
+        TerminalState::Cancelled => "muted",
+        TerminalState::ToolLimitReached
+        | TerminalState::Degraded
+        | TerminalState::ConnectionLost => "warning",
+        _ => "danger",
+    };
+    view! {
+        <div class=format!("terminal-card {tone}") role="status" data-terminal-state=state.as_str()>
+            <strong class="terminal-label">{terminal_label(state)}</strong>
+            {(!message.is_empty()).then(|| view! { <p class="terminal-message">{message.clone()}</p> })}
+            {(!hint.is_empty()).then(|| view! { <p class="terminal-hint">{hint.clone()}</p> })}
+        </div>
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_terminal_state_has_a_card_with_its_label_and_a_hint() {
+        let owner = Owner::new();
+        owner.set();
+        for state in TerminalState::ALL {
+            let html =
+                view! { <TerminalCard state=state message="It went <b>wrong</b>" hint="" /> }
+                    .to_html();
+            assert!(
+                html.contains(&format!("data-terminal-state=\"{}\"", state.as_str())),
+                "{html}"
+            );
+            assert!(html.contains(terminal_label(state)), "{html}");
+            assert!(
+                html.contains("It went &lt;b&gt;wrong&lt;/b&gt;"),
+                "message is text: {html}"
+            );
+            if state != TerminalState::Completed {
+                assert!(html.contains("terminal-hint"), "{state}: a default hint");
+            }
+        }
+    }
+}

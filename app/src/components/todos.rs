@@ -1,0 +1,64 @@
+use leptos::prelude::*;
+use serde_json::Value;
+
+use crate::state::use_chat;
+
+/// The latest todo list of the session's turns, from `todo_state` events.
+#[component]
+pub(crate) fn TodoPanel() -> impl IntoView {
+    let chat = use_chat();
+    let todos = Memo::new(move |_| {
+        chat.turns.with(|turns| {
+            turns
+                .iter()
+                .rev()
+                .find_map(|t| t.state.with(|s| s.todos.clone()))
+                .and_then(|v| v.get("todos").and_then(Value::as_array).cloned())
+                .unwrap_or_default()
+        })
+    });
+    let open = RwSignal::new(true);
+    move || {
+        let list = todos.get();
+        (!list.is_empty()).then(|| {
+            let done = list.iter().filter(|t| t["status"] == "completed").count();
+            let total = list.len();
+            view! {
+                <section class="todos" aria-label="Todos">
+                    <button
+                        type="button"
+                        class="todos-head"
+                        aria-expanded=move || if open.get() { "true" } else { "false" }
+                        on:click=move |_| open.update(|o| *o = !*o)
+                    >
+                        {format!("Todos · {done}/{total}")}
+                    </button>
+                    <Show when=move || open.get()>
+                        <ul class="todo-list">
+                            {list
+                                .iter()
+                                .map(|t| {
+                                    let status = t["status"].as_str().unwrap_or("pending").to_owned();
+                                    let content = t["content"].as_str().unwrap_or("").to_owned();
+                                    let mark = match status.as_str() {
+                                        "completed" => "✓",
+                                        "in_progress" => "◐",
+                                        "cancelled" => "✗",
+                                        _ => "○",
+                                    };
+                                    view! {
+                                        <li class=format!("todo {status}")>
+                                            <span class="todo-mark" aria-hidden="true">{mark}</span>
+                                            <span class="todo-text">{content}</span>
+                                            <span class="visually-hidden">{format!(" ({status})")}</span>
+                                        </li>
+                                    }
+                                })
+                                .collect_view()}
+                        </ul>
+                    </Show>
+                </section>
+            }
+        })
+    }
+}

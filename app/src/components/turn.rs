@@ -1,0 +1,450 @@
+use anchor::{Mode, TerminalState};
+use leptos::prelude::*;
+
+use crate::components::prose::Prose;
+use crate::components::terminal::TerminalCard;
+use crate::model::{fold_tools, Segment, SegmentKind, WorkItem};
+use crate::state::{use_chat, TurnHandle};
+
+/// How many trace rows a turn shows before "Show earlier".
+const TRACE_WINDOW: usize = 200;
+
+fn fmt_duration(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    if s < 60 {
+        format!("{s}s")
+    } else {
+        format!("{}m {:02}s", s / 60, s % 60)
+    }
+}
+
+fn tool_verb(name: &str, failed: bool, running: bool) -> String {
+    let base = match name {
+        "terminal" | "shell" | "bash" => ("Running", "Ran"),
+        "read_file" => ("Reading", "Read"),
+        "write_file" => ("Writing", "Wrote"),
+        "search_text" | "search_files" => ("Searching", "Searched"),
+        "list_files" => ("Listing", "Listed"),
+        _ => ("Calling", "Called"),
+    };
+    if failed {
+        format!("Failed: {name}")
+    } else if running {
+        format!("{} {name}", base.0)
+    } else {
+        format!("{} {name}", base.1)
+    }
+}
+
+/// One tool call (Compact Worklog: start and end folded into one card).
+#[component]
+fn ToolCard(first: Segment, done: Option<Segment>, turn_over: Signal<bool>) -> impl IntoView {
+    let tool = first.tool.clone().unwrap_or_default();
+    let result = done
+        .as_ref()
+        .and_then(|d| d.tool.clone())
+        .map(|t| t.result)
+        .unwrap_or_default();
+    let failed = done
+        .as_ref()
+        .is_some_and(|d| d.tool.as_ref().is_some_and(|t| t.is_error));
+    let finished = done.is_some();
+    let open = RwSignal::new(false);
+    let row_id = first.row_id.clone();
+    let name = tool.name.clone();
+    let state = move || {
+        if finished {
+            if failed {
+                "failed"
+            } else {
+                "done"
+            }
+        } else if turn_over.get() {
+            "interrupted"
+        } else {
+            "running"
+        }
+    };
+    view! {
+        <div class="tool-card" data-row-id=row_id data-tool-state=state>
+            <button
+                type="button"
+                class="tool-head"
+                aria-expanded=move || if open.get() { "true" } else { "false" }
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                <span class="tool-dot" aria-hidden="true"></span>
+                <span class="tool-action">{move || tool_verb(&name, failed, state() == "running")}</span>
+                <span class="tool-target">{tool.target.clone()}</span>
+                <span class="tool-status">
+                    {move || match state() {
+                        "failed" => "Failed",
+                        "interrupted" => "Interrupted",
+                        "running" => "Running",
+                        _ => "",
+                    }}
+                </span>
+            </button>
+            <Show when=move || open.get()>
+                <div class="tool-detail">
+                    <div class="detail-label">"Input"</div>
+                    <pre class="tool-args">{tool.args.clone()}</pre>
+                    {(!result.is_empty()).then(|| view! {
+                        <div class="detail-label">"Output"</div>
+                        <pre class="tool-output">{result.clone()}</pre>
+                    })}
+                </div>
+            </Show>
+        </div>
+    }
+}
+
+/// Reasoning, collapsed to its first line.
+#[component]
+fn ThinkingRow(segment: Segment) -> impl IntoView {
+    let open = RwSignal::new(false);
+    let preview: String = {
+        let one_line: String = segment
+            .text
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if one_line.chars().count() > 140 {
+            one_line.chars().take(137).collect::<String>() + "..."
+        } else {
+            one_line
+        }
+    };
+    let text = segment.text.clone();
+    view! {
+        <div class="thinking" data-row-id=segment.row_id.clone()>
+            <button
+                type="button"
+                class="thinking-head"
+                aria-expanded=move || if open.get() { "true" } else { "false" }
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                <span class="thinking-label">"Thinking"</span>
+                <span class="thinking-preview">{preview}</span>
+            </button>
+            <Show when=move || open.get()>
+                <pre class="thinking-body">{text.clone()}</pre>
+            </Show>
+        </div>
+    }
+}
+
+/// A lifecycle, control or terminal note.
+#[component]
+fn NoteRow(segment: Segment) -> impl IntoView {
+    let label = match (segment.kind, segment.source.as_str()) {
+        (SegmentKind::Lifecycle, "compressing") => "Compressing context".to_owned(),
+        (SegmentKind::Lifecycle, "compressed") => "Context compressed".to_owned(),
+        (SegmentKind::Control, "approval") => "Asked for approval".to_owned(),
+        (SegmentKind::Control, "clarify") => "Asked a question".to_owned(),
+        (SegmentKind::Terminal, source) => format!("Ended ({source})"),
+        (_, source) => source.replace('_', " "),
+    };
+    let class = match segment.kind {
+        SegmentKind::Lifecycle => "note lifecycle",
+        SegmentKind::Control => "note control",
+        _ => "note terminal",
+    };
+    view! {
+        <div class=class data-row-id=segment.row_id.clone()>
+            <span class="note-label">{label}</span>
+            {(!segment.text.is_empty()).then(|| view! { <span class="note-detail">{segment.text.clone()}</span> })}
+        </div>
+    }
+}
+
+/// Prose written while working.
+#[component]
+fn ProseRow(turn: TurnHandle, key: u64, row_id: String) -> impl IntoView {
+    let text = Signal::derive(move || {
+        turn.state.with(|s| {
+            s.segments
+                .iter()
+                .find(|seg| seg.key == key)
+                .map(|seg| seg.text.clone())
+                .unwrap_or_default()
+        })
+    });
+    view! {
+        <div class="process-prose" data-row-id=row_id>
+            <Prose text=text />
+        </div>
+    }
+}
+
+fn segment_view(turn: TurnHandle, segment: Segment, turn_over: Signal<bool>) -> AnyView {
+    match segment.kind {
+        SegmentKind::Prose => {
+            view! { <ProseRow turn=turn key=segment.key row_id=segment.row_id.clone() /> }
+                .into_any()
+        }
+        SegmentKind::Thinking => view! { <ThinkingRow segment=segment /> }.into_any(),
+        SegmentKind::ToolStart | SegmentKind::ToolUpdate | SegmentKind::ToolDone => {
+            let done = (segment.kind == SegmentKind::ToolDone).then(|| segment.clone());
+            view! { <ToolCard first=segment done=done turn_over=turn_over /> }.into_any()
+        }
+        _ => view! { <NoteRow segment=segment /> }.into_any(),
+    }
+}
+
+/// The Compact Worklog: process folded under a summary line, the answer primary.
+#[component]
+fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
+    let user_choice = RwSignal::new(None::<bool>);
+    let steps = Memo::new(move |_| turn.state.with(|s| fold_tools(&s.process()).len()));
+    let elapsed = Memo::new(move |_| turn.state.with(|s| s.elapsed()));
+    let error_family = Memo::new(move |_| {
+        turn.state.with(|s| {
+            s.terminal_state()
+                .is_some_and(|t| !matches!(t, TerminalState::Completed | TerminalState::Cancelled))
+        })
+    });
+    // Open while the turn runs; folded once it settles (errors stay open); the user's choice wins.
+    let open = move || {
+        user_choice
+            .get()
+            .unwrap_or_else(|| !turn_over.get() || error_family.get())
+    };
+    let items = Memo::new(move |_| turn.state.with(|s| fold_tools(&s.process())));
+    let summary = move || {
+        let n = steps.get();
+        let time = elapsed.get().map(fmt_duration);
+        match (turn_over.get(), time) {
+            (false, _) => format!("Working · {n} step{}", if n == 1 { "" } else { "s" }),
+            (true, Some(t)) => format!("Processed {t} · {n} step{}", if n == 1 { "" } else { "s" }),
+            (true, None) => format!("Processed · {n} step{}", if n == 1 { "" } else { "s" }),
+        }
+    };
+    let stored_turn = StoredValue::new(turn.clone());
+    let render_items = move || {
+        let turn = stored_turn.get_value();
+        view! {
+            <div class="worklog-items">
+                <For
+                    each=move || items.get()
+                    key=|item| item.key()
+                    children=move |item| match item {
+                        WorkItem::Segment(segment) => segment_view(turn.clone(), segment, turn_over),
+                        WorkItem::Tool { first, done } => view! { <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over /> }.into_any(),
+                    }
+                />
+            </div>
+        }
+    };
+    view! {
+        <Show when=move || { steps.get() > 0 }>
+            <div class="worklog" data-open=move || if open() { "true" } else { "false" }>
+                <button
+                    type="button"
+                    class="worklog-summary"
+                    aria-expanded=move || if open() { "true" } else { "false" }
+                    on:click=move |_| user_choice.set(Some(!open()))
+                >
+                    <span class="worklog-text">{summary}</span>
+                    <span class="chevron" aria-hidden="true"></span>
+                </button>
+                <Show when=open>
+                    {
+                        render_items()
+                    }
+                </Show>
+            </div>
+        </Show>
+    }
+}
+
+/// The Transparent Stream: every event its own row, in order (token and reasoning deltas
+/// merged into their segment), windowed.
+#[component]
+fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
+    let shown = RwSignal::new(TRACE_WINDOW);
+    let total = Memo::new(move |_| turn.state.with(|s| s.process().len()));
+    let rows = Memo::new(move |_| {
+        let limit = shown.get();
+        turn.state.with(|s| {
+            let process = s.process();
+            let start = process.len().saturating_sub(limit);
+            process[start..]
+                .iter()
+                .map(|seg| (*seg).clone())
+                .collect::<Vec<_>>()
+        })
+    });
+    let tools = Memo::new(move |_| {
+        turn.state.with(|s| {
+            s.segments
+                .iter()
+                .filter(|seg| seg.kind == SegmentKind::ToolStart)
+                .count()
+        })
+    });
+    let turn_for_rows = turn.clone();
+    view! {
+        <div class="trace">
+            <div class="trace-head">
+                {move || format!("Trace · {} events · {} tools", total.get(), tools.get())}
+            </div>
+            <Show when=move || { total.get() > shown.get() }>
+                <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
+                    {move || format!("Show {} earlier", (total.get() - shown.get()).min(TRACE_WINDOW))}
+                </button>
+            </Show>
+            <div class="trace-rows">
+                <For
+                    each=move || rows.get()
+                    key=|seg| (seg.key, seg.rev)
+                    children={
+                        let turn = turn_for_rows.clone();
+                        move |segment: Segment| {
+                            let kind = match segment.kind {
+                                SegmentKind::ToolStart => "tool-start",
+                                SegmentKind::ToolUpdate => "tool-update",
+                                SegmentKind::ToolDone => "tool-done",
+                                SegmentKind::Prose => "prose",
+                                SegmentKind::Thinking => "thinking",
+                                _ => "note",
+                            };
+                            view! { <div class=format!("trace-row {kind}")>{segment_view(turn.clone(), segment, turn_over)}</div> }
+                        }
+                    }
+                />
+            </div>
+        </div>
+    }
+}
+
+/// One exchange: the user's message and the assistant's turn in the chosen display mode.
+#[component]
+pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
+    let chat = use_chat();
+    let mode = Memo::new(move |_| turn.mode.get().unwrap_or_else(|| chat.mode.get()));
+    let turn_over = Signal::derive(move || turn.state.with(|s| s.terminal_state().is_some()));
+    let final_answer = Memo::new(move |_| turn.state.with(|s| s.final_answer().to_owned()));
+    // While streaming, the prose after the last tool is the answer taking shape; once settled
+    // the final answer takes its place, in the same element.
+    let answer_text = Signal::derive(move || {
+        let settled = final_answer.get();
+        if !settled.is_empty() {
+            return settled;
+        }
+        turn.state.with(|s| {
+            if s.terminal_state().is_some() {
+                return String::new();
+            }
+            s.segments[s.answer_stream()]
+                .iter()
+                .filter(|seg| seg.kind == SegmentKind::Prose)
+                .map(|seg| seg.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        })
+    });
+    let settled = Memo::new(move |_| !final_answer.get().is_empty());
+    let terminal = Memo::new(move |_| {
+        turn.state.with(|s| {
+            let state = s.terminal_state()?;
+            (state != TerminalState::Completed).then(|| {
+                let note = s
+                    .segments
+                    .iter()
+                    .rev()
+                    .find(|seg| seg.kind == SegmentKind::Terminal);
+                let payload_text = note.map(|n| n.text.clone()).unwrap_or_default();
+                let hint = s
+                    .registry
+                    .anchor()
+                    .activity_events
+                    .iter()
+                    .rev()
+                    .find(|e| e.kind == Some(anchor::Kind::TerminalStatus))
+                    .and_then(|e| {
+                        e.payload
+                            .get("hint")
+                            .and_then(|h| h.as_str())
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_default();
+                (state, payload_text, hint)
+            })
+        })
+    });
+    let usage = Memo::new(move |_| {
+        turn.state.with(|s| {
+            let usage = s.registry.anchor().usage.as_ref()?;
+            let input = usage.get("input_tokens")?.as_u64()?;
+            let output = usage.get("output_tokens")?.as_u64()?;
+            Some(format!("{input} in · {output} out"))
+        })
+    });
+    let waiting = Memo::new(move |_| {
+        turn.state
+            .with(|s| s.segments.is_empty() && s.terminal_state().is_none())
+    });
+    let toggle_mode = move |_| {
+        let next = match mode.get_untracked() {
+            Mode::TransparentStream => Mode::CompactWorklog,
+            _ => Mode::TransparentStream,
+        };
+        turn.mode.set(if next == chat.mode.get_untracked() {
+            None
+        } else {
+            Some(next)
+        });
+    };
+    let user_text = turn.user.content.clone();
+    let turn_for_worklog = turn.clone();
+    let turn_for_trace = turn.clone();
+    view! {
+        <article
+            class="turn"
+            data-turn-id=turn.turn_id.clone()
+            data-run-id=turn.run_id.clone()
+            data-mode=move || mode.get().as_str()
+            data-row-count=move || turn.state.with(|s| s.row_count())
+            data-last-seq=move || turn.state.with(|s| s.last_seq)
+        >
+            <div class="user-message">
+                <div class="bubble">{user_text}</div>
+            </div>
+            <div class="assistant" data-state=move || if turn_over.get() { "settled" } else { "running" }>
+                <div class="assistant-head">
+                    <span class="assistant-label">"Assistant"</span>
+                    <button
+                        type="button"
+                        class="turn-mode"
+                        title="Switch this turn between the worklog and the full trace"
+                        aria-label=move || if mode.get() == Mode::TransparentStream { "Show as worklog" } else { "Show full trace" }
+                        on:click=toggle_mode
+                    >
+                        {move || if mode.get() == Mode::TransparentStream { "Worklog" } else { "Trace" }}
+                    </button>
+                </div>
+                <Show when=move || waiting.get()>
+                    <div class="waiting" aria-hidden="true"><span></span><span></span><span></span></div>
+                </Show>
+                {move || match mode.get() {
+                    Mode::TransparentStream => view! { <Trace turn=turn_for_trace.clone() turn_over=turn_over /> }.into_any(),
+                    Mode::HideAllActivity => ().into_any(),
+                    Mode::CompactWorklog => view! { <Worklog turn=turn_for_worklog.clone() turn_over=turn_over /> }.into_any(),
+                }}
+                <Show when=move || !answer_text.with(String::is_empty)>
+                    <div
+                        class="answer"
+                        data-final-answer=move || if settled.get() { "true" } else { "streaming" }
+                    >
+                        <Prose text=answer_text />
+                    </div>
+                </Show>
+                {move || terminal.get().map(|(state, message, hint)| view! { <TerminalCard state=state message=message hint=hint /> })}
+                <div class="turn-footer">
+                    {move || usage.get().map(|u| view! { <span class="usage">{u}</span> })}
+                </div>
+            </div>
+        </article>
+    }
+}

@@ -1,0 +1,156 @@
+//! Following a running turn in the browser: an `EventSource` on the run's journal, resumed
+//! from the last applied seq. Every frame goes through [`crate::model::TurnState::apply_frame`],
+//! which ignores what the page already has, so reconnects never duplicate anything.
+
+use leptos::prelude::*;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{EventSource, MessageEvent};
+
+use crate::state::{ChatState, Connection, TurnHandle};
+
+/// Every event type the server journals.
+const EVENTS: [&str; 28] = [
+    "token",
+    "reasoning",
+    "interim_assistant",
+    "tool",
+    "tool_update",
+    "tool_complete",
+    "metering",
+    "usage",
+    "title",
+    "title_status",
+    "todo_state",
+    "approval",
+    "approval_resolved",
+    "clarify",
+    "clarify_resolved",
+    "compressing",
+    "compressed",
+    "state_saved",
+    "artifact_reference",
+    "pending_steer_leftover",
+    "goal_continue",
+    "warning",
+    "context_status",
+    "done",
+    "cancel",
+    "apperror",
+    "settled_message",
+    "stream_end",
+];
+
+/// An open follower; closing happens on drop.
+pub struct Follower {
+    source: EventSource,
+    _listeners: Vec<Closure<dyn FnMut(MessageEvent)>>,
+    _open: Closure<dyn FnMut(web_sys::Event)>,
+    _error: Closure<dyn FnMut(web_sys::Event)>,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.source.close();
+    }
+}
+
+fn announce_end(chat: ChatState, state: Option<anchor::TerminalState>) {
+    let text = match state {
+        Some(anchor::TerminalState::Completed) | None => "Response complete".to_owned(),
+        Some(other) => format!(
+            "Turn ended: {}",
+            crate::components::terminal::terminal_label(other)
+        ),
+    };
+    chat.announcement.set(text);
+}
+
+/// Follows `turn` from its last applied seq.
+pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<Follower> {
+    let after = turn.state.with_untracked(|s| s.last_seq);
+    let url = format!(
+        "/api/chat/stream?run_id={}&after_seq={after}",
+        crate::client::encode(&turn.run_id)
+    );
+    let source = EventSource::new(&url).ok()?;
+    let errored = std::rc::Rc::new(std::cell::Cell::new(false));
+    let mut listeners = Vec::with_capacity(EVENTS.len());
+    for name in EVENTS {
+        let turn = turn.clone();
+        let session_id = session_id.clone();
+        let source_for_end = source.clone();
+        let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            let data = event.data().as_string().unwrap_or_default();
+            let id = event.last_event_id();
+            let mut fresh = false;
+            turn.state
+                .update(|s| fresh = s.apply_frame(name, &data, &id, &session_id));
+            if !fresh {
+                return;
+            }
+            match name {
+                "title" => {
+                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&data) {
+                        if let Some(title) = v["title"].as_str() {
+                            chat.title.set(title.to_owned());
+                            chat.sessions.update(|list| {
+                                if let Some(s) = list.iter_mut().find(|s| s.id == session_id) {
+                                    s.title = title.to_owned();
+                                }
+                            });
+                        }
+                    }
+                }
+                "approval" => chat
+                    .announcement
+                    .set("The agent is waiting for your approval".into()),
+                "clarify" => chat
+                    .announcement
+                    .set("The agent has a question for you".into()),
+                "stream_end" => {
+                    source_for_end.close();
+                    turn.running.set(false);
+                    chat.connection.set(Connection::Idle);
+                    chat.mark_session(&session_id, None);
+                    announce_end(chat, turn.state.with_untracked(|s| s.terminal_state()));
+                }
+                _ => {}
+            }
+        });
+        let _ = source.add_event_listener_with_callback(name, listener.as_ref().unchecked_ref());
+        listeners.push(listener);
+    }
+    let open_flag = errored.clone();
+    let open_turn = turn.clone();
+    let open = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+        if open_flag.get() {
+            let seq = open_turn.state.with_untracked(|s| s.last_seq);
+            chat.connection.set(Connection::Resumed(seq));
+        } else {
+            chat.connection.set(Connection::Live);
+        }
+    });
+    source.set_onopen(Some(open.as_ref().unchecked_ref()));
+    let error_source = source.clone();
+    let error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+        if turn.state.with_untracked(|s| s.ended) {
+            return;
+        }
+        errored.set(true);
+        let state = if error_source.ready_state() == EventSource::CLOSED {
+            Connection::Offline
+        } else {
+            Connection::Reconnecting
+        };
+        chat.connection.set(state);
+    });
+    source.set_onerror(Some(error.as_ref().unchecked_ref()));
+    chat.connection.set(Connection::Idle);
+    Some(Follower {
+        source,
+        _listeners: listeners,
+        _open: open,
+        _error: error,
+    })
+}

@@ -1,0 +1,189 @@
+//! Markdown to HTML that is safe to insert: raw HTML in the source is shown as text, links and
+//! images can only point to web, mail and relative addresses, and code blocks get a copy button.
+//!
+//! Streaming prose is split into [`chunks`] at blank lines (outside code fences), so that a
+//! growing answer re-renders only its last chunk.
+
+use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, Options, Parser, Tag, TagEnd};
+
+fn options() -> Options {
+    Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
+}
+
+/// Whether a link destination is harmless: http(s), mailto, or relative (no scheme).
+fn safe_url(dest: &str) -> bool {
+    let d = dest.trim();
+    let lower = d.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("mailto:")
+    {
+        return true;
+    }
+    // Relative addresses have no scheme before the first '/', '?' or '#'.
+    let head = d.split(['/', '?', '#']).next().unwrap_or("");
+    !head.contains(':')
+}
+
+/// Renders Markdown to safe HTML.
+pub fn render(markdown: &str) -> String {
+    let mut in_image = false;
+    let events = Parser::new_ext(markdown, options()).flat_map(|event| -> Vec<Event<'_>> {
+        match event {
+            // Raw HTML is text: `<script>` renders as the characters you typed.
+            Event::Html(raw) | Event::InlineHtml(raw) => vec![Event::Text(raw)],
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => {
+                let dest_url = if safe_url(&dest_url) { dest_url } else { CowStr::Borrowed("#") };
+                vec![Event::Start(Tag::Link {
+                    link_type,
+                    dest_url,
+                    title,
+                    id,
+                })]
+            }
+            // Images are shown as links: no remote loads from model output.
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => {
+                in_image = true;
+                let dest_url = if safe_url(&dest_url) { dest_url } else { CowStr::Borrowed("#") };
+                vec![Event::Start(Tag::Link {
+                    link_type,
+                    dest_url,
+                    title,
+                    id,
+                })]
+            }
+            Event::End(TagEnd::Image) if in_image => {
+                in_image = false;
+                vec![Event::End(TagEnd::Link)]
+            }
+            Event::Start(Tag::CodeBlock(kind)) => {
+                let lang = match &kind {
+                    CodeBlockKind::Fenced(lang) => lang.split_whitespace().next().unwrap_or("").to_owned(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                let label = escape(&lang);
+                vec![
+                    Event::Html(CowStr::from(format!(
+                        "<div class=\"code-block\"><div class=\"code-head\"><span class=\"code-lang\">{label}</span>\
+                         <button type=\"button\" class=\"copy-code\" data-copy-code=\"\">Copy</button></div>"
+                    ))),
+                    Event::Start(Tag::CodeBlock(kind)),
+                ]
+            }
+            Event::End(TagEnd::CodeBlock) => vec![Event::End(TagEnd::CodeBlock), Event::Html(CowStr::Borrowed("</div>"))],
+            other => vec![other],
+        }
+    });
+    let mut out = String::with_capacity(markdown.len() * 3 / 2 + 16);
+    html::push_html(&mut out, events);
+    out
+}
+
+/// HTML-escapes text.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Splits prose into chunks that render independently: at blank lines outside fenced code.
+/// Joining the chunks gives back the text.
+pub fn chunks(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_fence = false;
+    let mut offset = 0;
+    let mut previous_blank = false;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        }
+        let blank = line.trim().is_empty();
+        offset += line.len();
+        // A chunk ends after a blank line that follows text, outside a fence.
+        if blank && !previous_blank && !in_fence && offset > start && line.ends_with('\n') {
+            out.push(&text[start..offset]);
+            start = offset;
+        }
+        previous_blank = blank;
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_html_is_shown_as_text() {
+        let html = render("Hello <img src=x onerror=alert(1)> and <script>alert(2)</script>");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<script"), "{html}");
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{html}"
+        );
+        let block = render("<div onclick=\"x()\">\nhi\n</div>\n");
+        assert!(!block.contains("<div onclick"), "{block}");
+    }
+
+    #[test]
+    fn dangerous_links_are_neutralized() {
+        let html = render("[click](javascript:alert(1)) [ok](https://example.com) [rel](/s/1) ![img](data:text/html,x)");
+        assert!(!html.contains("javascript:"), "{html}");
+        assert!(!html.contains("data:"), "{html}");
+        assert!(html.contains("href=\"https://example.com\""));
+        assert!(html.contains("href=\"/s/1\""));
+        assert!(!html.contains("<img"));
+    }
+
+    #[test]
+    fn code_blocks_get_a_copy_button_and_escaped_content() {
+        let html = render("```rust\nlet x = \"<b>\";\n```\n");
+        assert!(html.contains("class=\"code-block\""));
+        assert!(html.contains("data-copy-code"));
+        assert!(html.contains("&lt;b&gt;"));
+        assert!(html.contains(">rust<"));
+        let evil = render("```\"><script>x</script>\ncode\n```\n");
+        assert!(!evil.contains("<script>"), "{evil}");
+    }
+
+    #[test]
+    fn chunks_split_at_blank_lines_outside_fences_and_lose_nothing() {
+        let text = "Para one\nstill one\n\nPara two\n\n```\na\n\nb\n```\n\ntail";
+        let parts = chunks(text);
+        assert_eq!(parts.concat(), text);
+        assert_eq!(
+            parts,
+            vec![
+                "Para one\nstill one\n\n",
+                "Para two\n\n",
+                "```\na\n\nb\n```\n\n",
+                "tail"
+            ]
+        );
+        assert_eq!(chunks("no breaks at all"), vec!["no breaks at all"]);
+        assert!(chunks("").is_empty());
+    }
+}

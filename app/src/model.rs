@@ -1,0 +1,639 @@
+//! A turn as the page holds it: the anchor, fed by journal rows and live frames alike, plus the
+//! display segments derived from it incrementally and the side channels the anchor leaves out
+//! (todos, open approval and clarify requests).
+//!
+//! Nothing here touches the DOM, so it is tested natively and behaves the same on the server
+//! and in the browser.
+
+use anchor::{ActivityRow, Kind, Mode, Registry, RowChange, Seed, TerminalState};
+use serde_json::{json, Value};
+
+use crate::api::{JournalEvent, TurnData};
+
+/// How a segment reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SegmentKind {
+    /// Prose written while working (token deltas merged, or one interim message).
+    Prose,
+    /// Reasoning (deltas merged).
+    Thinking,
+    /// A tool call started.
+    ToolStart,
+    /// A tool call reported progress.
+    ToolUpdate,
+    /// A tool call finished.
+    ToolDone,
+    /// Compression and similar notes.
+    Lifecycle,
+    /// An approval, clarification or other hand-over.
+    Control,
+    /// The end of the turn.
+    Terminal,
+}
+
+/// A tool call as a segment shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: String,
+    /// The call id.
+    pub call_id: String,
+    /// The arguments, as pretty JSON.
+    pub args: String,
+    /// A one-line summary of the arguments (the command, the path, …).
+    pub target: String,
+    /// The result snippet.
+    pub result: String,
+    /// The call failed.
+    pub is_error: bool,
+}
+
+/// One display unit: a row of the scene, or consecutive prose/reasoning deltas merged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    /// Stable display key (creation order within the turn).
+    pub key: u64,
+    /// The scene row id of its first row.
+    pub row_id: String,
+    /// What it is.
+    pub kind: SegmentKind,
+    /// Bumped on every change.
+    pub rev: u32,
+    /// The source event type of its first row.
+    pub source: String,
+    /// Its text (merged prose or reasoning; a note's message).
+    pub text: String,
+    /// The row's status.
+    pub status: Option<String>,
+    /// When it happened (seconds since the epoch).
+    pub at: Option<f64>,
+    /// Tool details, for tool segments.
+    pub tool: Option<ToolInfo>,
+    // The source row kept merging (token deltas) rather than standing alone.
+    merging: bool,
+}
+
+/// An approval or clarify request waiting for the user.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pending {
+    /// Approve or deny an action.
+    Approval {
+        /// Its id.
+        id: String,
+        /// The command to run.
+        command: String,
+        /// What it does.
+        description: String,
+    },
+    /// Answer a question.
+    Clarify {
+        /// Its id.
+        id: String,
+        /// The question.
+        question: String,
+        /// Offered answers.
+        choices: Vec<String>,
+    },
+}
+
+impl Pending {
+    /// Its id.
+    pub fn id(&self) -> &str {
+        match self {
+            Pending::Approval { id, .. } | Pending::Clarify { id, .. } => id,
+        }
+    }
+}
+
+/// One assistant turn on the page.
+#[derive(Clone, Debug)]
+pub struct TurnState {
+    /// The anchor.
+    pub registry: Registry,
+    /// The run.
+    pub run_id: String,
+    /// The highest journal seq applied.
+    pub last_seq: u64,
+    /// Display segments, in acceptance order.
+    pub segments: Vec<Segment>,
+    /// The latest todo list.
+    pub todos: Option<Value>,
+    /// Requests waiting for the user.
+    pub pending: Vec<Pending>,
+    /// `stream_end` was seen: nothing more will come.
+    pub ended: bool,
+    /// When the first and the last event happened.
+    pub first_at: Option<f64>,
+    /// When the last event happened.
+    pub last_at: Option<f64>,
+    next_key: u64,
+}
+
+fn ctx(session_id: &str, run_id: &str) -> Value {
+    json!({"session_id": session_id, "stream_id": run_id})
+}
+
+fn str_of(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A short description of what a tool call acts on.
+fn target_of(args: &Value) -> String {
+    let pick = ["command", "path", "pattern", "query", "url", "file"];
+    let text = match args {
+        Value::Object(map) => pick
+            .iter()
+            .find_map(|k| map.get(*k).and_then(Value::as_str))
+            .map(str::to_owned)
+            .or_else(|| map.values().find_map(Value::as_str).map(str::to_owned))
+            .unwrap_or_default(),
+        Value::String(s) => s.clone(),
+        _ => String::new(),
+    };
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > 120 {
+        line.chars().take(117).collect::<String>() + "..."
+    } else {
+        line.to_owned()
+    }
+}
+
+impl TurnState {
+    /// A turn rebuilt from its journal.
+    pub fn new(session_id: &str, turn: &TurnData) -> Self {
+        let registry = Registry::new(
+            &Seed::new(session_id)
+                .turn(turn.turn_id.clone())
+                .run(turn.run_id.clone())
+                .stream(turn.run_id.clone()),
+        )
+        .expect("a session id is never empty");
+        let mut state = TurnState {
+            registry,
+            run_id: turn.run_id.clone(),
+            last_seq: 0,
+            segments: Vec::new(),
+            todos: None,
+            pending: Vec::new(),
+            ended: false,
+            first_at: None,
+            last_at: None,
+            next_key: 0,
+        };
+        let context = ctx(session_id, &turn.run_id);
+        for event in &turn.events {
+            state.apply_journal(event, &context);
+        }
+        state
+    }
+
+    /// Applies a journal row (from the page data).
+    pub fn apply_journal(&mut self, event: &JournalEvent, context: &Value) -> bool {
+        if event.seq <= self.last_seq {
+            return false;
+        }
+        let input = json!({
+            "event": event.kind,
+            "event_id": format!("{}:{}", self.run_id, event.seq),
+            "seq": event.seq,
+            "run_id": self.run_id,
+            "payload": event.payload,
+        });
+        self.absorb(&event.kind, &event.payload, event.seq, &input, context);
+        true
+    }
+
+    /// Applies a live SSE frame; returns whether it was new. Frames at or below the last seq
+    /// were already applied (from the page data or before a reconnect) and change nothing.
+    pub fn apply_frame(
+        &mut self,
+        kind: &str,
+        data: &str,
+        last_event_id: &str,
+        session_id: &str,
+    ) -> bool {
+        let Some(seq) = last_event_id.rsplit_once(':').and_then(|(run, seq)| {
+            (run == self.run_id)
+                .then(|| seq.parse::<u64>().ok())
+                .flatten()
+        }) else {
+            return false;
+        };
+        if seq <= self.last_seq {
+            return false;
+        }
+        let payload: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+        // The frame exactly as the browser got it: type, data, and its own id.
+        let input = json!({"type": kind, "data": data, "lastEventId": last_event_id});
+        let context = ctx(session_id, &self.run_id);
+        self.absorb(kind, &payload, seq, &input, &context);
+        true
+    }
+
+    fn absorb(&mut self, kind: &str, payload: &Value, seq: u64, input: &Value, context: &Value) {
+        self.last_seq = seq;
+        if let Some(at) = payload.get("created_at").and_then(Value::as_f64) {
+            self.first_at.get_or_insert(at);
+            self.last_at = Some(at);
+        }
+        match kind {
+            "todo_state" => self.todos = Some(payload.clone()),
+            "approval" => self.pending.push(Pending::Approval {
+                id: str_of(payload, "approval_id"),
+                command: str_of(payload, "command"),
+                description: str_of(payload, "description"),
+            }),
+            "clarify" => self.pending.push(Pending::Clarify {
+                id: str_of(payload, "clarify_id"),
+                question: str_of(payload, "question"),
+                choices: payload
+                    .get("choices_offered")
+                    .and_then(Value::as_array)
+                    .map(|c| {
+                        c.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }),
+            "approval_resolved" | "clarify_resolved" => {
+                let id = str_of(
+                    payload,
+                    if kind == "approval_resolved" {
+                        "approval_id"
+                    } else {
+                        "clarify_id"
+                    },
+                );
+                self.pending.retain(|p| p.id() != id);
+            }
+            "stream_end" => self.ended = true,
+            _ => {}
+        }
+        let applied = self.registry.apply_source_event(input, context);
+        if self.registry.anchor().lifecycle.terminal_state.is_some() {
+            self.pending.clear();
+        }
+        if let Some(RowChange::Appended(i)) = applied.change.row {
+            if let Some(row) = self.registry.row(i) {
+                push_segment(&mut self.segments, &mut self.next_key, &row);
+            }
+        }
+    }
+}
+
+/// Appends one new scene row to the segment list, merging consecutive token/reasoning deltas.
+fn push_segment(segments: &mut Vec<Segment>, next_key: &mut u64, row: &ActivityRow<'_>) {
+    {
+        let source = row.source_event_type().unwrap_or("").to_owned();
+        let at = row.created_at().and_then(Value::as_f64);
+        let kind = match row.kind() {
+            Some(Kind::ProcessProse) => SegmentKind::Prose,
+            Some(Kind::Reasoning) => SegmentKind::Thinking,
+            Some(Kind::ToolStarted) => SegmentKind::ToolStart,
+            Some(Kind::ToolUpdated) => SegmentKind::ToolUpdate,
+            Some(Kind::ToolCompleted) => SegmentKind::ToolDone,
+            Some(Kind::LifecycleStatus) => SegmentKind::Lifecycle,
+            Some(Kind::ControlBoundary) => SegmentKind::Control,
+            Some(Kind::TerminalStatus) => SegmentKind::Terminal,
+            _ => SegmentKind::Lifecycle,
+        };
+        let deltas = matches!(source.as_str(), "token" | "reasoning");
+        if deltas {
+            if let Some(last) = segments.last_mut() {
+                if last.kind == kind && last.merging {
+                    last.text.push_str(row.text());
+                    last.rev += 1;
+                    return;
+                }
+            }
+        }
+        let payload = row.payload();
+        let text = match kind {
+            SegmentKind::Thinking => row
+                .thinking()
+                .map(|t| t.text.into_owned())
+                .unwrap_or_default(),
+            SegmentKind::Control => {
+                let q = payload
+                    .get("question")
+                    .or_else(|| payload.get("description"))
+                    .and_then(Value::as_str);
+                q.map(str::to_owned)
+                    .unwrap_or_else(|| row.text().to_owned())
+            }
+            _ => row.text().to_owned(),
+        };
+        let tool = row.tool().map(|t| {
+            let args = t.args();
+            ToolInfo {
+                name: t.name.to_owned(),
+                call_id: t.id.as_deref().unwrap_or("").to_owned(),
+                args: serde_json::to_string_pretty(args).unwrap_or_default(),
+                target: target_of(args),
+                result: if kind == SegmentKind::ToolDone {
+                    let s = t.snippet.to_string();
+                    if s.is_empty() {
+                        t.preview.to_string()
+                    } else {
+                        s
+                    }
+                } else {
+                    String::new()
+                },
+                is_error: t.is_error,
+            }
+        });
+        segments.push(Segment {
+            key: *next_key,
+            row_id: row.row_id().to_string(),
+            kind,
+            rev: 0,
+            source,
+            text,
+            status: row.status().map(str::to_owned),
+            at,
+            tool,
+            merging: deltas,
+        });
+        *next_key += 1;
+    }
+}
+
+impl TurnState {
+    /// The settled final answer (`""` until there is one).
+    pub fn final_answer(&self) -> &str {
+        &self.registry.anchor().content.final_answer
+    }
+
+    /// How the turn ended, once it has.
+    pub fn terminal_state(&self) -> Option<TerminalState> {
+        self.registry.anchor().lifecycle.terminal_state
+    }
+
+    /// The row count of the anchor's scene.
+    pub fn row_count(&self) -> usize {
+        self.registry.row_count()
+    }
+
+    /// Seconds between the first and the last event.
+    pub fn elapsed(&self) -> Option<f64> {
+        Some(self.last_at? - self.first_at?).filter(|e| *e >= 0.0)
+    }
+
+    /// Indices of the segments that stream the final answer: the prose after the last other
+    /// activity. Once the answer is settled they are shown as the answer, not as process.
+    pub fn answer_stream(&self) -> std::ops::Range<usize> {
+        let end = self
+            .segments
+            .iter()
+            .rposition(|s| s.kind != SegmentKind::Terminal)
+            .map_or(0, |i| i + 1);
+        let start = self.segments[..end]
+            .iter()
+            .rposition(|s| s.kind != SegmentKind::Prose)
+            .map_or(0, |i| i + 1);
+        start..end
+    }
+
+    /// Segments that show as process (the worklog), in order: everything but the answer stream
+    /// once a final answer exists, and the terminal note.
+    pub fn process(&self) -> Vec<&Segment> {
+        let hide = if self.final_answer().is_empty() {
+            0..0
+        } else {
+            self.answer_stream()
+        };
+        self.segments
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| !hide.contains(i) && s.kind != SegmentKind::Terminal)
+            .map(|(_, s)| s)
+            .collect()
+    }
+
+    /// The scene in a display mode (for diagnostics and tests).
+    pub fn scene_json(&self, mode: Mode) -> Value {
+        serde_json::to_value(self.registry.scene(mode)).unwrap_or(Value::Null)
+    }
+}
+
+/// An item of the Compact Worklog: a segment, or a tool call's start and end folded together.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkItem {
+    /// Prose, reasoning or a note.
+    Segment(Segment),
+    /// A tool call: its start, and its end once it has one.
+    Tool {
+        /// The start (or the end, for a completion without a start).
+        first: Segment,
+        /// The end (boxed: most items are plain segments).
+        done: Option<Box<Segment>>,
+    },
+}
+
+impl WorkItem {
+    /// A stable display key.
+    pub fn key(&self) -> (u64, u32) {
+        match self {
+            WorkItem::Segment(s) => (s.key, s.rev),
+            WorkItem::Tool { first, done } => (first.key, done.as_ref().map_or(0, |d| d.rev + 1)),
+        }
+    }
+}
+
+/// Folds tool starts and ends by call id (updates are dropped: the card shows progress).
+pub fn fold_tools(segments: &[&Segment]) -> Vec<WorkItem> {
+    let mut items: Vec<WorkItem> = Vec::with_capacity(segments.len());
+    let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for segment in segments {
+        let id = segment
+            .tool
+            .as_ref()
+            .map(|t| t.call_id.clone())
+            .unwrap_or_default();
+        match segment.kind {
+            SegmentKind::ToolStart => {
+                if !id.is_empty() {
+                    open.insert(id, items.len());
+                }
+                items.push(WorkItem::Tool {
+                    first: (*segment).clone(),
+                    done: None,
+                });
+            }
+            SegmentKind::ToolUpdate => {}
+            SegmentKind::ToolDone => match open.remove(&id).filter(|_| !id.is_empty()) {
+                Some(i) => {
+                    if let WorkItem::Tool { done, .. } = &mut items[i] {
+                        *done = Some(Box::new((*segment).clone()));
+                    }
+                }
+                None => items.push(WorkItem::Tool {
+                    first: (*segment).clone(),
+                    done: Some(Box::new((*segment).clone())),
+                }),
+            },
+            _ => items.push(WorkItem::Segment((*segment).clone())),
+        }
+    }
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(seq: u64, kind: &str, payload: Value) -> JournalEvent {
+        JournalEvent {
+            seq,
+            kind: kind.into(),
+            payload,
+        }
+    }
+
+    fn turn(events: Vec<JournalEvent>) -> TurnData {
+        TurnData {
+            user: crate::api::MessageData {
+                id: "u".into(),
+                content: "hi".into(),
+                created_at: 0.0,
+            },
+            run_id: "run1".into(),
+            turn_id: "turn-run1".into(),
+            events,
+            running: false,
+        }
+    }
+
+    fn journal() -> Vec<JournalEvent> {
+        vec![
+            ev(1, "title", json!({"title": "x", "created_at": 1.0})),
+            ev(
+                2,
+                "reasoning",
+                json!({"text": "Let me ", "created_at": 1.1}),
+            ),
+            ev(3, "reasoning", json!({"text": "look.", "created_at": 1.2})),
+            ev(
+                4,
+                "tool",
+                json!({"name": "terminal", "tid": "c1", "args": {"command": "ls -la"}, "created_at": 1.3}),
+            ),
+            ev(5, "metering", json!({"tps": 1, "created_at": 1.4})),
+            ev(
+                6,
+                "tool_complete",
+                json!({"name": "terminal", "tid": "c1", "args": {"command": "ls -la"}, "preview": "a b", "is_error": false, "created_at": 1.5}),
+            ),
+            ev(7, "token", json!({"text": "The ", "created_at": 1.6})),
+            ev(8, "token", json!({"text": "answer.", "created_at": 1.7})),
+            ev(9, "done", json!({"status": "completed", "created_at": 2.0})),
+            ev(
+                10,
+                "settled_message",
+                json!({"role": "assistant", "id": "m1", "content": "The answer.", "created_at": 2.0}),
+            ),
+            ev(11, "stream_end", json!({"created_at": 2.0})),
+        ]
+    }
+
+    #[test]
+    fn deltas_merge_tools_stand_alone_and_the_answer_stream_is_separated() {
+        let state = TurnState::new("s1", &turn(journal()));
+        let kinds: Vec<SegmentKind> = state.segments.iter().map(|s| s.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                SegmentKind::Thinking,
+                SegmentKind::ToolStart,
+                SegmentKind::ToolDone,
+                SegmentKind::Prose,
+                SegmentKind::Terminal
+            ]
+        );
+        assert_eq!(state.segments[0].text, "Let me look.");
+        assert_eq!(state.segments[3].text, "The answer.");
+        assert_eq!(state.segments[1].tool.as_ref().unwrap().target, "ls -la");
+        assert_eq!(state.segments[2].tool.as_ref().unwrap().result, "a b");
+        assert_eq!(state.final_answer(), "The answer.");
+        assert_eq!(state.terminal_state(), Some(TerminalState::Completed));
+        assert_eq!(state.answer_stream(), 3..4);
+        let process: Vec<SegmentKind> = state.process().iter().map(|s| s.kind).collect();
+        assert_eq!(
+            process,
+            [
+                SegmentKind::Thinking,
+                SegmentKind::ToolStart,
+                SegmentKind::ToolDone
+            ]
+        );
+        let items = fold_tools(&state.process());
+        assert_eq!(items.len(), 2);
+        assert!(matches!(&items[1], WorkItem::Tool { done: Some(_), .. }));
+        assert!(state.ended);
+        assert_eq!(state.elapsed(), Some(1.0));
+        assert_eq!(state.segments[0].row_id, "run1:2");
+    }
+
+    #[test]
+    fn live_frames_continue_where_the_page_data_stopped_without_duplicates() {
+        let all = journal();
+        let mut live = TurnState::new("s1", &turn(all[..5].to_vec()));
+        for e in &all {
+            // Frames 1..=5 arrive again after a reconnect: ignored.
+            live.apply_frame(
+                &e.kind,
+                &e.payload.to_string(),
+                &format!("run1:{}", e.seq),
+                "s1",
+            );
+        }
+        let whole = TurnState::new("s1", &turn(all.clone()));
+        assert_eq!(live.segments, whole.segments);
+        assert_eq!(live.registry.anchor(), whole.registry.anchor());
+        assert!(
+            !live.apply_frame("token", "{\"text\":\"x\"}", "other-run:99", "s1"),
+            "another run's frame"
+        );
+    }
+
+    #[test]
+    fn approvals_wait_until_resolved_and_todos_keep_the_latest() {
+        let events = vec![
+            ev(
+                1,
+                "approval",
+                json!({"approval_id": "a1", "command": "rm -rf target/", "description": "Delete"}),
+            ),
+            ev(
+                2,
+                "todo_state",
+                json!({"todos": [{"id": "1", "status": "pending"}]}),
+            ),
+            ev(
+                3,
+                "todo_state",
+                json!({"todos": [{"id": "1", "status": "completed"}]}),
+            ),
+        ];
+        let mut state = TurnState::new("s1", &turn(events));
+        assert_eq!(state.pending.len(), 1);
+        assert_eq!(
+            state.todos.as_ref().unwrap()["todos"][0]["status"],
+            "completed"
+        );
+        state.apply_frame(
+            "approval_resolved",
+            "{\"approval_id\":\"a1\",\"choice\":\"once\"}",
+            "run1:4",
+            "s1",
+        );
+        assert!(state.pending.is_empty());
+    }
+}

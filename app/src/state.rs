@@ -1,0 +1,173 @@
+//! The page's reactive state: one signal per turn (its [`TurnState`]) and the UI-local
+//! preferences around it. Display preferences live here, never in the anchor.
+
+use anchor::Mode;
+use leptos::prelude::*;
+
+use crate::api::{MessageData, QueuedData, SessionPage, SessionSummary, TurnData};
+use crate::model::TurnState;
+
+/// What the live connection of the running turn is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server renders only `Idle`
+pub enum Connection {
+    /// Nothing is running.
+    Idle,
+    /// Connected and receiving.
+    Live,
+    /// The stream dropped; the browser is reconnecting.
+    Reconnecting,
+    /// Reconnected; the journal resumed after this seq.
+    Resumed(u64),
+    /// The server cannot be reached.
+    Offline,
+}
+
+impl Connection {
+    /// The indicator's text.
+    pub fn label(self) -> String {
+        match self {
+            Connection::Idle => String::new(),
+            Connection::Live => "Live".into(),
+            Connection::Reconnecting => "Reconnecting…".into(),
+            Connection::Resumed(seq) => format!("Resumed from event {seq}"),
+            Connection::Offline => "Offline".into(),
+        }
+    }
+
+    /// The `data-connection` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Connection::Idle => "idle",
+            Connection::Live => "live",
+            Connection::Reconnecting => "reconnecting",
+            Connection::Resumed(_) => "resumed",
+            Connection::Offline => "offline",
+        }
+    }
+}
+
+/// One turn on the page.
+#[derive(Clone)]
+pub struct TurnHandle {
+    /// The run (also the key).
+    pub run_id: String,
+    /// The assistant turn id.
+    pub turn_id: String,
+    /// The user's message.
+    pub user: MessageData,
+    /// The anchor and what is derived from it.
+    pub state: RwSignal<TurnState>,
+    /// This turn's display mode, when it differs from the page's.
+    pub mode: RwSignal<Option<Mode>>,
+    /// The run was still producing events when the page learned of it.
+    pub running: RwSignal<bool>,
+}
+
+impl TurnHandle {
+    /// A turn from the page data.
+    pub fn new(session_id: &str, turn: &TurnData) -> Self {
+        TurnHandle {
+            run_id: turn.run_id.clone(),
+            turn_id: turn.turn_id.clone(),
+            user: turn.user.clone(),
+            state: RwSignal::new(TurnState::new(session_id, turn)),
+            mode: RwSignal::new(None),
+            running: RwSignal::new(turn.running),
+        }
+    }
+}
+
+/// The chat page's state, provided as context.
+#[derive(Clone, Copy)]
+pub struct ChatState {
+    /// The open session.
+    pub session_id: RwSignal<Option<String>>,
+    /// Its title.
+    pub title: RwSignal<String>,
+    /// The sidebar.
+    pub sessions: RwSignal<Vec<SessionSummary>>,
+    /// The open session's turns.
+    pub turns: RwSignal<Vec<TurnHandle>>,
+    /// Queued follow-ups.
+    pub queued: RwSignal<Vec<QueuedData>>,
+    /// The page's display mode.
+    pub mode: RwSignal<Mode>,
+    /// The running turn's connection.
+    pub connection: RwSignal<Connection>,
+    /// The last status change, for screen readers.
+    pub announcement: RwSignal<String>,
+    /// An error to show above the composer.
+    pub error: RwSignal<Option<String>>,
+}
+
+impl ChatState {
+    /// State for a loaded page.
+    pub fn new(page: &SessionPage) -> Self {
+        let state = ChatState {
+            session_id: RwSignal::new(None),
+            title: RwSignal::new(String::new()),
+            sessions: RwSignal::new(Vec::new()),
+            turns: RwSignal::new(Vec::new()),
+            queued: RwSignal::new(Vec::new()),
+            mode: RwSignal::new(Mode::CompactWorklog),
+            connection: RwSignal::new(Connection::Idle),
+            announcement: RwSignal::new(String::new()),
+            error: RwSignal::new(None),
+        };
+        state.load(page);
+        state
+    }
+
+    /// Shows another page (after navigation).
+    pub fn load(&self, page: &SessionPage) {
+        self.sessions.set(page.sessions.clone());
+        match &page.session {
+            Some(session) => {
+                self.session_id.set(Some(session.id.clone()));
+                self.title.set(session.title.clone());
+                self.turns.set(
+                    session
+                        .turns
+                        .iter()
+                        .map(|t| TurnHandle::new(&session.id, t))
+                        .collect(),
+                );
+                self.queued.set(session.queued.clone());
+            }
+            None => {
+                self.session_id.set(None);
+                self.title.set("New chat".into());
+                self.turns.set(Vec::new());
+                self.queued.set(Vec::new());
+            }
+        }
+        self.error.set(None);
+    }
+
+    /// The turn still running, if any.
+    pub fn running_turn(&self) -> Option<TurnHandle> {
+        self.turns.with(|turns| {
+            turns
+                .iter()
+                .rev()
+                .find(|t| t.running.get() && t.state.with(|s| !s.ended))
+                .cloned()
+        })
+    }
+
+    /// Marks a session as running (or idle) in the sidebar.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    pub fn mark_session(&self, session_id: &str, run: Option<String>) {
+        self.sessions.update(|list| {
+            if let Some(s) = list.iter_mut().find(|s| s.id == session_id) {
+                s.active_run_id = run;
+            }
+        });
+    }
+}
+
+/// The chat state from context.
+pub fn use_chat() -> ChatState {
+    expect_context::<ChatState>()
+}

@@ -1,0 +1,271 @@
+import { test, expect } from "@playwright/test";
+import { ACTIVITY, hydrated, isPhone, journal, lastTurn, newSession, send, startTurn, waitRunEnd } from "./support";
+
+test.describe("chatting", () => {
+  test("a message streams, then settles in place in the same element", async ({ page, request }) => {
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    await send(page, "/demo prose");
+    const turn = lastTurn(page);
+    const answer = turn.locator("[data-final-answer]");
+    await expect(answer).toHaveAttribute("data-final-answer", "streaming");
+    const handle = await answer.elementHandle();
+    await expect(answer).toHaveAttribute("data-final-answer", "true", { timeout: 30_000 });
+    // Settling replaced the streaming answer in place: the same node, now holding the final text.
+    expect(await handle!.evaluate((el) => el.isConnected)).toBeTruthy();
+    await expect(answer).toContainText("streamed answer from the demo agent");
+    await expect(page.locator("article.turn")).toHaveCount(1);
+    await expect(turn.locator("[data-terminal-state]")).toHaveCount(0);
+    await expect(page.getByRole("textbox", { name: "Message" })).toHaveValue("");
+    // Reloading shows the same turn from the journal.
+    const before = await answer.innerText();
+    await page.reload();
+    await hydrated(page);
+    await expect(lastTurn(page).locator("[data-final-answer='true']")).toHaveText(before);
+  });
+
+  test("switching modes changes the view at once, without a request", async ({ page, request }) => {
+    const session = await newSession(request);
+    const run = await startTurn(request, session, "/demo tools");
+    await waitRunEnd(request, run);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    const turn = lastTurn(page);
+    await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
+    const requests: string[] = [];
+    page.on("request", (r) => requests.push(r.url()));
+
+    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
+    const traceRows = await turn.locator("[data-row-id]").evaluateAll((els) => els.map((e) => e.getAttribute("data-row-id")));
+    expect(traceRows.length).toBeGreaterThan(5);
+    expect(new Set(traceRows).size).toBe(traceRows.length);
+
+    await page.locator("[data-mode-switch] button", { hasText: "Worklog" }).click();
+    await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
+    // The per-turn switch overrides the page's mode for this turn only.
+    await turn.getByRole("button", { name: "Show full trace" }).click();
+    await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
+    await turn.getByRole("button", { name: "Show as worklog" }).click();
+    await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
+    expect(requests).toEqual([]);
+
+    // The worklog folds the process once settled; opening it shows the tool calls.
+    const summary = turn.locator(".worklog-summary");
+    await expect(summary).toHaveAttribute("aria-expanded", "false");
+    await summary.click();
+    await expect(turn.locator(".tool-card")).toHaveCount(3);
+    await expect(turn.locator(".tool-card[data-tool-state='failed']")).toHaveCount(1);
+    await expect(turn.locator("[data-final-answer='true']")).toContainText("stale sequence cache");
+  });
+
+  test("a reload mid-run shows the partial turn from the server, then continues to the same end", async ({ page, request, browser }) => {
+    const session = await newSession(request);
+    const run = await startTurn(request, session, "/demo long 400");
+    await expect.poll(async () => (await (await request.get(`/api/chat/stream/status?run_id=${run}`)).json()).last_seq, { timeout: 20_000 }).toBeGreaterThan(20);
+    // Without scripts: the server's HTML already holds the turn as of the journal.
+    const noJs = await browser.newContext({ javaScriptEnabled: false });
+    const raw = await noJs.newPage();
+    await raw.goto(`/s/${session}`);
+    await expect(raw.locator(`article.turn[data-run-id='${run}'] [data-final-answer='streaming']`)).toContainText("w1 ");
+    const ssrSeq = Number(await raw.locator(`article.turn[data-run-id='${run}']`).getAttribute("data-last-seq"));
+    expect(ssrSeq).toBeGreaterThan(20);
+    await noJs.close();
+
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    const turn = page.locator(`article.turn[data-run-id='${run}']`);
+    await expect(turn.locator("[data-final-answer='true']")).toBeVisible({ timeout: 60_000 });
+    const rows = journal(request, session, run);
+    const expected = (await rows).filter((r) => ACTIVITY.has(r.event)).length;
+    await expect(turn).toHaveAttribute("data-row-count", String(expected));
+    const settled = (await rows).find((r) => r.event === "settled_message");
+    expect(await turn.locator("[data-final-answer='true']").innerText()).toBe(settled.payload.content.trim());
+  });
+
+  test("twenty dropped connections during a long run lose nothing and double nothing", async ({ page, request, context }) => {
+    test.skip(isPhone(page), "the network drop test runs once, on the desktop project");
+    test.setTimeout(120_000);
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    await send(page, "/demo long 1500");
+    const turn = lastTurn(page);
+    await expect(turn).toHaveAttribute("data-run-id", /.+/);
+    const run = (await turn.getAttribute("data-run-id"))!;
+    let drops = 0;
+    while (drops < 20) {
+      const status = await (await request.get(`/api/chat/stream/status?run_id=${run}`)).json();
+      if (!status.active) break;
+      await page.waitForTimeout(50 + Math.floor(Math.random() * 250));
+      await context.setOffline(true);
+      await page.waitForTimeout(50 + Math.floor(Math.random() * 200));
+      await context.setOffline(false);
+      drops += 1;
+    }
+    expect(drops).toBeGreaterThanOrEqual(10);
+    await waitRunEnd(request, run);
+    await expect(turn.locator("[data-final-answer='true']")).toBeVisible({ timeout: 60_000 });
+    const rows = await journal(request, session, run);
+    await expect(turn).toHaveAttribute("data-last-seq", String(rows.length));
+    await expect(turn).toHaveAttribute("data-row-count", String(rows.filter((r) => ACTIVITY.has(r.event)).length));
+    const settled = rows.find((r) => r.event === "settled_message");
+    expect(await turn.locator("[data-final-answer='true']").innerText()).toBe(settled.payload.content.trim());
+  });
+
+  test("Stop cancels the turn on the server and shows the cancelled card", async ({ page, request }) => {
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    await send(page, "/demo slow");
+    const turn = lastTurn(page);
+    await expect(turn.locator("[data-final-answer='streaming']")).toBeVisible();
+    await page.getByRole("button", { name: "Stop" }).click();
+    const card = turn.locator("[data-terminal-state='cancelled']");
+    await expect(card).toBeVisible();
+    await expect(card).toContainText("Task cancelled");
+    // The partial work stays.
+    await expect(turn.locator(".worklog, [data-final-answer]")).not.toHaveCount(0);
+    await expect(page.getByRole("button", { name: "Send" })).toBeVisible();
+  });
+
+  test("an approval can be allowed or denied and survives a reload", async ({ page, request }) => {
+    for (const [button, expected] of [["Allow once", "approved: once"], ["Deny", "left the build directory alone"]]) {
+      const session = await newSession(request);
+      await page.goto(`/s/${session}`);
+      await hydrated(page);
+      await send(page, "/demo approval");
+      const card = page.locator("[data-pending='approval']");
+      await expect(card).toBeVisible();
+      await expect(card).toContainText("rm -rf target/");
+      await page.reload();
+      await hydrated(page);
+      await expect(card).toBeVisible();
+      await card.getByRole("button", { name: button }).click();
+      await expect(card).toHaveCount(0);
+      await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText(expected);
+    }
+  });
+
+  test("a clarification is answered with a choice", async ({ page, request }) => {
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    await send(page, "/demo clarify");
+    const card = page.locator("[data-pending='clarify']");
+    await expect(card).toContainText("Which environment");
+    await card.getByRole("button", { name: /production/ }).click();
+    await expect(card).toHaveCount(0);
+    await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText("production");
+  });
+
+  for (const [scenario, state, label] of [
+    ["/demo error", "error", "Error"],
+    ["/demo no_response", "no_response", "No response from provider"],
+    ["/demo tool_limit", "tool_limit_reached", "Tool iteration limit reached"],
+    ["/demo exhausted", "compression_exhausted", "Context compression exhausted"],
+    ["/demo degraded", "degraded", "Partial turn"],
+  ]) {
+    test(`a turn ending ${state} shows its card`, async ({ page, request }) => {
+      const session = await newSession(request);
+      await page.goto(`/s/${session}`);
+      await hydrated(page);
+      await send(page, scenario);
+      const card = lastTurn(page).locator(`[data-terminal-state='${state}']`);
+      await expect(card).toBeVisible({ timeout: 30_000 });
+      await expect(card).toContainText(label);
+      await expect(lastTurn(page).locator("[data-final-answer='true']")).toHaveCount(0);
+    });
+  }
+
+  test("markup in messages, tool output, titles and answers renders as text", async ({ page, request }) => {
+    const dialogs: string[] = [];
+    page.on("dialog", async (d) => {
+      dialogs.push(d.message());
+      await d.dismiss();
+    });
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    const evil = `<img src=x onerror=alert(1)> <script>alert(2)</script> [x](javascript:alert(3))`;
+    await send(page, evil);
+    const turn = lastTurn(page);
+    await expect(turn.locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+    await expect(turn.locator(".bubble")).toHaveText(evil);
+    await expect(turn.locator("[data-final-answer='true']")).toContainText("<img src=x onerror=alert(1)>");
+    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await turn.locator(".tool-head").first().click();
+    await expect(turn.locator(".tool-args").first()).toContainText("<img src=x");
+    await expect(page.locator("img[src='x']")).toHaveCount(0);
+    await expect(page.locator("a[href^='javascript']")).toHaveCount(0);
+    await expect(page.locator("script:not([type]):not([src])", { hasText: "alert(2)" })).toHaveCount(0);
+    await expect(page.locator(".chat-title")).toContainText("<img");
+    expect(dialogs).toEqual([]);
+  });
+
+  test("a follow-up sent while running is queued and runs next", async ({ page, request }) => {
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    await send(page, "/demo long 300");
+    await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
+    await send(page, "/demo prose");
+    await expect(page.locator(".queued")).toContainText("/demo prose");
+    // When the first run ends the server starts the queued one; a reload shows both turns.
+    await expect.poll(async () => {
+      const s = await (await request.get(`/api/session?session_id=${session}`)).json();
+      return s.session.messages.length;
+    }, { timeout: 60_000 }).toBe(4);
+    await page.reload();
+    await hydrated(page);
+    await expect(page.locator("article.turn")).toHaveCount(2);
+    await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText("demo agent");
+  });
+
+  test("sessions can be renamed, searched and deleted from the sidebar", async ({ page, request }) => {
+    const session = await newSession(request, "Sidebar subject");
+    const run = await startTurn(request, session, "tell me about quokkas");
+    await waitRunEnd(request, run);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+    const row = page.locator(`[data-session-id='${session}']`);
+    await expect(row).toBeVisible();
+    await row.getByRole("button", { name: "Rename" }).click();
+    const input = row.getByRole("textbox", { name: "Conversation title" });
+    await input.fill("Quokka notes");
+    await input.press("Enter");
+    await expect(row).toContainText("Quokka notes");
+    await expect(page.locator(".chat-title")).toHaveText("Quokka notes");
+    await page.getByRole("searchbox", { name: "Search conversations" }).fill("quokkas");
+    await expect(page.locator(".session-row")).toHaveCount(1);
+    page.once("dialog", (d) => d.accept());
+    await row.getByRole("button", { name: "Delete" }).click();
+    await expect(page.locator(`[data-session-id='${session}']`)).toHaveCount(0);
+    expect((await request.get(`/api/session?session_id=${session}`)).status()).toBe(404);
+  });
+
+  test("on a phone the composer and cards fit the screen", async ({ page, request }, testInfo) => {
+    test.skip(!isPhone(page), "phone layout");
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    await send(page, "/demo approval");
+    const card = page.locator("[data-pending='approval']");
+    await expect(card).toBeVisible();
+    for (const name of ["Allow once", "Deny"]) {
+      const box = await card.getByRole("button", { name }).boundingBox();
+      expect(box!.height).toBeGreaterThanOrEqual(44);
+      expect(box!.x + box!.width).toBeLessThanOrEqual(390);
+    }
+    const composer = await page.locator(".composer").boundingBox();
+    expect(composer!.y + composer!.height).toBeLessThanOrEqual(844);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    expect(width).toBeLessThanOrEqual(390);
+    await page.screenshot({ path: testInfo.outputPath("phone-approval.png"), fullPage: false });
+    await card.getByRole("button", { name: "Allow once" }).tap();
+    await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+    await page.screenshot({ path: testInfo.outputPath("phone-settled.png"), fullPage: false });
+  });
+});
