@@ -15,6 +15,7 @@ const chromium = {
 
 export default defineConfig({
   testDir: "./bench",
+  testMatch: /.*\.bench\.ts$/,
   timeout: 600_000,
   workers: 1,
   retries: 0,

@@ -15,6 +15,8 @@
 //! - [`markdown`]: safe Markdown rendering.
 //! - `routes/`: pages; `components/`: what pages are made of; `live`/`client`: the browser's
 //!   stream follower and API calls (hydrate only).
+// Release builds keep the full view types (dev builds erase them); their layout is deep.
+#![recursion_limit = "512"]
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Stylesheet, Title};

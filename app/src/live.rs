@@ -66,6 +66,84 @@ fn announce_end(chat: ChatState, state: Option<anchor::TerminalState>) {
     chat.announcement.set(text);
 }
 
+/// Frames received since the last paint, applied together on the next animation frame.
+#[derive(Default)]
+struct Inbox {
+    frames: Vec<(&'static str, String, String)>,
+    scheduled: bool,
+}
+
+/// Runs `flush` before the next paint (or soon, in a hidden tab, which gets no paints).
+fn schedule(flush: impl FnOnce() + 'static) {
+    let hidden = web_sys::window()
+        .and_then(|w| w.document())
+        .is_some_and(|d| d.hidden());
+    if hidden {
+        set_timeout(flush, std::time::Duration::from_millis(100));
+    } else {
+        request_animation_frame(flush);
+    }
+}
+
+/// Applies every queued frame to the turn in one signal update (so a burst of a thousand
+/// events costs one render, not a thousand), then acts on the ones that need more than that.
+fn flush(
+    inbox: &std::cell::RefCell<Inbox>,
+    chat: ChatState,
+    turn: &TurnHandle,
+    session_id: &str,
+    source: &EventSource,
+) {
+    let frames = {
+        let mut inbox = inbox.borrow_mut();
+        inbox.scheduled = false;
+        std::mem::take(&mut inbox.frames)
+    };
+    let mut notable: Vec<(&'static str, String)> = Vec::new();
+    turn.state.maybe_update(|s| {
+        let mut any = false;
+        for (name, data, id) in frames {
+            if s.apply_frame(name, &data, &id, session_id) {
+                any = true;
+                if matches!(name, "title" | "approval" | "clarify" | "stream_end") {
+                    notable.push((name, data));
+                }
+            }
+        }
+        any
+    });
+    for (name, data) in notable {
+        match name {
+            "title" => {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&data) {
+                    if let Some(title) = v["title"].as_str() {
+                        chat.title.set(title.to_owned());
+                        chat.sessions.update(|list| {
+                            if let Some(s) = list.iter_mut().find(|s| s.id == session_id) {
+                                s.title = title.to_owned();
+                            }
+                        });
+                    }
+                }
+            }
+            "approval" => chat
+                .announcement
+                .set("The agent is waiting for your approval".into()),
+            "clarify" => chat
+                .announcement
+                .set("The agent has a question for you".into()),
+            "stream_end" => {
+                source.close();
+                turn.running.set(false);
+                chat.connection.set(Connection::Idle);
+                chat.mark_session(session_id, None);
+                announce_end(chat, turn.state.with_untracked(|s| s.terminal_state()));
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Follows `turn` from its last applied seq.
 pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<Follower> {
     let after = turn.state.with_untracked(|s| s.last_seq);
@@ -75,47 +153,27 @@ pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
     );
     let source = EventSource::new(&url).ok()?;
     let errored = std::rc::Rc::new(std::cell::Cell::new(false));
+    let inbox = std::rc::Rc::new(std::cell::RefCell::new(Inbox::default()));
     let mut listeners = Vec::with_capacity(EVENTS.len());
     for name in EVENTS {
         let turn = turn.clone();
         let session_id = session_id.clone();
-        let source_for_end = source.clone();
+        let source_for_flush = source.clone();
+        let inbox = inbox.clone();
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             let data = event.data().as_string().unwrap_or_default();
             let id = event.last_event_id();
-            let mut fresh = false;
-            turn.state
-                .update(|s| fresh = s.apply_frame(name, &data, &id, &session_id));
-            if !fresh {
-                return;
-            }
-            match name {
-                "title" => {
-                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&data) {
-                        if let Some(title) = v["title"].as_str() {
-                            chat.title.set(title.to_owned());
-                            chat.sessions.update(|list| {
-                                if let Some(s) = list.iter_mut().find(|s| s.id == session_id) {
-                                    s.title = title.to_owned();
-                                }
-                            });
-                        }
-                    }
-                }
-                "approval" => chat
-                    .announcement
-                    .set("The agent is waiting for your approval".into()),
-                "clarify" => chat
-                    .announcement
-                    .set("The agent has a question for you".into()),
-                "stream_end" => {
-                    source_for_end.close();
-                    turn.running.set(false);
-                    chat.connection.set(Connection::Idle);
-                    chat.mark_session(&session_id, None);
-                    announce_end(chat, turn.state.with_untracked(|s| s.terminal_state()));
-                }
-                _ => {}
+            let mut queue = inbox.borrow_mut();
+            queue.frames.push((name, data, id));
+            if !queue.scheduled {
+                queue.scheduled = true;
+                let (inbox, turn, session_id, source) = (
+                    inbox.clone(),
+                    turn.clone(),
+                    session_id.clone(),
+                    source_for_flush.clone(),
+                );
+                schedule(move || flush(&inbox, chat, &turn, &session_id, &source));
             }
         });
         let _ = source.add_event_listener_with_callback(name, listener.as_ref().unchecked_ref());

@@ -126,6 +126,8 @@ pub struct TurnState {
     pub first_at: Option<f64>,
     /// When the last event happened.
     pub last_at: Option<f64>,
+    /// Tool call ids that have a completion (a start row of one of them is not still running).
+    pub completed_calls: std::collections::HashSet<String>,
     next_key: u64,
 }
 
@@ -181,6 +183,7 @@ impl TurnState {
             ended: false,
             first_at: None,
             last_at: None,
+            completed_calls: std::collections::HashSet::new(),
             next_key: 0,
         };
         let context = ctx(session_id, &turn.run_id);
@@ -281,6 +284,16 @@ impl TurnState {
         if let Some(RowChange::Appended(i)) = applied.change.row {
             if let Some(row) = self.registry.row(i) {
                 push_segment(&mut self.segments, &mut self.next_key, &row);
+                if let Some(Segment {
+                    kind: SegmentKind::ToolDone,
+                    tool: Some(tool),
+                    ..
+                }) = self.segments.last()
+                {
+                    if !tool.call_id.is_empty() {
+                        self.completed_calls.insert(tool.call_id.clone());
+                    }
+                }
             }
         }
     }
@@ -400,13 +413,21 @@ impl TurnState {
         start..end
     }
 
-    /// Segments that show as process (the worklog), in order: everything but the answer stream
-    /// once a final answer exists, and the terminal note.
+    /// Whether the trailing prose is (or is becoming) the answer: while the turn runs, once it
+    /// has a final answer, and in the moment between `done` and the settled message. A turn
+    /// that ended any other way without an answer keeps that prose as partial work instead.
+    pub fn prose_is_answer(&self) -> bool {
+        !self.final_answer().is_empty()
+            || matches!(self.terminal_state(), None | Some(TerminalState::Completed))
+    }
+
+    /// Segments that show as process (the worklog), in order: everything but the terminal note
+    /// and, while it is the answer, the answer stream.
     pub fn process(&self) -> Vec<&Segment> {
-        let hide = if self.final_answer().is_empty() {
-            0..0
-        } else {
+        let hide = if self.prose_is_answer() {
             self.answer_stream()
+        } else {
+            0..0
         };
         self.segments
             .iter()
@@ -444,6 +465,31 @@ impl WorkItem {
             WorkItem::Tool { first, done } => (first.key, done.as_ref().map_or(0, |d| d.rev + 1)),
         }
     }
+}
+
+/// How many items [`fold_tools`] makes of `segments`, without building them.
+pub fn step_count(segments: &[&Segment]) -> usize {
+    let mut started = std::collections::HashSet::new();
+    let mut steps = 0;
+    for segment in segments {
+        let id = segment.tool.as_ref().map_or("", |t| t.call_id.as_str());
+        match segment.kind {
+            SegmentKind::ToolStart => {
+                steps += 1;
+                if !id.is_empty() {
+                    started.insert(id);
+                }
+            }
+            SegmentKind::ToolUpdate => {}
+            SegmentKind::ToolDone => {
+                if id.is_empty() || !started.remove(id) {
+                    steps += 1;
+                }
+            }
+            _ => steps += 1,
+        }
+    }
+    steps
 }
 
 /// Folds tool starts and ends by call id (updates are dropped: the card shows progress).
@@ -575,10 +621,68 @@ mod tests {
         );
         let items = fold_tools(&state.process());
         assert_eq!(items.len(), 2);
+        assert_eq!(step_count(&state.process()), 2);
         assert!(matches!(&items[1], WorkItem::Tool { done: Some(_), .. }));
         assert!(state.ended);
         assert_eq!(state.elapsed(), Some(1.0));
         assert_eq!(state.segments[0].row_id, "run1:2");
+    }
+
+    #[test]
+    fn step_count_agrees_with_fold_tools_on_unmatched_and_repeated_calls() {
+        let tool = |seq, kind: &str, tid: &str| {
+            ev(
+                seq,
+                kind,
+                json!({"name": "terminal", "tid": tid, "args": {"command": "ls"}, "preview": "ok", "is_error": false, "created_at": 1.0}),
+            )
+        };
+        let events = vec![
+            tool(1, "tool", "a"),
+            tool(2, "tool_complete", "b"), // an end without a start
+            tool(3, "tool", "c"),
+            tool(4, "tool", "c"), // the same call id started twice
+            tool(5, "tool_complete", "c"),
+            tool(6, "tool_complete", "c"),
+            tool(7, "tool_complete", "a"),
+            ev(8, "token", json!({"text": "ok", "created_at": 2.0})),
+        ];
+        let state = TurnState::new("s1", &turn(events));
+        let process = state.process();
+        let all: Vec<&Segment> = state.segments.iter().collect();
+        for segments in [&process[..], &all[..], &all[2..], &all[..4]] {
+            assert_eq!(step_count(segments), fold_tools(segments).len());
+        }
+        assert!(state.completed_calls.contains("a") && state.completed_calls.contains("c"));
+    }
+
+    #[test]
+    fn the_streamed_answer_stays_the_answer_between_done_and_the_settled_message() {
+        let all = journal();
+        let done = all.iter().position(|e| e.kind == "done").unwrap();
+        let between = TurnState::new("s1", &turn(all[..=done].to_vec()));
+        assert_eq!(between.terminal_state(), Some(TerminalState::Completed));
+        assert_eq!(between.final_answer(), "");
+        assert!(between.prose_is_answer());
+        assert!(between
+            .process()
+            .iter()
+            .all(|s| s.kind != SegmentKind::Prose));
+
+        // A cancelled turn without an answer keeps its prose as partial work in the worklog.
+        let mut cancelled = all[..done].to_vec();
+        cancelled.push(ev(
+            9,
+            "cancel",
+            json!({"message": "Cancelled", "created_at": 2.0}),
+        ));
+        let cancelled = TurnState::new("s1", &turn(cancelled));
+        assert_eq!(cancelled.terminal_state(), Some(TerminalState::Cancelled));
+        assert!(!cancelled.prose_is_answer());
+        assert!(cancelled
+            .process()
+            .iter()
+            .any(|s| s.kind == SegmentKind::Prose && s.text == "The answer."));
     }
 
     #[test]

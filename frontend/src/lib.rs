@@ -1,4 +1,6 @@
 //! The browser entry point. It only hydrates: everything else lives in `app`.
+// Release builds keep the full view types (dev builds erase them); their layout is deep.
+#![recursion_limit = "512"]
 
 use wasm_bindgen::prelude::wasm_bindgen;
 

@@ -8,10 +8,15 @@
 //! - [`router`]: every route, as a plain axum [`Router`] that tests can drive directly.
 //! - [`run`]: binds the listener and serves until the shutdown future resolves.
 //! - `routes/`: the non-Leptos HTTP routes; [`telemetry`]: tracing setup.
+// Release builds keep the full view types (dev builds erase them); their layout is deep.
+#![recursion_limit = "512"]
 
 use std::future::Future;
 use std::sync::Arc;
+
 use std::time::Duration;
+use tower_http::compression::CompressionLayer;
+use tower_http::trace::TraceLayer;
 
 use anyhow::Context as _;
 use axum::{extract::FromRef, routing::get, Router};
@@ -124,6 +129,10 @@ pub fn router(state: AppState) -> Router {
             app::shell,
         ))
         .with_state(state)
+        // gzip or brotli for pages, JSON and the site bundle; never for event streams, which
+        // the default predicate leaves alone so that each frame goes out as it is written.
+        .layer(CompressionLayer::new())
+        .layer(TraceLayer::new_for_http())
 }
 
 /// Serves the app on the configured address until `shutdown` resolves.

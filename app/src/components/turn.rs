@@ -3,7 +3,7 @@ use leptos::prelude::*;
 
 use crate::components::prose::Prose;
 use crate::components::terminal::TerminalCard;
-use crate::model::{fold_tools, Segment, SegmentKind, WorkItem};
+use crate::model::{fold_tools, step_count, Segment, SegmentKind, WorkItem};
 use crate::state::{use_chat, TurnHandle};
 
 /// How many trace rows a turn shows before "Show earlier".
@@ -38,7 +38,14 @@ fn tool_verb(name: &str, failed: bool, running: bool) -> String {
 
 /// One tool call (Compact Worklog: start and end folded into one card).
 #[component]
-fn ToolCard(first: Segment, done: Option<Segment>, turn_over: Signal<bool>) -> impl IntoView {
+fn ToolCard(
+    first: Segment,
+    done: Option<Segment>,
+    turn_over: Signal<bool>,
+    /// A start row of the Transparent Stream whose completion is another row.
+    #[prop(optional)]
+    completed_elsewhere: bool,
+) -> impl IntoView {
     let tool = first.tool.clone().unwrap_or_default();
     let result = done
         .as_ref()
@@ -59,6 +66,8 @@ fn ToolCard(first: Segment, done: Option<Segment>, turn_over: Signal<bool>) -> i
             } else {
                 "done"
             }
+        } else if completed_elsewhere {
+            "started"
         } else if turn_over.get() {
             "interrupted"
         } else {
@@ -74,13 +83,14 @@ fn ToolCard(first: Segment, done: Option<Segment>, turn_over: Signal<bool>) -> i
                 on:click=move |_| open.update(|o| *o = !*o)
             >
                 <span class="tool-dot" aria-hidden="true"></span>
-                <span class="tool-action">{move || tool_verb(&name, failed, state() == "running")}</span>
+                <span class="tool-action">{move || tool_verb(&name, failed, matches!(state(), "running" | "started"))}</span>
                 <span class="tool-target">{tool.target.clone()}</span>
                 <span class="tool-status">
                     {move || match state() {
                         "failed" => "Failed",
                         "interrupted" => "Interrupted",
                         "running" => "Running",
+                        "started" => "Started",
                         _ => "",
                     }}
                 </span>
@@ -177,7 +187,12 @@ fn ProseRow(turn: TurnHandle, key: u64, row_id: String) -> impl IntoView {
     }
 }
 
-fn segment_view(turn: TurnHandle, segment: Segment, turn_over: Signal<bool>) -> AnyView {
+fn segment_view(
+    turn: TurnHandle,
+    segment: Segment,
+    turn_over: Signal<bool>,
+    completed_elsewhere: bool,
+) -> AnyView {
     match segment.kind {
         SegmentKind::Prose => {
             view! { <ProseRow turn=turn key=segment.key row_id=segment.row_id.clone() /> }
@@ -186,7 +201,7 @@ fn segment_view(turn: TurnHandle, segment: Segment, turn_over: Signal<bool>) -> 
         SegmentKind::Thinking => view! { <ThinkingRow segment=segment /> }.into_any(),
         SegmentKind::ToolStart | SegmentKind::ToolUpdate | SegmentKind::ToolDone => {
             let done = (segment.kind == SegmentKind::ToolDone).then(|| segment.clone());
-            view! { <ToolCard first=segment done=done turn_over=turn_over /> }.into_any()
+            view! { <ToolCard first=segment done=done turn_over=turn_over completed_elsewhere=completed_elsewhere /> }.into_any()
         }
         _ => view! { <NoteRow segment=segment /> }.into_any(),
     }
@@ -196,7 +211,9 @@ fn segment_view(turn: TurnHandle, segment: Segment, turn_over: Signal<bool>) -> 
 #[component]
 fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
     let user_choice = RwSignal::new(None::<bool>);
-    let steps = Memo::new(move |_| turn.state.with(|s| fold_tools(&s.process()).len()));
+    let steps = Memo::new(move |_| turn.state.with(|s| step_count(&s.process())));
+    // Like the Transparent Stream, a long worklog materializes only its latest items.
+    let shown = RwSignal::new(TRACE_WINDOW);
     let elapsed = Memo::new(move |_| turn.state.with(|s| s.elapsed()));
     let error_family = Memo::new(move |_| {
         turn.state.with(|s| {
@@ -210,7 +227,18 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
             .get()
             .unwrap_or_else(|| !turn_over.get() || error_family.get())
     };
-    let items = Memo::new(move |_| turn.state.with(|s| fold_tools(&s.process())));
+    let items = Memo::new(move |_| {
+        let limit = shown.get();
+        turn.state.with(|s| {
+            let process = s.process();
+            fold_tools(&process[process.len().saturating_sub(limit)..])
+        })
+    });
+    let hidden = Memo::new(move |_| {
+        turn.state
+            .with(|s| s.process().len())
+            .saturating_sub(shown.get())
+    });
     let summary = move || {
         let n = steps.get();
         let time = elapsed.get().map(fmt_duration);
@@ -225,11 +253,16 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
         let turn = stored_turn.get_value();
         view! {
             <div class="worklog-items">
+                <Show when=move || { hidden.get() > 0 }>
+                    <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
+                        {move || format!("Show {} earlier", hidden.get().min(TRACE_WINDOW))}
+                    </button>
+                </Show>
                 <For
                     each=move || items.get()
                     key=|item| item.key()
                     children=move |item| match item {
-                        WorkItem::Segment(segment) => segment_view(turn.clone(), segment, turn_over),
+                        WorkItem::Segment(segment) => segment_view(turn.clone(), segment, turn_over, false),
                         WorkItem::Tool { first, done } => view! { <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over /> }.into_any(),
                     }
                 />
@@ -271,7 +304,14 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
             let start = process.len().saturating_sub(limit);
             process[start..]
                 .iter()
-                .map(|seg| (*seg).clone())
+                .map(|seg| {
+                    let completed = seg.kind == SegmentKind::ToolStart
+                        && seg
+                            .tool
+                            .as_ref()
+                            .is_some_and(|t| s.completed_calls.contains(&t.call_id));
+                    ((*seg).clone(), completed)
+                })
                 .collect::<Vec<_>>()
         })
     });
@@ -297,10 +337,10 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
             <div class="trace-rows">
                 <For
                     each=move || rows.get()
-                    key=|seg| (seg.key, seg.rev)
+                    key=|(seg, completed)| (seg.key, seg.rev, *completed)
                     children={
                         let turn = turn_for_rows.clone();
-                        move |segment: Segment| {
+                        move |(segment, completed): (Segment, bool)| {
                             let kind = match segment.kind {
                                 SegmentKind::ToolStart => "tool-start",
                                 SegmentKind::ToolUpdate => "tool-update",
@@ -309,7 +349,7 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
                                 SegmentKind::Thinking => "thinking",
                                 _ => "note",
                             };
-                            view! { <div class=format!("trace-row {kind}")>{segment_view(turn.clone(), segment, turn_over)}</div> }
+                            view! { <div class=format!("trace-row {kind}")>{segment_view(turn.clone(), segment, turn_over, completed)}</div> }
                         }
                     }
                 />
@@ -333,7 +373,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             return settled;
         }
         turn.state.with(|s| {
-            if s.terminal_state().is_some() {
+            if !s.prose_is_answer() {
                 return String::new();
             }
             s.segments[s.answer_stream()]

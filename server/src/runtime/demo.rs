@@ -449,7 +449,7 @@ impl Turn<'_> {
                         .await?;
                 }
                 let mut answer = String::new();
-                for i in 0..200 {
+                for i in 0..400 {
                     let text = format!("t{i} ");
                     self.tokens_out += 1;
                     self.io.emit("token", json!({ "text": text })).await?;

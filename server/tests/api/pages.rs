@@ -51,3 +51,36 @@ async fn built_assets_are_served_from_the_site_root() {
     assert_eq!(res.text().await.unwrap(), "body{color:red}");
     assert!(app.site.path().exists());
 }
+
+#[tokio::test]
+async fn pages_are_compressed_but_event_streams_are_not() {
+    let app = spawn_app().await;
+    let client = reqwest::Client::new();
+    let page = client
+        .get(app.url("/"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(
+        page.headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap()),
+        Some("gzip")
+    );
+
+    let session = app.new_session().await;
+    let run = app.start(&session, "hello").await;
+    app.wait_finished(&run).await;
+    let stream = client
+        .get(app.url(&format!("/api/chat/stream?run_id={run}&after_seq=0")))
+        .header("accept-encoding", "gzip, br")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(stream.headers().get("content-encoding").is_none());
+    let events = crate::helpers::read_sse(stream).await;
+    assert_eq!(events.last().map(|e| e.event.as_str()), Some("stream_end"));
+}
