@@ -68,6 +68,8 @@ test("a server killed mid-run comes back and the page shows the turn as interrup
     await kill9(server);
     await expect(page.locator("span.connection")).toHaveAttribute("data-connection", /reconnecting|offline/);
     const seenBefore = Number(await turn.getAttribute("data-last-seq"));
+    // Not an empty "running" shell: the turn says it is reconnecting and from where.
+    await expect(turn.locator("[data-evidence='restoring']")).toContainText(`after event ${seenBefore}`);
 
     server = startServer(port, dataDir);
     await waitHealthy(request, base);
@@ -75,6 +77,7 @@ test("a server killed mid-run comes back and the page shows the turn as interrup
     const card = turn.locator("[data-terminal-state='interrupted']");
     await expect(card).toBeVisible({ timeout: 30_000 });
     await expect(card).toContainText(/interrupted/i);
+    await expect(turn.locator("[data-evidence]")).toHaveCount(0);
     // The partial work stays: the streamed words are still on the page, in the worklog.
     await expect(turn.locator("[data-final-answer]")).toHaveCount(0);
     await expect(turn.locator(".worklog")).toContainText("w0 w1 w2");

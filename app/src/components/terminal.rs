@@ -71,6 +71,43 @@ pub(crate) fn TerminalCard(
     }
 }
 
+/// Why a turn without a terminal state is not shown as simply running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Evidence {
+    /// The live connection dropped; the turn goes on on the server and resumes after `seq`.
+    Restoring(u64),
+    /// The run is over, but its record never said how it ended.
+    Incomplete,
+}
+
+/// In place of an empty "running" shell: what the page knows and what it is doing about it.
+#[component]
+pub(crate) fn EvidenceCard(evidence: Evidence) -> impl IntoView {
+    let (kind, title, text) = match evidence {
+        Evidence::Restoring(seq) => (
+            "restoring",
+            "Reconnecting",
+            format!(
+                "The connection dropped. The turn keeps running on the server and continues here \
+                 after event {seq} once the connection is back."
+            ),
+        ),
+        Evidence::Incomplete => (
+            "incomplete",
+            "Incomplete turn",
+            "This turn stopped without recording how it ended. Everything that arrived is kept \
+             above."
+                .to_owned(),
+        ),
+    };
+    view! {
+        <div class="terminal-card warning evidence-card" role="status" data-evidence=kind>
+            <strong class="terminal-label">{title}</strong>
+            <p class="terminal-hint">{text}</p>
+        </div>
+    }
+}
+
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
     use super::*;
@@ -96,5 +133,26 @@ mod tests {
                 assert!(html.contains("terminal-hint"), "{state}: a default hint");
             }
         }
+    }
+
+    #[test]
+    fn evidence_cards_say_what_is_known() {
+        let owner = Owner::new();
+        owner.set();
+        let restoring = view! { <EvidenceCard evidence=Evidence::Restoring(42) /> }.to_html();
+        assert!(
+            restoring.contains("data-evidence=\"restoring\""),
+            "{restoring}"
+        );
+        assert!(restoring.contains("after event 42"), "{restoring}");
+        let incomplete = view! { <EvidenceCard evidence=Evidence::Incomplete /> }.to_html();
+        assert!(
+            incomplete.contains("data-evidence=\"incomplete\""),
+            "{incomplete}"
+        );
+        assert!(
+            !incomplete.contains("data-terminal-state"),
+            "not a terminal state"
+        );
     }
 }

@@ -2,9 +2,9 @@ use anchor::{Mode, TerminalState};
 use leptos::prelude::*;
 
 use crate::components::prose::Prose;
-use crate::components::terminal::TerminalCard;
+use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
 use crate::model::{fold_tools, step_count, Segment, SegmentKind, WorkItem};
-use crate::state::{use_chat, TurnHandle};
+use crate::state::{use_chat, Connection, TurnHandle};
 
 /// How many trace rows a turn shows before "Show earlier".
 const TRACE_WINDOW: usize = 200;
@@ -413,6 +413,24 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             })
         })
     });
+    // Never an empty "running" shell: a turn that is not over says why it is not moving.
+    let evidence = Memo::new(move |_| {
+        let (over, last_seq) = turn
+            .state
+            .with(|s| (s.terminal_state().is_some(), s.last_seq));
+        if over {
+            None
+        } else if !turn.running.get() {
+            Some(Evidence::Incomplete)
+        } else if matches!(
+            chat.connection.get(),
+            Connection::Reconnecting | Connection::Offline
+        ) {
+            Some(Evidence::Restoring(last_seq))
+        } else {
+            None
+        }
+    });
     let usage = Memo::new(move |_| {
         turn.state.with(|s| {
             let usage = s.registry.anchor().usage.as_ref()?;
@@ -422,8 +440,10 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
         })
     });
     let waiting = Memo::new(move |_| {
-        turn.state
-            .with(|s| s.segments.is_empty() && s.terminal_state().is_none())
+        turn.running.get()
+            && turn
+                .state
+                .with(|s| s.segments.is_empty() && s.terminal_state().is_none())
     });
     let toggle_mode = move |_| {
         let next = match mode.get_untracked() {
@@ -481,6 +501,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                     </div>
                 </Show>
                 {move || terminal.get().map(|(state, message, hint)| view! { <TerminalCard state=state message=message hint=hint /> })}
+                {move || evidence.get().map(|evidence| view! { <EvidenceCard evidence=evidence /> })}
                 <div class="turn-footer">
                     {move || usage.get().map(|u| view! { <span class="usage">{u}</span> })}
                 </div>
