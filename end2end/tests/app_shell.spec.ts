@@ -74,6 +74,13 @@ test.describe("app shell", () => {
     await page.getByRole("button", { name: "Close sessions" }).tap();
     await expect(menu).toHaveAttribute("aria-expanded", "false");
     await expect(sidebar).not.toBeInViewport();
+
+    // A keyboard closes it too.
+    await menu.tap();
+    await expect(sidebar).toBeInViewport({ ratio: 0.9 });
+    await page.keyboard.press("Escape");
+    await expect(menu).toHaveAttribute("aria-expanded", "false");
+    await expect(sidebar).not.toBeInViewport();
   });
 
   test("the web app manifest and its icons are served", async ({ request }) => {

@@ -160,6 +160,30 @@ test.describe("chatting", () => {
     await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText("production");
   });
 
+  test("a clarification is answered in free text, with the keyboard alone", async ({ page, request }) => {
+    test.skip(isPhone(page), "keyboard flow");
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    // Enter sends from the composer.
+    await page.getByRole("textbox", { name: "Message" }).focus();
+    await page.keyboard.type("/demo clarify");
+    await page.keyboard.press("Enter");
+    const card = page.locator("[data-pending='clarify']");
+    await expect(card).toContainText("Which environment");
+    await card.getByRole("textbox", { name: "Your answer" }).focus();
+    await page.keyboard.type("qa-cluster");
+    await page.keyboard.press("Enter");
+    await expect(card).toHaveCount(0);
+    const answer = lastTurn(page).locator("[data-final-answer='true']");
+    await expect(answer).toContainText("qa-cluster");
+    // The mode switch works from the keyboard too.
+    const trace = page.locator("[data-mode-switch] button", { hasText: "Trace" });
+    await trace.focus();
+    await page.keyboard.press("Space");
+    await expect(lastTurn(page)).toHaveAttribute("data-mode", "transparent_stream");
+  });
+
   for (const [scenario, state, label] of [
     ["/demo error", "error", "Error"],
     ["/demo no_response", "no_response", "No response from provider"],

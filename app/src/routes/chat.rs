@@ -187,6 +187,11 @@ fn ChatLayout(page: SessionPage) -> impl IntoView {
             data-hydrated=move || hydrated.get().then_some("true")
             data-drawer=move || if drawer_open.get() { "open" } else { "closed" }
             data-connection=move || chat.connection.get().as_str()
+            on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                if ev.key() == "Escape" && drawer_open.get_untracked() {
+                    set_drawer_open.set(false);
+                }
+            }
         >
             <Sidebar on_close=move || set_drawer_open.set(false) />
             <div class="drawer-scrim" aria-hidden="true" on:click=move |_| set_drawer_open.set(false)></div>
