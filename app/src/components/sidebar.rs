@@ -136,10 +136,14 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
             </Show>
             <div class="session-actions">
                 <button type="button" class="icon-button small" aria-label="Rename" title="Rename" on:click=move |_| editing.set(true)>
-                    <span aria-hidden="true">"✎"</span>
+                    <svg class="icon" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+                        <path d="M4 20h4L19 9l-4-4L4 16z M13 7l4 4" />
+                    </svg>
                 </button>
                 <button type="button" class="icon-button small" aria-label="Delete" title="Delete" disabled=running on:click=delete>
-                    <span aria-hidden="true">"🗑"</span>
+                    <svg class="icon" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+                        <path d="M4 7h16 M10 4h4 M6 7l1 13h10l1-13 M10 11v6 M14 11v6" />
+                    </svg>
                 </button>
             </div>
         </li>
