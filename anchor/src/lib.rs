@@ -87,6 +87,7 @@
 
 mod classify;
 mod dedupe;
+mod events;
 mod historical;
 mod js;
 mod normalize;
@@ -104,6 +105,7 @@ pub use classify::{
     classify, normalize_terminal_state, Classification, Kind, SourceMeta, TerminalState,
 };
 pub use dedupe::DedupeKey;
+pub use events::EventList;
 pub use historical::{project_historical_scene, HistoricalScene};
 pub use normalize::{dedupe_key, normalize, normalize_batch, AnchorEvent, Normalized};
 pub use reconcile::{

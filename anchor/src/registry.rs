@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::classify::{normalize_terminal_state, Classification, Kind, TerminalState};
 use crate::dedupe::{DedupeKey, DedupeSet, KeyRef};
+use crate::events::EventList;
 use crate::js;
 use crate::normalize::{
     AnchorEvent, Ctx, CtxId, Draft, DraftParts, InputKeys, Normalized, PayloadSource,
@@ -81,7 +82,7 @@ pub struct Anchor {
     pub content: Content,
     /// Prose, reasoning, tools, lifecycle, control and terminal events: the rows.
     #[serde(default)]
-    pub activity_events: Vec<AnchorEvent>,
+    pub activity_events: EventList,
     /// Artifact references.
     #[serde(default)]
     pub artifacts: Vec<AnchorEvent>,
@@ -233,7 +234,7 @@ impl Anchor {
                 completed_at: None,
             },
             content: Content::default(),
-            activity_events: Vec::new(),
+            activity_events: EventList::new(),
             artifacts: Vec::new(),
             side_effects: Vec::new(),
             metadata_events: Vec::new(),
