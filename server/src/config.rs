@@ -1,7 +1,19 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
+
+/// Which agent runs the turns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// The embedded demo agent: no key, no network.
+    #[default]
+    Demo,
+    /// An agent loop over any OpenAI-compatible `/v1/chat/completions` endpoint.
+    Openai,
+    /// A Hermes Agent gateway through its Runs API.
+    Hermes,
+}
 
 /// Command-line flags; each can also be set through its environment variable.
 #[derive(Clone, Debug, Parser)]
@@ -22,10 +34,46 @@ pub struct Config {
     /// Pause between the demo agent's streamed chunks, in milliseconds (0: as fast as possible)
     #[arg(long, env = "ANCHORAGE_DEMO_DELAY_MS", default_value_t = 35)]
     pub demo_delay_ms: u64,
+
+    /// The agent backend
+    #[arg(long, env = "ANCHORAGE_BACKEND", value_enum, default_value_t = Backend::Demo)]
+    pub backend: Backend,
+
+    /// Base URL of the OpenAI-compatible API (hosted, or a local Ollama / llama.cpp / vLLM)
+    #[arg(
+        long,
+        env = "OPENAI_BASE_URL",
+        default_value = "https://api.openai.com/v1"
+    )]
+    pub openai_base_url: String,
+
+    /// API key for the OpenAI-compatible API (read from the environment only)
+    #[arg(skip = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.trim().is_empty()))]
+    pub openai_api_key: Option<String>,
+
+    /// Model name sent to the OpenAI-compatible API (or to the Hermes gateway)
+    #[arg(long, env = "ANCHORAGE_MODEL", default_value = "gpt-4o-mini")]
+    pub model: String,
+
+    /// Directory the `openai` agent's file tools are confined to (created if missing)
+    #[arg(long, env = "ANCHORAGE_WORKSPACE", default_value = "./data/workspace")]
+    pub workspace: PathBuf,
+
+    /// Model calls per turn before the `openai` agent stops with `tool_limit_reached`
+    #[arg(long, env = "ANCHORAGE_MAX_ITERATIONS", default_value_t = 12)]
+    pub max_iterations: u32,
+
+    /// Base URL of the Hermes Agent gateway
+    #[arg(long, env = "HERMES_URL", default_value = "http://127.0.0.1:8642")]
+    pub hermes_url: String,
+
+    /// Bearer key for the Hermes gateway (read from the environment only)
+    #[arg(skip = std::env::var("HERMES_API_KEY").ok().filter(|k| !k.trim().is_empty()))]
+    pub hermes_api_key: Option<String>,
 }
 
 impl Config {
-    /// The defaults, as if run without flags or environment.
+    /// The defaults, as if run without flags (environment keys still apply).
     pub fn defaults() -> Self {
         Config::parse_from(["server"])
     }

@@ -24,7 +24,7 @@ use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tokio_util::sync::CancellationToken;
 
-mod config;
+pub mod config;
 pub mod error;
 pub mod hub;
 pub mod journal;
@@ -40,7 +40,6 @@ pub use config::Config;
 use hub::Hub;
 use journal::Journal;
 use runner::Runner;
-use runtime::demo::DemoAgent;
 use runtime::RuntimeAdapter;
 use store::sqlite::SqliteStore;
 use store::Store;
@@ -64,7 +63,7 @@ pub struct AppState {
 
 impl AppState {
     /// Opens the database under `config.data_dir`, starts the journal writer and the runner
-    /// (with the demo agent), and reaps runs a previous process left behind.
+    /// (with the configured agent), and reaps runs a previous process left behind.
     pub async fn open(
         config: &Config,
         leptos_options: LeptosOptions,
@@ -79,9 +78,7 @@ impl AppState {
                 .await
                 .with_context(|| format!("opening the database {}", db.display()))?,
         );
-        let adapter: Arc<dyn RuntimeAdapter> = Arc::new(DemoAgent {
-            delay: Duration::from_millis(config.demo_delay_ms),
-        });
+        let adapter = runtime::build_adapter(config)?;
         Ok(Self::with_parts(store, adapter, leptos_options, shutdown).await)
     }
 

@@ -93,7 +93,8 @@ fn chunks(text: &str) -> Vec<String> {
     out
 }
 
-fn title_for(message: &str) -> String {
+/// A session title from the first message: its first words.
+pub(crate) fn title_for(message: &str) -> String {
     let words: Vec<&str> = message.split_whitespace().take(6).collect();
     let mut title = words.join(" ");
     if title.chars().count() > 60 {

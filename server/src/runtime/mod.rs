@@ -17,6 +17,10 @@ use crate::journal::{self, Journal, JournalError};
 use crate::store::{Interaction, Store};
 
 pub mod demo;
+pub mod hermes;
+pub mod openai;
+pub mod sse;
+pub mod tools;
 
 /// A message of the conversation so far.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -261,4 +265,42 @@ pub trait RuntimeAdapter: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     /// Runs one turn to its end.
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd;
+}
+
+/// The adapter the configuration asks for, or why it cannot start (a missing key, a workspace
+/// that cannot be created).
+pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAdapter>> {
+    use crate::config::Backend;
+    use anyhow::Context as _;
+    Ok(match config.backend {
+        Backend::Demo => Arc::new(demo::DemoAgent {
+            delay: Duration::from_millis(config.demo_delay_ms),
+        }),
+        Backend::Openai => {
+            let Some(api_key) = config.openai_api_key.clone() else {
+                anyhow::bail!(
+                    "--backend openai needs an API key: set OPENAI_API_KEY (a local server \
+                     that takes no key accepts any value, e.g. OPENAI_API_KEY=local)"
+                );
+            };
+            let workspace = tools::Workspace::open(&config.workspace)
+                .with_context(|| format!("opening the workspace {}", config.workspace.display()))?;
+            Arc::new(openai::OpenAiAgent::new(
+                openai::OpenAiSettings {
+                    base_url: config.openai_base_url.clone(),
+                    api_key,
+                    model: config.model.clone(),
+                    max_iterations: config.max_iterations,
+                    idle: openai::DEFAULT_IDLE,
+                },
+                workspace,
+            )?)
+        }
+        Backend::Hermes => Arc::new(hermes::HermesAgent::new(hermes::HermesSettings {
+            url: config.hermes_url.clone(),
+            api_key: config.hermes_api_key.clone(),
+            model: config.model.clone(),
+            idle: openai::DEFAULT_IDLE,
+        })?),
+    })
 }

@@ -2,52 +2,9 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, spawn_app_with, SseEvent, TestApp};
-
-/// Follows a run live until an event of `kind` arrives; returns it.
-async fn wait_for_event(app: &TestApp, run: &str, kind: &str) -> SseEvent {
-    let res = app
-        .client
-        .get(app.url(&format!("/api/chat/stream?run_id={run}")))
-        .send()
-        .await
-        .unwrap();
-    let mut body = res.bytes_stream();
-    let mut buffer = String::new();
-    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), body.next())
-        .await
-        .expect("stalled")
-    {
-        buffer.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let event = block
-                .lines()
-                .find_map(|l| l.strip_prefix("event: "))
-                .unwrap_or_default()
-                .to_owned();
-            if event == kind {
-                let data = block
-                    .lines()
-                    .find_map(|l| l.strip_prefix("data: "))
-                    .unwrap();
-                let id = block
-                    .lines()
-                    .find_map(|l| l.strip_prefix("id: "))
-                    .map(str::to_owned);
-                return SseEvent {
-                    id,
-                    event,
-                    data: serde_json::from_str(data).unwrap(),
-                };
-            }
-        }
-    }
-    panic!("no {kind} event");
-}
+use crate::helpers::{spawn_app, spawn_app_with, wait_for_event, SseEvent};
 
 fn terminals(events: &[SseEvent]) -> Vec<&SseEvent> {
     events

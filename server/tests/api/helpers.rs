@@ -6,6 +6,7 @@ use futures::StreamExt;
 use leptos::prelude::LeptosOptions;
 use serde_json::{json, Value};
 use server::runtime::demo::DemoAgent;
+use server::runtime::RuntimeAdapter;
 use server::store::sqlite::SqliteStore;
 use server::AppState;
 use tempfile::TempDir;
@@ -100,6 +101,48 @@ impl Drop for TestApp {
     }
 }
 
+/// Follows a run live until an event of `kind` arrives; returns it.
+pub async fn wait_for_event(app: &TestApp, run: &str, kind: &str) -> SseEvent {
+    let res = app
+        .client
+        .get(app.url(&format!("/api/chat/stream?run_id={run}")))
+        .send()
+        .await
+        .unwrap();
+    let mut body = res.bytes_stream();
+    let mut buffer = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), body.next())
+        .await
+        .expect("stalled")
+    {
+        buffer.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let event = block
+                .lines()
+                .find_map(|l| l.strip_prefix("event: "))
+                .unwrap_or_default()
+                .to_owned();
+            if event == kind {
+                let data = block
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .unwrap();
+                let id = block
+                    .lines()
+                    .find_map(|l| l.strip_prefix("id: "))
+                    .map(str::to_owned);
+                return SseEvent {
+                    id,
+                    event,
+                    data: serde_json::from_str(data).unwrap(),
+                };
+            }
+        }
+    }
+    panic!("no {kind} event");
+}
+
 /// One SSE event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SseEvent {
@@ -176,6 +219,20 @@ pub async fn spawn_app_full(
     delay: Duration,
     heartbeat: Option<Duration>,
 ) -> TestApp {
+    spawn_app_parts(data, Arc::new(DemoAgent { delay }), heartbeat).await
+}
+
+/// A server whose turns run on `adapter`.
+pub async fn spawn_app_with_adapter(adapter: Arc<dyn RuntimeAdapter>) -> TestApp {
+    let data = tempfile::tempdir().expect("a temporary data directory");
+    spawn_app_parts(data, adapter, None).await
+}
+
+async fn spawn_app_parts(
+    data: TempDir,
+    adapter: Arc<dyn RuntimeAdapter>,
+    heartbeat: Option<Duration>,
+) -> TestApp {
     let site = tempfile::tempdir().expect("a temporary site root");
     std::fs::create_dir_all(site.path().join("pkg")).unwrap();
     std::fs::write(site.path().join("pkg/anchorage.css"), "body{color:red}").unwrap();
@@ -189,13 +246,7 @@ pub async fn spawn_app_full(
             .expect("database"),
     );
     let shutdown = CancellationToken::new();
-    let mut state = AppState::with_parts(
-        store,
-        Arc::new(DemoAgent { delay }),
-        leptos_options,
-        shutdown.clone(),
-    )
-    .await;
+    let mut state = AppState::with_parts(store, adapter, leptos_options, shutdown.clone()).await;
     if let Some(heartbeat) = heartbeat {
         state.heartbeat = heartbeat;
     }

@@ -1,5 +1,6 @@
 //! The server's HTTP surface, over real TCP on 127.0.0.1.
 
+mod backends;
 mod chat;
 mod errors;
 mod helpers;
@@ -7,3 +8,4 @@ mod pages;
 mod restart;
 mod sessions;
 mod streaming;
+mod upstream;

@@ -1,0 +1,643 @@
+//! An agent loop over any OpenAI-compatible `/chat/completions` endpoint (hosted APIs, Ollama,
+//! llama.cpp, vLLM): streamed text becomes `token` events, reasoning deltas (`reasoning_content`
+//! or `reasoning`) become `reasoning` events, and tool calls run against the workspace tools
+//! and are fed back until the model answers or the iteration limit is reached.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::sse::EventReader;
+use super::tools::Workspace;
+use super::{ApprovalChoice, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
+
+/// How long a stream may stay silent before the turn fails.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
+/// Tool output shown in the tool row (the model gets all of it).
+const PREVIEW_LIMIT: usize = 4_000;
+
+const SYSTEM_PROMPT: &str = "You are the assistant in Anchorage, a chat app. Answer clearly and \
+concisely, in Markdown. You can work with files in the user's workspace through the tools \
+list_files, read_file, search_text and write_file (paths are relative to the workspace root; \
+writing needs the user's approval), and ask_user when you need the user to decide something.";
+
+/// Settings of the OpenAI-compatible backend.
+#[derive(Clone, Debug)]
+pub struct OpenAiSettings {
+    /// Base URL up to and including `/v1` (`https://api.openai.com/v1`,
+    /// `http://127.0.0.1:11434/v1`, …).
+    pub base_url: String,
+    /// Bearer key.
+    pub api_key: String,
+    /// Model name.
+    pub model: String,
+    /// Model calls per turn before `tool_limit_reached`.
+    pub max_iterations: u32,
+    /// Silence allowed on a stream.
+    pub idle: Duration,
+}
+
+/// The agent.
+pub struct OpenAiAgent {
+    settings: OpenAiSettings,
+    workspace: Workspace,
+    client: reqwest::Client,
+    grants: Mutex<Grants>,
+}
+
+/// Write permissions the user granted beyond one call.
+#[derive(Default)]
+struct Grants {
+    sessions: HashSet<String>,
+    always: bool,
+}
+
+/// A failed model call: stopped by the user, or an error to report.
+enum Fail {
+    Stopped,
+    Error {
+        message: String,
+        hint: Option<String>,
+    },
+}
+
+impl From<Stopped> for Fail {
+    fn from(_: Stopped) -> Self {
+        Fail::Stopped
+    }
+}
+
+fn fail(message: impl Into<String>, hint: impl Into<Option<String>>) -> Fail {
+    Fail::Error {
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+/// One streamed model response.
+#[derive(Default)]
+struct Step {
+    content: String,
+    calls: Vec<Call>,
+    usage: Option<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct Call {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl OpenAiAgent {
+    /// An agent over `settings` whose tools work in `workspace`.
+    pub fn new(settings: OpenAiSettings, workspace: Workspace) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            .build()?;
+        Ok(OpenAiAgent {
+            settings,
+            workspace,
+            client,
+            grants: Mutex::default(),
+        })
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "{}/chat/completions",
+            self.settings.base_url.trim_end_matches('/')
+        )
+    }
+
+    async fn turn(&self, turn: &TurnRequest, io: &RunIo) -> Result<RunEnd, Fail> {
+        if turn.first_turn {
+            io.emit(
+                "title",
+                json!({ "title": super::demo::title_for(&turn.message) }),
+            )
+            .await?;
+        }
+        let mut messages = vec![json!({"role": "system", "content": SYSTEM_PROMPT})];
+        messages.extend(
+            turn.history
+                .iter()
+                .filter(|m| !m.content.trim().is_empty())
+                .map(|m| json!({"role": m.role, "content": m.content})),
+        );
+        messages.push(json!({"role": "user", "content": turn.message}));
+        let mut usage: Option<(u64, u64)> = None;
+        let mut last_content = String::new();
+        for _ in 0..self.settings.max_iterations.max(1) {
+            let step = self.step(&messages, io).await?;
+            if let Some((i, o)) = step.usage {
+                let (ti, to) = usage.unwrap_or_default();
+                usage = Some((ti + i, to + o));
+            }
+            if !step.content.trim().is_empty() {
+                last_content.clone_from(&step.content);
+            }
+            if step.calls.is_empty() {
+                let usage = self.report_usage(usage, io).await?;
+                if step.content.trim().is_empty() {
+                    return Ok(RunEnd::NoResponse);
+                }
+                return Ok(RunEnd::Completed {
+                    answer: step.content,
+                    usage,
+                });
+            }
+            let calls: Vec<Value> = step
+                .calls
+                .iter()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments}})
+                })
+                .collect();
+            let content = (!step.content.is_empty()).then_some(step.content.clone());
+            messages.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
+            for call in &step.calls {
+                let output = self.call_tool(call, turn, io).await?;
+                messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": output}));
+            }
+        }
+        let usage = self.report_usage(usage, io).await?;
+        Ok(RunEnd::ToolLimitReached {
+            answer: last_content,
+            usage,
+        })
+    }
+
+    async fn report_usage(
+        &self,
+        usage: Option<(u64, u64)>,
+        io: &RunIo,
+    ) -> Result<Option<Value>, Stopped> {
+        let Some((input, output)) = usage else {
+            return Ok(None);
+        };
+        let usage = json!({"input_tokens": input, "output_tokens": output});
+        io.emit("usage", usage.clone()).await?;
+        Ok(Some(usage))
+    }
+
+    /// One streamed call to the model.
+    async fn step(&self, messages: &[Value], io: &RunIo) -> Result<Step, Fail> {
+        let body = json!({
+            "model": self.settings.model,
+            "messages": messages,
+            "tools": tool_schemas(),
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        let request = self
+            .client
+            .post(self.url())
+            .bearer_auth(&self.settings.api_key)
+            .json(&body)
+            .send();
+        let response = tokio::select! {
+            r = request => r,
+            () = io.stopped() => return Err(Fail::Stopped),
+        };
+        let response = response.map_err(|e| {
+            fail(
+                format!(
+                    "Cannot reach the model provider at {}.",
+                    self.settings.base_url
+                ),
+                format!("{e}. Check --openai-base-url and that the server is running."),
+            )
+        })?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = tokio::select! {
+                t = tokio::time::timeout(Duration::from_secs(10), response.text()) => {
+                    t.ok().and_then(Result::ok).unwrap_or_default()
+                }
+                () = io.stopped() => return Err(Fail::Stopped),
+            };
+            return Err(http_error(status.as_u16(), &text));
+        }
+        let mut reader = EventReader::new(response, self.settings.idle);
+        let mut step = Step::default();
+        let mut finished = false;
+        loop {
+            let next = tokio::select! {
+                n = reader.next() => n,
+                () = io.stopped() => return Err(Fail::Stopped),
+            };
+            let event = match next {
+                Ok(Some(event)) => event,
+                Ok(None) if finished => break,
+                Ok(None) => {
+                    return Err(fail(
+                        "The model's answer was cut off: the provider closed the stream early.",
+                        "The partial answer is kept; send the message again to retry.".to_owned(),
+                    ))
+                }
+                Err(e) => {
+                    return Err(fail(
+                        "The connection to the model provider was lost mid-answer.",
+                        format!(
+                            "{e}. The partial answer is kept; send the message again to retry."
+                        ),
+                    ))
+                }
+            };
+            let data = event.data.trim();
+            if data == "[DONE]" {
+                break;
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let chunk: Value = serde_json::from_str(data).map_err(|e| {
+                let shown: String = data.chars().take(120).collect();
+                fail(
+                    "The model provider sent a malformed stream chunk.",
+                    format!("{e} in `{shown}`"),
+                )
+            })?;
+            if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+                let message = error["message"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| error.to_string());
+                return Err(fail(
+                    format!("The model provider reported an error: {message}"),
+                    "The partial answer is kept; send the message again to retry.".to_owned(),
+                ));
+            }
+            if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+                let get = |a: &str, b: &str| u[a].as_u64().or_else(|| u[b].as_u64()).unwrap_or(0);
+                step.usage = Some((
+                    get("prompt_tokens", "input_tokens"),
+                    get("completion_tokens", "output_tokens"),
+                ));
+            }
+            let Some(choice) = chunk["choices"].get(0) else {
+                continue;
+            };
+            let delta = &choice["delta"];
+            let reasoning = delta["reasoning_content"]
+                .as_str()
+                .or_else(|| delta["reasoning"].as_str())
+                .unwrap_or_default();
+            if !reasoning.is_empty() {
+                io.emit("reasoning", json!({ "text": reasoning })).await?;
+            }
+            if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                step.content.push_str(text);
+                io.emit("token", json!({ "text": text })).await?;
+            }
+            if let Some(calls) = delta["tool_calls"].as_array() {
+                for (position, piece) in calls.iter().enumerate() {
+                    let index = piece["index"]
+                        .as_u64()
+                        .map_or(position, |i| i as usize)
+                        .min(63);
+                    while step.calls.len() <= index {
+                        step.calls.push(Call::default());
+                    }
+                    let call = &mut step.calls[index];
+                    if let Some(id) = piece["id"].as_str().filter(|s| !s.is_empty()) {
+                        call.id = id.to_owned();
+                    }
+                    let function = &piece["function"];
+                    if let Some(name) = function["name"].as_str() {
+                        call.name.push_str(name);
+                    }
+                    if let Some(args) = function["arguments"].as_str() {
+                        call.arguments.push_str(args);
+                    }
+                }
+            }
+            if choice["finish_reason"].is_string() {
+                finished = true;
+            }
+        }
+        step.calls.retain(|c| !c.name.is_empty());
+        for (n, call) in step.calls.iter_mut().enumerate() {
+            if call.id.is_empty() {
+                call.id = format!("call_{}_{n}", uuid::Uuid::new_v4().simple());
+            }
+        }
+        Ok(step)
+    }
+
+    /// Runs one tool call with its `tool` / `tool_complete` events; returns what the model
+    /// reads.
+    async fn call_tool(
+        &self,
+        call: &Call,
+        turn: &TurnRequest,
+        io: &RunIo,
+    ) -> Result<String, Stopped> {
+        let parsed: Result<Value, String> = if call.arguments.trim().is_empty() {
+            Ok(json!({}))
+        } else {
+            serde_json::from_str(&call.arguments)
+                .map_err(|e| format!("The tool arguments were not valid JSON ({e})."))
+        };
+        let args = parsed
+            .clone()
+            .unwrap_or_else(|_| json!({ "raw": call.arguments }));
+        io.emit(
+            "tool",
+            json!({"event_type": "tool.started", "name": call.name, "args": args,
+                   "tid": call.id, "preview": null}),
+        )
+        .await?;
+        let started = std::time::Instant::now();
+        let result = match parsed {
+            Ok(args) => self.run_tool(&call.name, &args, turn, io).await?,
+            Err(e) => Err(e),
+        };
+        let (text, is_error) = match &result {
+            Ok(text) => (text.clone(), false),
+            Err(e) => (e.clone(), true),
+        };
+        io.emit(
+            "tool_complete",
+            json!({"event_type": "tool.completed", "name": call.name, "args": args,
+                   "tid": call.id, "preview": preview(&text), "is_error": is_error,
+                   "duration": started.elapsed().as_secs_f64()}),
+        )
+        .await?;
+        Ok(if is_error {
+            format!("Error: {text}")
+        } else {
+            text
+        })
+    }
+
+    async fn run_tool(
+        &self,
+        name: &str,
+        args: &Value,
+        turn: &TurnRequest,
+        io: &RunIo,
+    ) -> Result<Result<String, String>, Stopped> {
+        let text = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
+        let path = |default: &str| {
+            args["path"]
+                .as_str()
+                .filter(|p| !p.trim().is_empty())
+                .unwrap_or(default)
+                .to_owned()
+        };
+        let ws = self.workspace.clone();
+        let blocking = |f: Box<dyn FnOnce() -> Result<String, String> + Send>| async move {
+            tokio::task::spawn_blocking(f)
+                .await
+                .unwrap_or_else(|e| Err(format!("The tool failed: {e}")))
+        };
+        Ok(match name {
+            "list_files" => {
+                let p = path(".");
+                blocking(Box::new(move || ws.list_files(&p))).await
+            }
+            "read_file" => {
+                let p = path("");
+                blocking(Box::new(move || ws.read_file(&p))).await
+            }
+            "search_text" => {
+                let (q, p) = (text("query"), path("."));
+                blocking(Box::new(move || ws.search_text(&q, &p))).await
+            }
+            "write_file" => {
+                let (p, content) = (path(""), text("content"));
+                if let Err(e) = ws.resolve(&p) {
+                    return Ok(Err(e));
+                }
+                if !self.may_write(&turn.session_id) {
+                    let choice = io
+                        .ask_approval(
+                            &format!("write_file {p}"),
+                            &format!("Write {} bytes to `{p}` in the workspace", content.len()),
+                            "write_file",
+                        )
+                        .await?;
+                    self.grant(&turn.session_id, choice);
+                    if !choice.allows() {
+                        return Ok(Err(format!("The user denied writing `{p}`.")));
+                    }
+                }
+                blocking(Box::new(move || ws.write_file(&p, &content))).await
+            }
+            "ask_user" => {
+                let question = text("question");
+                let choices: Vec<String> = args["choices"]
+                    .as_array()
+                    .map(|c| {
+                        c.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let choices: Vec<&str> = choices.iter().map(String::as_str).collect();
+                let answer = io.ask_clarify(&question, &choices).await?;
+                if answer.trim().is_empty() {
+                    Ok("(The user gave no answer.)".to_owned())
+                } else {
+                    Ok(answer)
+                }
+            }
+            other => Err(format!("There is no tool named `{other}`.")),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Grants> {
+        self.grants.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn may_write(&self, session: &str) -> bool {
+        let grants = self.lock();
+        grants.always || grants.sessions.contains(session)
+    }
+
+    fn grant(&self, session: &str, choice: ApprovalChoice) {
+        let mut grants = self.lock();
+        match choice {
+            ApprovalChoice::Session => {
+                grants.sessions.insert(session.to_owned());
+            }
+            ApprovalChoice::Always => grants.always = true,
+            ApprovalChoice::Once | ApprovalChoice::Deny => {}
+        }
+    }
+}
+
+#[async_trait]
+impl RuntimeAdapter for OpenAiAgent {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
+        match self.turn(&turn, &io).await {
+            Ok(end) => end,
+            Err(Fail::Stopped) => RunEnd::Cancelled,
+            Err(Fail::Error { message, hint }) => RunEnd::Failed { message, hint },
+        }
+    }
+}
+
+/// A readable error for a non-2xx response.
+fn http_error(status: u16, body: &str) -> Fail {
+    let detail = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v["error"]["message"]
+                .as_str()
+                .or_else(|| v["error"].as_str())
+                .or_else(|| v["message"].as_str())
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| body.trim().chars().take(200).collect());
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    };
+    match status {
+        401 | 403 => fail(
+            format!("The model provider rejected the API key (HTTP {status}){detail}"),
+            "Check OPENAI_API_KEY.".to_owned(),
+        ),
+        404 => fail(
+            format!("The model provider has no such endpoint or model (HTTP 404){detail}"),
+            "Check --model and --openai-base-url (it usually ends in /v1).".to_owned(),
+        ),
+        429 => fail(
+            format!("The model provider is rate limiting requests (HTTP 429){detail}"),
+            "Wait a moment and send the message again, or check your plan's quota.".to_owned(),
+        ),
+        500..=599 => fail(
+            format!("The model provider had a server error (HTTP {status}){detail}"),
+            "This is usually temporary: send the message again in a moment.".to_owned(),
+        ),
+        _ => fail(
+            format!("The model provider refused the request (HTTP {status}){detail}"),
+            None,
+        ),
+    }
+}
+
+fn preview(text: &str) -> String {
+    if text.len() <= PREVIEW_LIMIT {
+        return text.to_owned();
+    }
+    let mut end = PREVIEW_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… ({} bytes in all)", &text[..end], text.len())
+}
+
+/// The tools offered to the model.
+pub fn tool_schemas() -> Value {
+    let tool = |name: &str, description: &str, properties: Value, required: &[&str]| {
+        json!({"type": "function", "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        }})
+    };
+    let path = json!({"type": "string", "description": "Path relative to the workspace root"});
+    json!([
+        tool(
+            "list_files",
+            "List the files and directories in a workspace directory.",
+            json!({ "path": path }),
+            &[]
+        ),
+        tool(
+            "read_file",
+            "Read a text file from the workspace.",
+            json!({ "path": path }),
+            &["path"]
+        ),
+        tool(
+            "search_text",
+            "Find lines containing a text (case-insensitive) in the workspace.",
+            json!({"query": {"type": "string"}, "path": path}),
+            &["query"]
+        ),
+        tool(
+            "write_file",
+            "Create or overwrite a text file in the workspace. The user must approve it.",
+            json!({"path": path, "content": {"type": "string"}}),
+            &["path", "content"]
+        ),
+        tool(
+            "ask_user",
+            "Ask the user a question and wait for the answer.",
+            json!({"question": {"type": "string"},
+                   "choices": {"type": "array", "items": {"type": "string"}}}),
+            &["question"]
+        ),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(f: Fail) -> (String, Option<String>) {
+        match f {
+            Fail::Error { message, hint } => (message, hint),
+            Fail::Stopped => panic!("not an error"),
+        }
+    }
+
+    #[test]
+    fn http_errors_read_like_advice() {
+        let (m, h) = message(http_error(
+            401,
+            r#"{"error":{"message":"Incorrect API key provided"}}"#,
+        ));
+        assert!(m.contains("rejected the API key (HTTP 401): Incorrect API key"));
+        assert_eq!(h.as_deref(), Some("Check OPENAI_API_KEY."));
+        let (m, h) = message(http_error(429, "slow down"));
+        assert!(m.contains("HTTP 429): slow down"));
+        assert!(h.unwrap().contains("Wait a moment"));
+        let (m, _) = message(http_error(503, ""));
+        assert!(m.ends_with("(HTTP 503)"));
+    }
+
+    #[test]
+    fn previews_cut_on_a_character_boundary() {
+        let long = "é".repeat(PREVIEW_LIMIT);
+        let p = preview(&long);
+        assert!(p.len() < PREVIEW_LIMIT + 40);
+        assert!(p.ends_with("bytes in all)"));
+        assert_eq!(preview("short"), "short");
+    }
+
+    #[test]
+    fn every_tool_has_a_schema() {
+        let names: Vec<String> = tool_schemas()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "list_files",
+                "read_file",
+                "search_text",
+                "write_file",
+                "ask_user"
+            ]
+        );
+    }
+}

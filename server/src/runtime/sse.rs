@@ -1,0 +1,230 @@
+//! A decoder for `text/event-stream` bodies read from upstream servers.
+//!
+//! Bytes arrive in arbitrary pieces: a line, a UTF-8 character or a `\r\n` pair may be split
+//! across two reads. The decoder only decodes whole lines, so a multi-byte character is never
+//! cut in half.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+/// One dispatched event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, when present.
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+}
+
+/// Turns chunks of bytes into events.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    pending: Vec<u8>,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+}
+
+/// Upstream lines longer than this are an error rather than unbounded memory.
+const MAX_LINE: usize = 8 * 1024 * 1024;
+
+/// What went wrong while decoding.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SseError {
+    /// A line grew past [`MAX_LINE`] without ending.
+    #[error("an event-stream line exceeded {MAX_LINE} bytes")]
+    LineTooLong,
+}
+
+impl SseDecoder {
+    /// Feeds bytes; returns the events they complete.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+        self.pending.extend_from_slice(bytes);
+        let mut out = Vec::new();
+        let mut start = 0;
+        while let Some(offset) = self.pending[start..].iter().position(|b| *b == b'\n') {
+            let end = start + offset;
+            let mut line = &self.pending[start..end];
+            if let [rest @ .., b'\r'] = line {
+                line = rest;
+            }
+            let line = String::from_utf8_lossy(line).into_owned();
+            if let Some(event) = self.line(&line) {
+                out.push(event);
+            }
+            start = end + 1;
+        }
+        self.pending.drain(..start);
+        if self.pending.len() > MAX_LINE {
+            return Err(SseError::LineTooLong);
+        }
+        Ok(out)
+    }
+
+    /// The event left when the stream ends without a final blank line, if any.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        if !self.pending.is_empty() {
+            let line = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
+            let line = line.strip_suffix('\r').unwrap_or(&line).to_owned();
+            if let Some(event) = self.line(&line) {
+                return Some(event);
+            }
+        }
+        self.dispatch()
+    }
+
+    fn line(&mut self, line: &str) -> Option<SseEvent> {
+        if line.is_empty() {
+            return self.dispatch();
+        }
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => self.event = Some(value.to_owned()),
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let event = self.event.take();
+        if !self.has_data {
+            return None;
+        }
+        self.has_data = false;
+        Some(SseEvent {
+            event,
+            data: std::mem::take(&mut self.data),
+        })
+    }
+}
+
+/// Why reading an upstream event stream stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The connection failed or was dropped.
+    #[error("the connection was lost: {0}")]
+    Transport(String),
+    /// Nothing arrived for too long.
+    #[error("no data for {0} seconds")]
+    Idle(u64),
+    /// The stream was not a valid event stream.
+    #[error(transparent)]
+    Decode(#[from] SseError),
+}
+
+/// Reads events from a response body, one at a time.
+pub struct EventReader {
+    body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    decoder: SseDecoder,
+    ready: std::collections::VecDeque<SseEvent>,
+    idle: Duration,
+    ended: bool,
+}
+
+impl EventReader {
+    /// Reads `response`'s body; waiting longer than `idle` for bytes is an error.
+    pub fn new(response: reqwest::Response, idle: Duration) -> Self {
+        EventReader {
+            body: Box::pin(response.bytes_stream()),
+            decoder: SseDecoder::default(),
+            ready: Default::default(),
+            idle,
+            ended: false,
+        }
+    }
+
+    /// The next event; `Ok(None)` when the body ended.
+    pub async fn next(&mut self) -> Result<Option<SseEvent>, ReadError> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Ok(Some(event));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            match tokio::time::timeout(self.idle, self.body.next()).await {
+                Err(_) => return Err(ReadError::Idle(self.idle.as_secs())),
+                Ok(Some(Ok(bytes))) => self.ready.extend(self.decoder.push(&bytes)?),
+                Ok(Some(Err(e))) => return Err(ReadError::Transport(e.to_string())),
+                Ok(None) => {
+                    self.ended = true;
+                    self.ready.extend(self.decoder.finish());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(pieces: &[&[u8]]) -> Vec<SseEvent> {
+        let mut d = SseDecoder::default();
+        let mut out = Vec::new();
+        for p in pieces {
+            out.extend(d.push(p).unwrap());
+        }
+        out.extend(d.finish());
+        out
+    }
+
+    #[test]
+    fn multibyte_characters_split_across_reads_arrive_whole() {
+        let text = "data: {\"t\":\"héllo 🌍\"}\n\n".as_bytes();
+        // Split inside the é and inside the emoji.
+        let e = text.iter().position(|b| *b == 0xC3).unwrap() + 1;
+        let g = text.iter().position(|b| *b == 0xF0).unwrap() + 2;
+        let events = feed(&[&text[..e], &text[e..g], &text[g..]]);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data, "{\"t\":\"héllo 🌍\"}");
+    }
+
+    #[test]
+    fn fields_comments_crlf_and_multiline_data() {
+        let events = feed(&[
+            b": keepalive\r\n",
+            b"event: message.delta\r\ndata: a\r",
+            b"\ndata: b\r\n\r\n",
+            b"data:no-space\n\ndata: [DONE]",
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                SseEvent {
+                    event: Some("message.delta".into()),
+                    data: "a\nb".into()
+                },
+                SseEvent {
+                    event: None,
+                    data: "no-space".into()
+                },
+                SseEvent {
+                    event: None,
+                    data: "[DONE]".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn an_event_name_without_data_dispatches_nothing() {
+        assert!(feed(&[b"event: ping\n\n"]).is_empty());
+    }
+}

@@ -1,0 +1,748 @@
+//! The real backends against scripted upstream servers over loopback: an OpenAI-compatible
+//! provider and a Hermes gateway. Each test runs a turn through the whole server and asserts
+//! what was journaled and how the turn ended.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use server::runtime::hermes::{HermesAgent, HermesSettings};
+use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
+use server::runtime::tools::Workspace;
+use server::Config;
+
+use crate::helpers::{spawn_app_with_adapter, wait_for_event, SseEvent, TestApp};
+use crate::upstream::{data, delta, split_bytes, usage, Piece, Reply, Upstream, DONE};
+
+const COMPLETIONS: &str = "POST /v1/chat/completions";
+
+fn openai(upstream: &Upstream, workspace: &Path, max_iterations: u32) -> Arc<OpenAiAgent> {
+    Arc::new(
+        OpenAiAgent::new(
+            OpenAiSettings {
+                base_url: upstream.url("/v1"),
+                api_key: "sk-test".into(),
+                model: "scripted-model".into(),
+                max_iterations,
+                idle: Duration::from_secs(10),
+            },
+            Workspace::open(workspace).unwrap(),
+        )
+        .unwrap(),
+    )
+}
+
+/// Runs one turn to its end; returns (events, terminal status, final answer).
+async fn turn(app: &TestApp, session: &str, message: &str) -> (Vec<SseEvent>, Value, String) {
+    let run = app.start(session, message).await;
+    let status = app.wait_finished(&run).await;
+    let events = app.stream(&run, None).await;
+    let answer = answer_of(app, session).await;
+    (events, status, answer)
+}
+
+async fn answer_of(app: &TestApp, session: &str) -> String {
+    let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    s["session"]["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn texts(events: &[SseEvent], kind: &str) -> String {
+    events
+        .iter()
+        .filter(|e| e.event == kind)
+        .map(|e| e.data["text"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// (input, output) tokens of a usage payload.
+fn tokens(usage: &Value) -> (u64, u64) {
+    (
+        usage["input_tokens"].as_u64().unwrap_or(0),
+        usage["output_tokens"].as_u64().unwrap_or(0),
+    )
+}
+
+fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {
+    events.iter().filter(|e| e.event == kind).collect()
+}
+
+fn stream(parts: &[String]) -> Reply {
+    Reply::Stream(
+        parts
+            .iter()
+            .map(|p| Piece::Bytes(p.clone().into_bytes()))
+            .collect(),
+    )
+}
+
+fn tool_call(index: u64, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
+    let mut function = json!({ "arguments": args });
+    if let Some(name) = name {
+        function["name"] = json!(name);
+    }
+    let mut call = json!({"index": index, "type": "function", "function": function});
+    if let Some(id) = id {
+        call["id"] = json!(id);
+    }
+    json!({ "tool_calls": [call] })
+}
+
+#[tokio::test]
+async fn openai_streams_reasoning_text_and_usage_even_when_utf8_is_split() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    let body: String = [
+        delta(json!({"role": "assistant", "content": ""}), None),
+        delta(json!({"reasoning_content": "Thinking about "}), None),
+        delta(json!({"reasoning": "the façade…"}), None),
+        delta(json!({"content": "Héllo "}), None),
+        delta(json!({"content": "wörld 🌍"}), None),
+        delta(json!({}), Some("stop")),
+        usage(12, 5),
+        DONE.to_owned(),
+    ]
+    .concat();
+    // 7-byte pieces: lines, JSON and multi-byte characters all arrive cut.
+    upstream.script(COMPLETIONS, Reply::Stream(split_bytes(&body, 7)));
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let session = app.new_session().await;
+    let (events, status, answer) = turn(&app, &session, "Say hello").await;
+
+    assert_eq!(status["terminal_state"], "completed");
+    assert_eq!(texts(&events, "reasoning"), "Thinking about the façade…");
+    assert_eq!(texts(&events, "token"), "Héllo wörld 🌍");
+    assert_eq!(answer, "Héllo wörld 🌍");
+    let usage = of_kind(&events, "usage");
+    assert_eq!(tokens(&usage[0].data), (12, 5));
+    assert_eq!(
+        of_kind(&events, "done")[0].data["usage"]["output_tokens"],
+        5
+    );
+    assert_eq!(of_kind(&events, "title")[0].data["title"], "Say hello");
+
+    let request = &upstream.requests(COMPLETIONS)[0];
+    assert_eq!(request.auth.as_deref(), Some("Bearer sk-test"));
+    assert_eq!(request.body["model"], "scripted-model");
+    assert_eq!(request.body["stream"], true);
+    assert_eq!(request.body["tools"].as_array().unwrap().len(), 5);
+    let messages = request.body["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[1], json!({"role": "user", "content": "Say hello"}));
+}
+
+#[tokio::test]
+async fn openai_runs_tool_calls_whose_arguments_arrive_in_pieces_and_feeds_results_back() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("notes.txt"), "remember the milk").unwrap();
+    std::fs::write(ws.path().parent().unwrap().join("secret.txt"), "nope").ok();
+    upstream.script(
+        COMPLETIONS,
+        stream(&[
+            delta(json!({"content": "Let me look. "}), None),
+            delta(
+                tool_call(0, Some("call_a"), Some("read_file"), "{\"pa"),
+                None,
+            ),
+            delta(tool_call(0, None, None, "th\": \"no"), None),
+            delta(tool_call(0, None, None, "tes.txt\"}"), None),
+            delta(tool_call(1, Some("call_b"), Some("read_file"), ""), None),
+            delta(
+                tool_call(1, None, None, "{\"path\": \"../secret.txt\"}"),
+                None,
+            ),
+            delta(tool_call(2, Some("call_c"), Some("list_files"), "{}"), None),
+            delta(json!({}), Some("tool_calls")),
+            usage(100, 20),
+            DONE.to_owned(),
+        ]),
+    );
+    upstream.script(
+        COMPLETIONS,
+        stream(&[
+            delta(
+                json!({"content": "Your notes say: remember the milk."}),
+                None,
+            ),
+            delta(json!({}), Some("stop")),
+            usage(150, 10),
+            DONE.to_owned(),
+        ]),
+    );
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let session = app.new_session().await;
+    let (events, status, answer) = turn(&app, &session, "What do my notes say?").await;
+
+    assert_eq!(status["terminal_state"], "completed");
+    assert_eq!(answer, "Your notes say: remember the milk.");
+    let started = of_kind(&events, "tool");
+    let completed = of_kind(&events, "tool_complete");
+    assert_eq!(started.len(), 3);
+    assert_eq!(completed.len(), 3);
+    assert_eq!(started[0].data["name"], "read_file");
+    assert_eq!(started[0].data["tid"], "call_a");
+    assert_eq!(started[0].data["args"], json!({"path": "notes.txt"}));
+    assert_eq!(completed[0].data["preview"], "remember the milk");
+    assert_eq!(completed[0].data["is_error"], false);
+    assert_eq!(completed[1].data["is_error"], true);
+    assert!(completed[1].data["preview"]
+        .as_str()
+        .unwrap()
+        .contains("outside the workspace"));
+    assert_eq!(completed[2].data["preview"], "notes.txt");
+    // Usage adds up over both model calls.
+    assert_eq!(tokens(&of_kind(&events, "usage")[0].data), (250, 30));
+
+    let second = &upstream.requests(COMPLETIONS)[1].body["messages"];
+    let messages = second.as_array().unwrap();
+    let assistant = &messages[2];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(assistant["content"], "Let me look. ");
+    assert_eq!(
+        assistant["tool_calls"][0]["function"],
+        json!({"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"})
+    );
+    assert_eq!(
+        messages[3],
+        json!({"role": "tool", "tool_call_id": "call_a", "content": "remember the milk"})
+    );
+    assert!(messages[4]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Error: `../secret.txt` is outside the workspace"));
+    assert_eq!(messages[5]["tool_call_id"], "call_c");
+}
+
+fn write_call(path: &str, content: &str) -> Reply {
+    let args = json!({"path": path, "content": content}).to_string();
+    stream(&[
+        delta(
+            tool_call(0, Some("call_w"), Some("write_file"), &args),
+            None,
+        ),
+        delta(json!({}), Some("tool_calls")),
+        DONE.to_owned(),
+    ])
+}
+
+fn say(text: &str) -> Reply {
+    stream(&[
+        delta(json!({ "content": text }), None),
+        delta(json!({}), Some("stop")),
+        DONE.to_owned(),
+    ])
+}
+
+#[tokio::test]
+async fn openai_write_file_waits_for_the_users_approval_and_reports_a_denial() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    for (choice, file, written) in [("once", "out/a.txt", true), ("deny", "b.txt", false)] {
+        upstream.script(COMPLETIONS, write_call(file, "hello"));
+        upstream.script(COMPLETIONS, say("Done."));
+        let before = upstream.requests(COMPLETIONS).len();
+        let session = app.new_session().await;
+        let run = app.start(&session, "Write the file").await;
+        let request = wait_for_event(&app, &run, "approval").await;
+        assert_eq!(request.data["command"], format!("write_file {file}"));
+        assert!(
+            !ws.path().join(file).exists(),
+            "nothing written before the answer"
+        );
+        let (code, body) = app
+            .post(
+                "/api/approval/respond",
+                json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": choice}),
+            )
+            .await;
+        assert_eq!(code, 200, "{body}");
+        let status = app.wait_finished(&run).await;
+        assert_eq!(status["terminal_state"], "completed");
+        assert_eq!(ws.path().join(file).exists(), written);
+        let fed_back = &upstream.requests(COMPLETIONS)[before + 1].body["messages"];
+        let tool_message = fed_back.as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        if written {
+            assert_eq!(
+                std::fs::read_to_string(ws.path().join(file)).unwrap(),
+                "hello"
+            );
+            assert_eq!(tool_message, format!("Wrote 5 bytes to {file}."));
+        } else {
+            assert_eq!(
+                tool_message,
+                format!("Error: The user denied writing `{file}`.")
+            );
+        }
+    }
+
+    // "session": later writes in the same session do not ask again.
+    let session = app.new_session().await;
+    upstream.script(COMPLETIONS, write_call("c.txt", "1"));
+    upstream.script(COMPLETIONS, say("One."));
+    let run = app.start(&session, "Write c").await;
+    let request = wait_for_event(&app, &run, "approval").await;
+    app.post(
+        "/api/approval/respond",
+        json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "session"}),
+    )
+    .await;
+    app.wait_finished(&run).await;
+    upstream.script(COMPLETIONS, write_call("d.txt", "2"));
+    upstream.script(COMPLETIONS, say("Two."));
+    let (events, status, _) = turn(&app, &session, "Write d").await;
+    assert_eq!(status["terminal_state"], "completed");
+    assert!(of_kind(&events, "approval").is_empty());
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("d.txt")).unwrap(),
+        "2"
+    );
+}
+
+#[tokio::test]
+async fn openai_ask_user_becomes_a_clarify_question_and_the_answer_goes_back() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    let args = json!({"question": "Which branch?", "choices": ["main", "dev"]}).to_string();
+    upstream.script(
+        COMPLETIONS,
+        stream(&[
+            delta(tool_call(0, Some("call_q"), Some("ask_user"), &args), None),
+            delta(json!({}), Some("tool_calls")),
+            DONE.to_owned(),
+        ]),
+    );
+    upstream.script(COMPLETIONS, say("Using dev."));
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "Deploy").await;
+    let question = wait_for_event(&app, &run, "clarify").await;
+    assert_eq!(question.data["question"], "Which branch?");
+    assert_eq!(question.data["choices_offered"], json!(["main", "dev"]));
+    let (code, body) = app
+        .post(
+            "/api/clarify/respond",
+            json!({"run_id": run, "clarify_id": question.data["clarify_id"], "response": "dev"}),
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(app.wait_finished(&run).await["terminal_state"], "completed");
+    let messages = upstream.requests(COMPLETIONS)[1].body["messages"].clone();
+    assert_eq!(
+        messages.as_array().unwrap().last().unwrap()["content"],
+        "dev"
+    );
+    assert_eq!(answer_of(&app, &session).await, "Using dev.");
+}
+
+#[tokio::test]
+async fn openai_provider_errors_end_the_turn_as_error_with_a_hint_and_keep_partial_work() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let partial = delta(json!({"content": "Partial "}), None);
+    let cases: Vec<(Reply, &str, &str)> = vec![
+        (
+            Reply::Json(
+                401,
+                json!({"error": {"message": "Incorrect API key provided"}}),
+            ),
+            "rejected the API key (HTTP 401): Incorrect API key provided",
+            "OPENAI_API_KEY",
+        ),
+        (
+            Reply::Json(429, json!({"error": {"message": "Rate limit reached"}})),
+            "rate limiting requests (HTTP 429)",
+            "Wait a moment",
+        ),
+        (
+            Reply::Json(503, json!({"error": "overloaded"})),
+            "server error (HTTP 503): overloaded",
+            "send the message again",
+        ),
+        (
+            Reply::Stream(vec![
+                Piece::Bytes(partial.clone().into_bytes()),
+                Piece::Bytes(b"data: {\"choices\": [oops\n\n".to_vec()),
+            ]),
+            "malformed stream chunk",
+            "oops",
+        ),
+        (
+            Reply::Stream(vec![
+                Piece::Bytes(partial.clone().into_bytes()),
+                Piece::Abort,
+            ]),
+            "lost mid-answer",
+            "partial answer is kept",
+        ),
+        (
+            Reply::Stream(vec![Piece::Bytes(partial.clone().into_bytes())]),
+            "cut off",
+            "partial answer is kept",
+        ),
+    ];
+    for (reply, message, hint) in cases {
+        upstream.script(COMPLETIONS, reply);
+        let session = app.new_session().await;
+        let (events, status, _) = turn(&app, &session, "Hi").await;
+        assert_eq!(status["terminal_state"], "error", "{message}");
+        let end = of_kind(&events, "apperror")[0];
+        let got = end.data["message"].as_str().unwrap();
+        assert!(got.contains(message), "{got:?} lacks {message:?}");
+        let got_hint = end.data["hint"].as_str().unwrap_or_default();
+        assert!(got_hint.contains(hint), "{got_hint:?} lacks {hint:?}");
+        let streamed = texts(&events, "token");
+        if message.contains("HTTP") {
+            assert_eq!(streamed, "");
+        } else {
+            assert_eq!(streamed, "Partial ", "partial work is journaled");
+        }
+    }
+
+    // Nobody listening at all.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = closed.local_addr().unwrap();
+    drop(closed);
+    let agent = OpenAiAgent::new(
+        OpenAiSettings {
+            base_url: format!("http://{dead}/v1"),
+            api_key: "k".into(),
+            model: "m".into(),
+            max_iterations: 2,
+            idle: Duration::from_secs(5),
+        },
+        Workspace::open(ws.path()).unwrap(),
+    )
+    .unwrap();
+    let app = spawn_app_with_adapter(Arc::new(agent)).await;
+    let session = app.new_session().await;
+    let (events, status, _) = turn(&app, &session, "Hi").await;
+    assert_eq!(status["terminal_state"], "error");
+    let end = of_kind(&events, "apperror")[0];
+    assert!(end.data["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Cannot reach the model provider"));
+}
+
+#[tokio::test]
+async fn openai_stops_at_the_iteration_limit_as_tool_limit_reached() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    for n in 0..2 {
+        upstream.script(
+            COMPLETIONS,
+            stream(&[
+                delta(json!({"content": format!("Looking ({n}). ")}), None),
+                delta(
+                    tool_call(0, Some(&format!("call_{n}")), Some("list_files"), "{}"),
+                    None,
+                ),
+                delta(json!({}), Some("tool_calls")),
+                DONE.to_owned(),
+            ]),
+        );
+    }
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 2)).await;
+    let session = app.new_session().await;
+    let (events, status, _) = turn(&app, &session, "Loop").await;
+    assert_eq!(status["terminal_state"], "tool_limit_reached");
+    assert_eq!(of_kind(&events, "tool_complete").len(), 2);
+    assert_eq!(upstream.requests(COMPLETIONS).len(), 2, "no third call");
+}
+
+#[tokio::test]
+async fn openai_stop_aborts_the_upstream_request() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    upstream.script(
+        COMPLETIONS,
+        Reply::Stream(vec![
+            Piece::Bytes(delta(json!({"content": "Working on it"}), None).into_bytes()),
+            Piece::Hang,
+        ]),
+    );
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "Take your time").await;
+    wait_for_event(&app, &run, "token").await;
+    let (code, body) = app.post("/api/chat/cancel", json!({"run_id": run})).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(app.wait_finished(&run).await["terminal_state"], "cancelled");
+    upstream.wait_disconnected().await;
+}
+
+#[tokio::test]
+async fn openai_sends_the_sessions_history_on_each_turn() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    upstream.script(COMPLETIONS, say("Paris."));
+    upstream.script(COMPLETIONS, say("About 2.1 million."));
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let session = app.new_session().await;
+    turn(&app, &session, "Capital of France?").await;
+    let (_, status, answer) = turn(&app, &session, "Population?").await;
+    assert_eq!(status["terminal_state"], "completed");
+    assert_eq!(answer, "About 2.1 million.");
+    let messages = upstream.requests(COMPLETIONS)[1].body["messages"].clone();
+    let tail: Vec<Value> = messages.as_array().unwrap()[1..].to_vec();
+    assert_eq!(
+        tail,
+        vec![
+            json!({"role": "user", "content": "Capital of France?"}),
+            json!({"role": "assistant", "content": "Paris."}),
+            json!({"role": "user", "content": "Population?"}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_openai_backend_without_a_key_is_a_clear_startup_error() {
+    let mut config = Config::defaults();
+    config.backend = server::config::Backend::Openai;
+    config.openai_api_key = None;
+    let data = tempfile::tempdir().unwrap();
+    config.data_dir = data.path().to_owned();
+    config.workspace = data.path().join("ws");
+    let error = match server::runtime::build_adapter(&config) {
+        Ok(_) => panic!("started without a key"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("OPENAI_API_KEY"), "{error}");
+    config.openai_api_key = Some("sk-x".into());
+    let adapter = server::runtime::build_adapter(&config).unwrap();
+    assert_eq!(adapter.name(), "openai");
+    assert!(data.path().join("ws").is_dir(), "the workspace is created");
+    config.backend = server::config::Backend::Demo;
+    assert_eq!(
+        server::runtime::build_adapter(&config).unwrap().name(),
+        "demo"
+    );
+}
+
+// --- Hermes gateway -----------------------------------------------------------------------
+
+fn hermes(upstream: &Upstream, key: Option<&str>) -> Arc<HermesAgent> {
+    Arc::new(
+        HermesAgent::new(HermesSettings {
+            url: upstream.url(""),
+            api_key: key.map(str::to_owned),
+            model: "hermes-agent".into(),
+            idle: Duration::from_secs(10),
+        })
+        .unwrap(),
+    )
+}
+
+fn capabilities(approval: bool) -> Reply {
+    Reply::Json(
+        200,
+        json!({"object": "hermes.api_server.capabilities",
+               "features": {"run_submission": true, "run_events_sse": true, "run_stop": true,
+                            "run_approval_response": approval}}),
+    )
+}
+
+#[tokio::test]
+async fn hermes_runs_map_into_the_journal_and_approvals_are_forwarded() {
+    let upstream = Upstream::start().await;
+    upstream.script("GET /v1/capabilities", capabilities(true));
+    upstream.script(
+        "POST /v1/runs",
+        Reply::Json(202, json!({"run_id": "run_h1", "status": "started"})),
+    );
+    upstream.script(
+        "POST /v1/runs/run_h1/approval",
+        Reply::Json(200, json!({"ok": true})),
+    );
+    let mut pieces = split_bytes(
+        &[
+            "event: message.delta\n".to_owned(),
+            data(json!({"event": "message.delta", "delta": "Chécking "})),
+            data(json!({"event": "reasoning.available", "text": "Need the disk usage."})),
+            data(
+                json!({"event": "tool.started", "tool": "terminal", "tool_call_id": "tc1",
+                        "args": {"command": "du -sh"}, "preview": "du -sh"}),
+            ),
+            data(
+                json!({"event": "tool.completed", "tool": "terminal", "tool_call_id": "tc1",
+                        "status": "completed", "args": {"command": "du -sh"}, "preview": "4.0K ."}),
+            ),
+            data(
+                json!({"event": "approval.request", "approval_id": "ap1", "command": "rm -rf build",
+                        "description": "Remove the build folder", "pattern_keys": ["rm -rf"]}),
+            ),
+        ]
+        .concat(),
+        5,
+    );
+    pieces.push(Piece::WaitFor("POST /v1/runs/run_h1/approval".into()));
+    pieces.push(Piece::Bytes(
+        [
+            data(
+                json!({"event": "tool.completed", "tool": "terminal", "tool_call_id": "tc2",
+                        "status": "error", "preview": "permission denied"}),
+            ),
+            data(
+                json!({"event": "run.completed", "output": "Checked: 4.0K. 🚀",
+                        "usage": {"input_tokens": 40, "output_tokens": 9, "total_tokens": 49}}),
+            ),
+            DONE.to_owned(),
+        ]
+        .concat()
+        .into_bytes(),
+    ));
+    upstream.script("GET /v1/runs/run_h1/events", Reply::Stream(pieces));
+    let app = spawn_app_with_adapter(hermes(&upstream, Some("hk-1"))).await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "How big is it?").await;
+    let request = wait_for_event(&app, &run, "approval").await;
+    assert_eq!(request.data["command"], "rm -rf build");
+    assert_eq!(request.data["description"], "Remove the build folder");
+    app.post(
+        "/api/approval/respond",
+        json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "once"}),
+    )
+    .await;
+    let status = app.wait_finished(&run).await;
+    assert_eq!(status["terminal_state"], "completed");
+    let events = app.stream(&run, None).await;
+    assert_eq!(texts(&events, "token"), "Chécking ");
+    assert_eq!(texts(&events, "reasoning"), "Need the disk usage.");
+    let started = of_kind(&events, "tool");
+    assert_eq!(started[0].data["name"], "terminal");
+    assert_eq!(started[0].data["tid"], "tc1");
+    assert_eq!(started[0].data["args"], json!({"command": "du -sh"}));
+    let completed = of_kind(&events, "tool_complete");
+    assert_eq!(completed[0].data["preview"], "4.0K .");
+    assert_eq!(completed[0].data["is_error"], false);
+    assert_eq!(completed[1].data["is_error"], true);
+    assert_eq!(tokens(&of_kind(&events, "usage")[0].data), (40, 9));
+    assert_eq!(answer_of(&app, &session).await, "Checked: 4.0K. 🚀");
+
+    let approval = upstream.requests("POST /v1/runs/run_h1/approval");
+    assert_eq!(
+        approval[0].body,
+        json!({"approval_id": "ap1", "choice": "once"})
+    );
+    let started = &upstream.requests("POST /v1/runs")[0];
+    assert_eq!(started.auth.as_deref(), Some("Bearer hk-1"));
+    assert_eq!(started.body["input"], "How big is it?");
+    assert_eq!(started.body["session_id"], session);
+    assert_eq!(started.body["conversation_history"], json!([]));
+}
+
+#[tokio::test]
+async fn hermes_failures_cancellations_and_refusals_end_the_turn_explicitly() {
+    let upstream = Upstream::start().await;
+    let app = spawn_app_with_adapter(hermes(&upstream, None)).await;
+    let cases = [
+        (
+            vec![
+                data(json!({"event": "message.delta", "delta": "Half"})),
+                data(json!({"event": "run.failed", "error": "model overloaded"})),
+            ],
+            "error",
+            Some("The Hermes agent failed: model overloaded"),
+        ),
+        (
+            vec![data(json!({"event": "run.cancelled"}))],
+            "cancelled",
+            None,
+        ),
+        (
+            vec![data(json!({"event": "message.delta", "delta": "Half"}))],
+            "error",
+            Some("closed the event stream before the run finished"),
+        ),
+    ];
+    for (n, (frames, terminal, message)) in cases.into_iter().enumerate() {
+        let id = format!("run_f{n}");
+        upstream.script("GET /v1/capabilities", capabilities(false));
+        upstream.script("POST /v1/runs", Reply::Json(200, json!({ "run_id": id })));
+        upstream.script(&format!("GET /v1/runs/{id}/events"), stream(&frames));
+        let session = app.new_session().await;
+        let (events, status, _) = turn(&app, &session, "Go").await;
+        assert_eq!(status["terminal_state"], terminal);
+        if let Some(message) = message {
+            let end = of_kind(&events, "apperror")[0];
+            assert!(end.data["message"].as_str().unwrap().contains(message));
+            assert_eq!(texts(&events, "token"), "Half", "partial work is kept");
+        }
+    }
+
+    // The gateway refuses the run.
+    upstream.script("GET /v1/capabilities", capabilities(false));
+    upstream.script(
+        "POST /v1/runs",
+        Reply::Json(401, json!({"error": {"message": "invalid key"}})),
+    );
+    let session = app.new_session().await;
+    let (events, status, _) = turn(&app, &session, "Go").await;
+    assert_eq!(status["terminal_state"], "error");
+    let end = of_kind(&events, "apperror")[0];
+    assert!(end.data["message"]
+        .as_str()
+        .unwrap()
+        .contains("HTTP 401): invalid key"));
+    assert_eq!(end.data["hint"], "Check HERMES_API_KEY.");
+
+    // An approval the gateway cannot take answers for ends the turn with advice.
+    upstream.script("GET /v1/capabilities", capabilities(false));
+    upstream.script(
+        "POST /v1/runs",
+        Reply::Json(200, json!({"run_id": "run_na"})),
+    );
+    upstream.script(
+        "GET /v1/runs/run_na/events",
+        stream(&[data(
+            json!({"event": "approval.request", "command": "rm x", "description": "Remove x"}),
+        )]),
+    );
+    let session = app.new_session().await;
+    let (events, status, _) = turn(&app, &session, "Go").await;
+    assert_eq!(status["terminal_state"], "error");
+    assert!(of_kind(&events, "apperror")[0].data["message"]
+        .as_str()
+        .unwrap()
+        .contains("does not accept answers"));
+}
+
+#[tokio::test]
+async fn hermes_stop_stops_the_gateway_run_and_closes_its_stream() {
+    let upstream = Upstream::start().await;
+    upstream.script("GET /v1/capabilities", capabilities(true));
+    upstream.script(
+        "POST /v1/runs",
+        Reply::Json(200, json!({"run_id": "run_s"})),
+    );
+    upstream.script(
+        "POST /v1/runs/run_s/stop",
+        Reply::Json(200, json!({"ok": true})),
+    );
+    upstream.script(
+        "GET /v1/runs/run_s/events",
+        Reply::Stream(vec![
+            Piece::Bytes(data(json!({"event": "message.delta", "delta": "Long job"})).into_bytes()),
+            Piece::Hang,
+        ]),
+    );
+    let app = spawn_app_with_adapter(hermes(&upstream, None)).await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "Long job").await;
+    wait_for_event(&app, &run, "token").await;
+    app.post("/api/chat/cancel", json!({"run_id": run})).await;
+    assert_eq!(app.wait_finished(&run).await["terminal_state"], "cancelled");
+    upstream.wait_request("POST /v1/runs/run_s/stop").await;
+    upstream.wait_disconnected().await;
+}
