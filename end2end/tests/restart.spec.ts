@@ -1,53 +1,9 @@
-import { test, expect, type APIRequestContext } from "@playwright/test";
-import { spawn, type ChildProcess } from "child_process";
-import { existsSync, mkdtempSync, rmSync, statSync } from "fs";
+import { test, expect } from "@playwright/test";
+import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
-import { join, resolve } from "path";
+import { join } from "path";
+import { kill9, startServer, waitHealthy } from "./own_server";
 import { hydrated, lastTurn, newSession, send } from "./support";
-
-// A second server of our own, so that the test can kill it without disturbing the one every
-// other test uses. It runs the binary the suite was built with, on its own port and database.
-const root = resolve(__dirname, "..", "..");
-
-function serverBinary(): string {
-  if (process.env.ANCHORAGE_SERVER_BIN) return process.env.ANCHORAGE_SERVER_BIN;
-  const built = ["release", "debug"]
-    .map((profile) => join(root, "target", profile, "server"))
-    .filter((path) => existsSync(path));
-  if (built.length === 0) throw new Error("no server binary under target/; build the site first");
-  return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-}
-
-function startServer(port: number, dataDir: string): ChildProcess {
-  const child = spawn(serverBinary(), ["--addr", `127.0.0.1:${port}`, "--data-dir", dataDir], {
-    cwd: root,
-    env: {
-      ...process.env,
-      LEPTOS_OUTPUT_NAME: "anchorage",
-      LEPTOS_SITE_ROOT: join(root, "target", "site"),
-      LEPTOS_SITE_PKG_DIR: "pkg",
-      LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
-      ANCHORAGE_DEMO_DELAY_MS: "20",
-      RUST_LOG: "warn",
-    },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  return child;
-}
-
-async function waitHealthy(request: APIRequestContext, base: string): Promise<void> {
-  await expect
-    .poll(async () => (await request.get(`${base}/healthz`).catch(() => null))?.ok() ?? false, { timeout: 30_000 })
-    .toBeTruthy();
-}
-
-function kill9(child: ChildProcess): Promise<void> {
-  return new Promise((done) => {
-    if (child.exitCode !== null) return done();
-    child.once("exit", () => done());
-    child.kill("SIGKILL");
-  });
-}
 
 test("a server killed mid-run comes back and the page shows the turn as interrupted", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);

@@ -19,20 +19,24 @@ fn fmt_duration(seconds: f64) -> String {
 }
 
 fn tool_verb(name: &str, failed: bool, running: bool) -> String {
-    let base = match name {
-        "terminal" | "shell" | "bash" => ("Running", "Ran"),
-        "read_file" => ("Reading", "Read"),
-        "write_file" => ("Writing", "Wrote"),
-        "search_text" | "search_files" => ("Searching", "Searched"),
-        "list_files" => ("Listing", "Listed"),
-        _ => ("Calling", "Called"),
+    // Known tools read as a sentence about their target ("Read notes.txt"); others name
+    // themselves ("Called fetch_weather").
+    let known = match name {
+        "terminal" | "shell" | "bash" => Some(("Running", "Ran", "Command failed:")),
+        "read_file" => Some(("Reading", "Read", "Could not read")),
+        "write_file" => Some(("Writing", "Wrote", "Could not write")),
+        "search_text" | "search_files" => Some(("Searching for", "Searched for", "Search failed:")),
+        "list_files" => Some(("Listing", "Listed", "Could not list")),
+        "ask_user" => Some(("Asking", "Asked", "Could not ask")),
+        _ => None,
     };
-    if failed {
-        format!("Failed: {name}")
-    } else if running {
-        format!("{} {name}", base.0)
-    } else {
-        format!("{} {name}", base.1)
+    match (known, failed, running) {
+        (Some((_, _, failed)), true, _) => failed.to_owned(),
+        (Some((running, _, _)), false, true) => running.to_owned(),
+        (Some((_, done, _)), false, false) => done.to_owned(),
+        (None, true, _) => format!("Failed: {name}"),
+        (None, false, true) => format!("Calling {name}"),
+        (None, false, false) => format!("Called {name}"),
     }
 }
 
@@ -79,6 +83,7 @@ fn ToolCard(
             <button
                 type="button"
                 class="tool-head"
+                title=tool.name.clone()
                 aria-expanded=move || if open.get() { "true" } else { "false" }
                 on:click=move |_| open.update(|o| *o = !*o)
             >
@@ -507,5 +512,30 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                 </div>
             </div>
         </article>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tool_verb;
+
+    #[test]
+    fn known_tools_read_as_a_sentence_and_others_name_themselves() {
+        assert_eq!(tool_verb("write_file", false, true), "Writing");
+        assert_eq!(tool_verb("write_file", false, false), "Wrote");
+        assert_eq!(tool_verb("read_file", true, false), "Could not read");
+        assert_eq!(tool_verb("terminal", false, false), "Ran");
+        assert_eq!(
+            tool_verb("fetch_weather", false, true),
+            "Calling fetch_weather"
+        );
+        assert_eq!(
+            tool_verb("fetch_weather", false, false),
+            "Called fetch_weather"
+        );
+        assert_eq!(
+            tool_verb("fetch_weather", true, false),
+            "Failed: fetch_weather"
+        );
     }
 }

@@ -419,7 +419,7 @@ impl OpenAiAgent {
                     let choice = io
                         .ask_approval(
                             &format!("write_file {p}"),
-                            &format!("Write {} bytes to `{p}` in the workspace", content.len()),
+                            &format!("Write {} bytes to {p} in the workspace", content.len()),
                             "write_file",
                         )
                         .await?;

@@ -1,0 +1,49 @@
+import { expect, type APIRequestContext } from "@playwright/test";
+import { spawn, type ChildProcess } from "child_process";
+import { existsSync, statSync } from "fs";
+import { join, resolve } from "path";
+
+// A server of a test's own, on its own port and database, so that the test can kill it or give
+// it another backend without disturbing the one every other test uses. It runs the binary the
+// suite was built with.
+export const root = resolve(__dirname, "..", "..");
+
+function serverBinary(): string {
+  if (process.env.ANCHORAGE_SERVER_BIN) return process.env.ANCHORAGE_SERVER_BIN;
+  const built = ["release", "debug"]
+    .map((profile) => join(root, "target", profile, "server"))
+    .filter((path) => existsSync(path));
+  if (built.length === 0) throw new Error("no server binary under target/; build the site first");
+  return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+}
+
+export function startServer(port: number, dataDir: string, env: Record<string, string> = {}): ChildProcess {
+  return spawn(serverBinary(), ["--addr", `127.0.0.1:${port}`, "--data-dir", dataDir], {
+    cwd: root,
+    env: {
+      ...process.env,
+      LEPTOS_OUTPUT_NAME: "anchorage",
+      LEPTOS_SITE_ROOT: join(root, "target", "site"),
+      LEPTOS_SITE_PKG_DIR: "pkg",
+      LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
+      ANCHORAGE_DEMO_DELAY_MS: "20",
+      RUST_LOG: "warn",
+      ...env,
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+}
+
+export async function waitHealthy(request: APIRequestContext, base: string): Promise<void> {
+  await expect
+    .poll(async () => (await request.get(`${base}/healthz`).catch(() => null))?.ok() ?? false, { timeout: 30_000 })
+    .toBeTruthy();
+}
+
+export function kill9(child: ChildProcess): Promise<void> {
+  return new Promise((done) => {
+    if (child.exitCode !== null) return done();
+    child.once("exit", () => done());
+    child.kill("SIGKILL");
+  });
+}
