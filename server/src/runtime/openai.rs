@@ -46,6 +46,14 @@ pub struct OpenAiAgent {
     workspace: Workspace,
     client: reqwest::Client,
     grants: Mutex<Grants>,
+    quirks: Mutex<Quirks>,
+}
+
+/// What this provider turned out not to accept.
+#[derive(Default)]
+struct Quirks {
+    no_stream_options: bool,
+    no_tools: bool,
 }
 
 /// Write permissions the user granted beyond one call.
@@ -103,6 +111,7 @@ impl OpenAiAgent {
             workspace,
             client,
             grants: Mutex::default(),
+            quirks: Mutex::default(),
         })
     }
 
@@ -185,44 +194,76 @@ impl OpenAiAgent {
         Ok(Some(usage))
     }
 
-    /// One streamed call to the model.
-    async fn step(&self, messages: &[Value], io: &RunIo) -> Result<Step, Fail> {
-        let body = json!({
-            "model": self.settings.model,
-            "messages": messages,
-            "tools": tool_schemas(),
-            "stream": true,
-            "stream_options": {"include_usage": true},
-        });
-        let request = self
-            .client
-            .post(self.url())
-            .bearer_auth(&self.settings.api_key)
-            .json(&body)
-            .send();
-        let response = tokio::select! {
-            r = request => r,
-            () = io.stopped() => return Err(Fail::Stopped),
-        };
-        let response = response.map_err(|e| {
-            fail(
-                format!(
-                    "Cannot reach the model provider at {}.",
-                    self.settings.base_url
-                ),
-                format!("{e}. Check --openai-base-url and that the server is running."),
-            )
-        })?;
-        let status = response.status();
-        if !status.is_success() {
+    /// Sends one streaming request. A provider that rejects `stream_options` or `tools` with
+    /// HTTP 400 (older local servers, models without tool support) is asked again without
+    /// them, and remembered.
+    async fn request(&self, messages: &[Value], io: &RunIo) -> Result<reqwest::Response, Fail> {
+        loop {
+            let (no_usage, no_tools) = {
+                let q = self.lock_quirks();
+                (q.no_stream_options, q.no_tools)
+            };
+            let mut body = json!({
+                "model": self.settings.model,
+                "messages": messages,
+                "stream": true,
+            });
+            if !no_tools {
+                body["tools"] = tool_schemas();
+            }
+            if !no_usage {
+                body["stream_options"] = json!({"include_usage": true});
+            }
+            let request = self
+                .client
+                .post(self.url())
+                .bearer_auth(&self.settings.api_key)
+                .json(&body)
+                .send();
+            let response = tokio::select! {
+                r = request => r,
+                () = io.stopped() => return Err(Fail::Stopped),
+            };
+            let response = response.map_err(|e| {
+                fail(
+                    format!(
+                        "Cannot reach the model provider at {}.",
+                        self.settings.base_url
+                    ),
+                    format!("{e}. Check --openai-base-url and that the server is running."),
+                )
+            })?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
             let text = tokio::select! {
                 t = tokio::time::timeout(Duration::from_secs(10), response.text()) => {
                     t.ok().and_then(Result::ok).unwrap_or_default()
                 }
                 () = io.stopped() => return Err(Fail::Stopped),
             };
+            if status.as_u16() == 400 {
+                let lower = text.to_lowercase();
+                let mut q = self.lock_quirks();
+                if !q.no_stream_options && lower.contains("stream_options") {
+                    tracing::warn!("the provider rejects stream_options; asking without it");
+                    q.no_stream_options = true;
+                    continue;
+                }
+                if !q.no_tools && lower.contains("tool") {
+                    tracing::warn!("the provider rejects tools; asking without them");
+                    q.no_tools = true;
+                    continue;
+                }
+            }
             return Err(http_error(status.as_u16(), &text));
         }
+    }
+
+    /// One streamed call to the model.
+    async fn step(&self, messages: &[Value], io: &RunIo) -> Result<Step, Fail> {
+        let response = self.request(messages, io).await?;
         let mut reader = EventReader::new(response, self.settings.idle);
         let mut step = Step::default();
         let mut finished = false;
@@ -296,11 +337,20 @@ impl OpenAiAgent {
                 io.emit("token", json!({ "text": text })).await?;
             }
             if let Some(calls) = delta["tool_calls"].as_array() {
-                for (position, piece) in calls.iter().enumerate() {
-                    let index = piece["index"]
-                        .as_u64()
-                        .map_or(position, |i| i as usize)
-                        .min(63);
+                for piece in calls {
+                    let index = match piece["index"].as_u64() {
+                        Some(i) => (i as usize).min(63),
+                        // Without an index (some local servers send each call whole): a new
+                        // id is a new call, no id continues the newest one.
+                        None => match piece["id"].as_str().filter(|s| !s.is_empty()) {
+                            Some(id) => step
+                                .calls
+                                .iter()
+                                .position(|c| c.id == id)
+                                .unwrap_or(step.calls.len()),
+                            None => step.calls.len().saturating_sub(1),
+                        },
+                    };
                     while step.calls.len() <= index {
                         step.calls.push(Call::default());
                     }
@@ -451,6 +501,10 @@ impl OpenAiAgent {
             }
             other => Err(format!("There is no tool named `{other}`.")),
         })
+    }
+
+    fn lock_quirks(&self) -> std::sync::MutexGuard<'_, Quirks> {
+        self.quirks.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Grants> {

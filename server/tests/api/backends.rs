@@ -436,6 +436,65 @@ async fn openai_provider_errors_end_the_turn_as_error_with_a_hint_and_keep_parti
 }
 
 #[tokio::test]
+async fn openai_asks_again_without_what_a_local_server_rejects_and_reads_unindexed_calls() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "alpha").unwrap();
+    std::fs::write(ws.path().join("b.txt"), "beta").unwrap();
+    upstream.script(
+        COMPLETIONS,
+        Reply::Json(
+            400,
+            json!({"error": {"message": "unknown field `stream_options`"}}),
+        ),
+    );
+    upstream.script(
+        COMPLETIONS,
+        Reply::Json(
+            400,
+            json!({"error": {"message": "model does not support tools"}}),
+        ),
+    );
+    // Two whole calls without `index`, as some local servers send them.
+    let call = |id: &str, path: &str| {
+        json!({"tool_calls": [{"id": id, "type": "function",
+               "function": {"name": "read_file", "arguments": json!({"path": path}).to_string()}}]})
+    };
+    upstream.script(
+        COMPLETIONS,
+        stream(&[
+            delta(call("c1", "a.txt"), None),
+            delta(call("c2", "b.txt"), None),
+            delta(json!({}), Some("tool_calls")),
+            DONE.to_owned(),
+        ]),
+    );
+    upstream.script(COMPLETIONS, say("alpha and beta"));
+    upstream.script(COMPLETIONS, say("Again."));
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let session = app.new_session().await;
+    let (events, status, answer) = turn(&app, &session, "Read both").await;
+    assert_eq!(status["terminal_state"], "completed");
+    assert_eq!(answer, "alpha and beta");
+    let previews: Vec<&Value> = of_kind(&events, "tool_complete")
+        .iter()
+        .map(|e| &e.data["preview"])
+        .collect();
+    assert_eq!(previews, [&json!("alpha"), &json!("beta")]);
+
+    let requests = upstream.requests(COMPLETIONS);
+    assert!(requests[0].body.get("stream_options").is_some());
+    assert!(requests[1].body.get("stream_options").is_none());
+    assert!(requests[1].body.get("tools").is_some());
+    assert!(requests[2].body.get("tools").is_none());
+    // Remembered for the next turn: no more rejected requests.
+    turn(&app, &session, "Again").await;
+    let last = upstream.requests(COMPLETIONS).pop().unwrap();
+    assert!(last.body.get("tools").is_none() && last.body.get("stream_options").is_none());
+    assert_eq!(upstream.requests(COMPLETIONS).len(), 5);
+}
+
+#[tokio::test]
 async fn openai_stops_at_the_iteration_limit_as_tool_limit_reached() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
