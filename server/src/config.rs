@@ -51,9 +51,9 @@ pub struct Config {
     #[arg(skip = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.trim().is_empty()))]
     pub openai_api_key: Option<String>,
 
-    /// Model name sent to the OpenAI-compatible API (or to the Hermes gateway)
-    #[arg(long, env = "ANCHORAGE_MODEL", default_value = "gpt-4o-mini")]
-    pub model: String,
+    /// Model name sent to the provider [default: gpt-4o-mini for openai, hermes-agent for hermes]
+    #[arg(long, env = "ANCHORAGE_MODEL")]
+    pub model: Option<String>,
 
     /// Directory the `openai` agent's file tools are confined to (created if missing)
     #[arg(long, env = "ANCHORAGE_WORKSPACE", default_value = "./data/workspace")]

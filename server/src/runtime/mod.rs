@@ -289,7 +289,10 @@ pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAd
                 openai::OpenAiSettings {
                     base_url: config.openai_base_url.clone(),
                     api_key,
-                    model: config.model.clone(),
+                    model: config
+                        .model
+                        .clone()
+                        .unwrap_or_else(|| "gpt-4o-mini".to_owned()),
                     max_iterations: config.max_iterations,
                     idle: openai::DEFAULT_IDLE,
                 },
@@ -299,7 +302,10 @@ pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAd
         Backend::Hermes => Arc::new(hermes::HermesAgent::new(hermes::HermesSettings {
             url: config.hermes_url.clone(),
             api_key: config.hermes_api_key.clone(),
-            model: config.model.clone(),
+            model: config
+                .model
+                .clone()
+                .unwrap_or_else(|| "hermes-agent".to_owned()),
             idle: openai::DEFAULT_IDLE,
         })?),
     })
