@@ -16,6 +16,10 @@ use serde_json::{json, Value};
 use super::sse::EventReader;
 use super::{RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
 
+/// How long a gateway run may stay silent (its tools can run for a long time) before the turn
+/// fails.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
+
 /// Settings of the Hermes backend.
 #[derive(Clone, Debug)]
 pub struct HermesSettings {

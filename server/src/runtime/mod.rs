@@ -306,7 +306,7 @@ pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAd
                 .model
                 .clone()
                 .unwrap_or_else(|| "hermes-agent".to_owned()),
-            idle: openai::DEFAULT_IDLE,
+            idle: hermes::DEFAULT_IDLE,
         })?),
     })
 }

@@ -14,8 +14,9 @@ use super::sse::EventReader;
 use super::tools::Workspace;
 use super::{ApprovalChoice, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
 
-/// How long a stream may stay silent before the turn fails.
-pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
+/// How long a model stream may stay silent before the turn fails (a local server can take
+/// minutes to read a long prompt before its first byte).
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
 /// Tool output shown in the tool row (the model gets all of it).
 const PREVIEW_LIMIT: usize = 4_000;
 

@@ -121,11 +121,19 @@ pub enum ReadError {
     #[error("the connection was lost: {0}")]
     Transport(String),
     /// Nothing arrived for too long.
-    #[error("no data for {0} seconds")]
-    Idle(u64),
+    #[error("no data for {}", show(*.0))]
+    Idle(Duration),
     /// The stream was not a valid event stream.
     #[error(transparent)]
     Decode(#[from] SseError),
+}
+
+fn show(d: Duration) -> String {
+    if d.as_secs() >= 1 && d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
 }
 
 /// Reads events from a response body, one at a time.
@@ -159,7 +167,7 @@ impl EventReader {
                 return Ok(None);
             }
             match tokio::time::timeout(self.idle, self.body.next()).await {
-                Err(_) => return Err(ReadError::Idle(self.idle.as_secs())),
+                Err(_) => return Err(ReadError::Idle(self.idle)),
                 Ok(Some(Ok(bytes))) => self.ready.extend(self.decoder.push(&bytes)?),
                 Ok(Some(Err(e))) => return Err(ReadError::Transport(e.to_string())),
                 Ok(None) => {

@@ -495,6 +495,45 @@ async fn openai_asks_again_without_what_a_local_server_rejects_and_reads_unindex
 }
 
 #[tokio::test]
+async fn a_provider_that_goes_silent_ends_the_turn_after_the_idle_limit() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    upstream.script(
+        COMPLETIONS,
+        Reply::Stream(vec![
+            Piece::Bytes(delta(json!({"content": "Half an answer"}), None).into_bytes()),
+            Piece::Hang,
+        ]),
+    );
+    let agent = OpenAiAgent::new(
+        OpenAiSettings {
+            base_url: upstream.url("/v1"),
+            api_key: "k".into(),
+            model: "m".into(),
+            max_iterations: 2,
+            idle: Duration::from_millis(300),
+        },
+        Workspace::open(ws.path()).unwrap(),
+    )
+    .unwrap();
+    let app = spawn_app_with_adapter(Arc::new(agent)).await;
+    let session = app.new_session().await;
+    let (events, status, _) = turn(&app, &session, "Hi").await;
+    assert_eq!(status["terminal_state"], "error");
+    let end = of_kind(&events, "apperror")[0];
+    assert!(end.data["message"]
+        .as_str()
+        .unwrap()
+        .contains("lost mid-answer"));
+    assert!(end.data["hint"]
+        .as_str()
+        .unwrap()
+        .starts_with("no data for 300 ms"));
+    assert_eq!(texts(&events, "token"), "Half an answer");
+    upstream.wait_disconnected().await;
+}
+
+#[tokio::test]
 async fn openai_stops_at_the_iteration_limit_as_tool_limit_reached() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
