@@ -45,6 +45,14 @@ impl SqliteStore {
         sqlx::migrate!("./migrations").run(&pool).await?;
         Ok(SqliteStore { pool })
     }
+
+    /// A transaction that will write. It takes the write lock when it begins (waiting up to the
+    /// busy timeout): a deferred transaction that reads first and writes later fails with
+    /// `SQLITE_BUSY` without waiting if another connection wrote in between, which turned a
+    /// delete right after a Stop into a 500.
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
 }
 
 const SESSION_COLUMNS: &str = "s.id, s.title, s.title_source, s.created_at, s.updated_at, \
@@ -267,7 +275,7 @@ impl Store for SqliteStore {
     }
 
     async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         if let Some(row) =
             sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
                 .bind(id)
@@ -314,7 +322,7 @@ impl Store for SqliteStore {
         message: &str,
         now: f64,
     ) -> Result<(Run, Message), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         if sqlx::query("SELECT 1 FROM sessions WHERE id = ?1")
             .bind(session_id)
             .fetch_optional(&mut *tx)
@@ -405,7 +413,7 @@ impl Store for SqliteStore {
         &self,
         ops: Vec<JournalOp>,
     ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let mut results = Vec::with_capacity(ops.len());
         for op in ops {
             match op {

@@ -146,3 +146,30 @@ async fn export_gives_markdown_and_the_journal_as_json_lines() {
         .await;
     assert_eq!(code, 400);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_from_several_requests_while_a_run_journals_never_fail() {
+    // Session deletes, renames and new sessions race the journal writer; each waits its turn
+    // for the write lock instead of failing.
+    let app = spawn_app().await;
+    let busy = app.new_session().await;
+    let run = app.start(&busy, "/demo long 3000").await;
+    let mut codes = Vec::new();
+    for i in 0..40 {
+        let session = app.new_session().await;
+        let (code, body) = app
+            .post(
+                "/api/session/rename",
+                json!({"session_id": session, "title": format!("t{i}")}),
+            )
+            .await;
+        codes.push((code, body));
+        let (code, body) = app
+            .post("/api/session/delete", json!({"session_id": session}))
+            .await;
+        codes.push((code, body));
+    }
+    app.wait_finished(&run).await;
+    let failed: Vec<_> = codes.iter().filter(|(c, _)| *c != 200).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}
