@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use std::time::Duration;
 use tower_http::compression::CompressionLayer;
+use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 
 use anyhow::Context as _;
@@ -24,6 +25,7 @@ use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tokio_util::sync::CancellationToken;
 
+pub mod assets;
 pub mod config;
 pub mod error;
 pub mod hub;
@@ -112,6 +114,8 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     let options = state.leptos_options.clone();
+    let options_pkg = options.site_pkg_dir.to_string();
+    let pkg_dir = std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir);
     let backend = app::ssr::Backend(Arc::new(pages::PageBackend::new(Arc::clone(&state.store))));
     Router::new()
         .route("/healthz", get(routes::health::healthz))
@@ -126,6 +130,13 @@ pub fn router(state: AppState) -> Router {
             app::shell,
         ))
         .with_state(state)
+        // The bundle from its precompressed copies when they exist (see `assets`).
+        .nest_service(
+            &format!("/{}", options_pkg.trim_matches('/')),
+            ServeDir::new(&pkg_dir)
+                .precompressed_br()
+                .precompressed_gzip(),
+        )
         // gzip or brotli for pages, JSON and the site bundle; never for event streams, which
         // the default predicate leaves alone so that each frame goes out as it is written.
         .layer(CompressionLayer::new())
@@ -142,6 +153,24 @@ pub async fn run(
         .leptos_options;
     let addr = config.addr.unwrap_or(leptos_options.site_addr);
     let token = CancellationToken::new();
+    let pkg_dir =
+        std::path::Path::new(&*leptos_options.site_root).join(&*leptos_options.site_pkg_dir);
+    let stale = assets::remove_stale(&pkg_dir);
+    if stale > 0 {
+        tracing::info!(
+            stale,
+            "removed precompressed bundle files older than the build"
+        );
+    }
+    if !cfg!(debug_assertions) {
+        // Release builds serve the bundle brotli-11 compressed once written (a few seconds of
+        // one core); dev builds change it on every save and stay on the fly.
+        tokio::task::spawn_blocking(move || match assets::precompress(&pkg_dir) {
+            Ok(n) if n > 0 => tracing::info!(files = n, "precompressed the site bundle"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("cannot precompress the site bundle: {e}"),
+        });
+    }
     let state = AppState::open(&config, leptos_options, token.clone()).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await

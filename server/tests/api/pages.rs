@@ -84,3 +84,48 @@ async fn pages_are_compressed_but_event_streams_are_not() {
     let events = crate::helpers::read_sse(stream).await;
     assert_eq!(events.last().map(|e| e.event.as_str()), Some("stream_end"));
 }
+
+#[tokio::test]
+async fn the_bundle_is_served_from_its_precompressed_copies() {
+    use std::io::Read as _;
+    let app = spawn_app().await;
+    let pkg = app.site.path().join("pkg");
+    let css: String = (0..4000)
+        .map(|i| format!(".c{i}{{color:#{:06x}}}\n", i * 97))
+        .collect();
+    std::fs::write(pkg.join("anchorage.css"), &css).unwrap();
+    assert_eq!(server::assets::precompress(&pkg).unwrap(), 2);
+    let client = reqwest::Client::new();
+    let get = |encoding: &'static str| {
+        client
+            .get(app.url("/pkg/anchorage.css"))
+            .header("accept-encoding", encoding)
+            .send()
+    };
+
+    let res = get("gzip, br").await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-encoding"], "br");
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/css"));
+    let body = res.bytes().await.unwrap();
+    assert_eq!(
+        body.len() as u64,
+        std::fs::metadata(pkg.join("anchorage.css.br"))
+            .unwrap()
+            .len()
+    );
+    let mut decoded = String::new();
+    brotli::Decompressor::new(&body[..], 4096)
+        .read_to_string(&mut decoded)
+        .unwrap();
+    assert_eq!(decoded, css);
+
+    let res = get("gzip").await.unwrap();
+    assert_eq!(res.headers()["content-encoding"], "gzip");
+    let res = get("identity").await.unwrap();
+    assert!(res.headers().get("content-encoding").is_none());
+    assert_eq!(res.text().await.unwrap(), css);
+}
