@@ -487,8 +487,9 @@ impl Turn<'_> {
         let answer = self
             .say(&format!(
                 "You wrote: \"{quoted}\"\n\nI'm the demo agent that ships with Anchorage, so I can't answer that for real. \
-                 Start the server with a real backend to talk to a model, or try `/demo tools`, `/demo approval` or \
-                 `/demo long 2000` to see how turns stream."
+                 To talk to a model, start the server with `ANCHORAGE_BACKEND=openai` and an `OPENAI_API_KEY` \
+                 (any OpenAI-compatible server works, Ollama included), or `ANCHORAGE_BACKEND=hermes` for a Hermes gateway. \
+                 Meanwhile, try `/demo tools`, `/demo approval` or `/demo long 2000` to see how turns stream."
             ))
             .await?;
         self.finish(answer).await
