@@ -363,8 +363,11 @@ impl OpenAiAgent {
                     if let Some(name) = function["name"].as_str() {
                         call.name.push_str(name);
                     }
-                    if let Some(args) = function["arguments"].as_str() {
-                        call.arguments.push_str(args);
+                    match &function["arguments"] {
+                        Value::String(args) => call.arguments.push_str(args),
+                        // Some servers send the arguments as an object rather than JSON text.
+                        args @ Value::Object(_) => call.arguments = args.to_string(),
+                        _ => {}
                     }
                 }
             }

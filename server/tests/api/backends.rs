@@ -455,16 +455,20 @@ async fn openai_asks_again_without_what_a_local_server_rejects_and_reads_unindex
             json!({"error": {"message": "model does not support tools"}}),
         ),
     );
-    // Two whole calls without `index`, as some local servers send them.
-    let call = |id: &str, path: &str| {
+    // Two whole calls without `index`, as some local servers send them; the second with its
+    // arguments as an object instead of JSON text.
+    let call = |id: &str, arguments: Value| {
         json!({"tool_calls": [{"id": id, "type": "function",
-               "function": {"name": "read_file", "arguments": json!({"path": path}).to_string()}}]})
+               "function": {"name": "read_file", "arguments": arguments}}]})
     };
     upstream.script(
         COMPLETIONS,
         stream(&[
-            delta(call("c1", "a.txt"), None),
-            delta(call("c2", "b.txt"), None),
+            delta(
+                call("c1", json!(json!({"path": "a.txt"}).to_string())),
+                None,
+            ),
+            delta(call("c2", json!({"path": "b.txt"})), None),
             delta(json!({}), Some("tool_calls")),
             DONE.to_owned(),
         ]),
