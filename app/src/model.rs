@@ -69,6 +69,8 @@ pub struct Segment {
     pub at: Option<f64>,
     /// Tool details, for tool segments.
     pub tool: Option<ToolInfo>,
+    /// The approval or clarify id, for those control rows.
+    pub interaction: Option<String>,
     // The source row kept merging (token deltas) rather than standing alone.
     merging: bool,
 }
@@ -128,6 +130,8 @@ pub struct TurnState {
     pub last_at: Option<f64>,
     /// Tool call ids that have a completion (a start row of one of them is not still running).
     pub completed_calls: std::collections::HashSet<String>,
+    /// How the user answered each approval or question, by its id ("Allowed once", …).
+    pub answers: std::collections::HashMap<String, String>,
     next_key: u64,
 }
 
@@ -184,6 +188,7 @@ impl TurnState {
             first_at: None,
             last_at: None,
             completed_calls: std::collections::HashSet::new(),
+            answers: std::collections::HashMap::new(),
             next_key: 0,
         };
         let context = ctx(session_id, &turn.run_id);
@@ -273,6 +278,25 @@ impl TurnState {
                     },
                 );
                 self.pending.retain(|p| p.id() != id);
+                let answer = if kind == "approval_resolved" {
+                    match str_of(payload, "choice").as_str() {
+                        "once" => "Allowed once".to_owned(),
+                        "session" => "Allowed for this session".to_owned(),
+                        "always" => "Always allowed".to_owned(),
+                        "deny" => "Denied".to_owned(),
+                        _ => String::new(),
+                    }
+                } else {
+                    let response = str_of(payload, "response");
+                    if response.trim().is_empty() {
+                        "No answer".to_owned()
+                    } else {
+                        format!("Answered: {response}")
+                    }
+                };
+                if !id.is_empty() && !answer.is_empty() {
+                    self.answers.insert(id, answer);
+                }
             }
             "stream_end" => self.ended = true,
             _ => {}
@@ -371,6 +395,11 @@ fn push_segment(segments: &mut Vec<Segment>, next_key: &mut u64, row: &ActivityR
             status: row.status().map(str::to_owned),
             at,
             tool,
+            interaction: ["approval_id", "clarify_id"]
+                .iter()
+                .find_map(|k| payload.get(*k).and_then(Value::as_str))
+                .filter(|_| kind == SegmentKind::Control)
+                .map(str::to_owned),
             merging: deltas,
         });
         *next_key += 1;
@@ -738,6 +767,47 @@ mod tests {
             "run1:4",
             "s1",
         );
+        assert!(state.pending.is_empty());
+    }
+
+    #[test]
+    fn answers_to_approvals_and_questions_are_kept_by_id() {
+        let asked = vec![
+            ev(
+                1,
+                "approval",
+                json!({"approval_id": "a1", "command": "rm x", "description": "Remove x"}),
+            ),
+            ev(
+                2,
+                "clarify",
+                json!({"clarify_id": "c1", "question": "Which?"}),
+            ),
+        ];
+        let state = TurnState::new("s1", &turn(asked.clone()));
+        let ids: Vec<Option<&str>> = state
+            .segments
+            .iter()
+            .map(|s| s.interaction.as_deref())
+            .collect();
+        assert_eq!(ids, [Some("a1"), Some("c1")]);
+        assert!(state.answers.is_empty());
+        assert_eq!(state.pending.len(), 2);
+
+        let mut answered = asked;
+        answered.push(ev(
+            3,
+            "approval_resolved",
+            json!({"approval_id": "a1", "choice": "session"}),
+        ));
+        answered.push(ev(
+            4,
+            "clarify_resolved",
+            json!({"clarify_id": "c1", "response": "dev"}),
+        ));
+        let state = TurnState::new("s1", &turn(answered));
+        assert_eq!(state.answers["a1"], "Allowed for this session");
+        assert_eq!(state.answers["c1"], "Answered: dev");
         assert!(state.pending.is_empty());
     }
 }

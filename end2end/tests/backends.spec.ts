@@ -115,6 +115,8 @@ test("a turn on the openai backend streams, asks before writing a file and settl
     await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
     await expect(turn).toContainText("The user wants a note saved.");
+    // The approval row says what the user answered.
+    await expect(turn.locator(".note-answer")).toHaveText("Allowed once");
     const tool = turn.locator(".tool-card[data-tool-state='done']");
     await expect(tool.locator(".tool-head")).toHaveAttribute("title", "write_file");
     await expect(tool.locator(".tool-action")).toHaveText("Wrote");

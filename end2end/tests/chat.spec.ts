@@ -158,6 +158,12 @@ test.describe("chatting", () => {
     await card.getByRole("button", { name: /production/ }).click();
     await expect(card).toHaveCount(0);
     await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText("production");
+    // The trace keeps the question with its answer, after a reload too.
+    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await expect(lastTurn(page).locator(".note-answer")).toHaveText("Answered: production");
+    await page.reload();
+    await hydrated(page);
+    await expect(lastTurn(page).locator(".note-answer")).toHaveText("Answered: production");
   });
 
   test("a clarification is answered in free text, with the keyboard alone", async ({ page, request }) => {

@@ -151,7 +151,7 @@ fn ThinkingRow(segment: Segment) -> impl IntoView {
 
 /// A lifecycle, control or terminal note.
 #[component]
-fn NoteRow(segment: Segment) -> impl IntoView {
+fn NoteRow(turn: TurnHandle, segment: Segment) -> impl IntoView {
     let label = match (segment.kind, segment.source.as_str()) {
         (SegmentKind::Lifecycle, "compressing") => "Compressing context".to_owned(),
         (SegmentKind::Lifecycle, "compressed") => "Context compressed".to_owned(),
@@ -169,6 +169,14 @@ fn NoteRow(segment: Segment) -> impl IntoView {
         <div class=class data-row-id=segment.row_id.clone()>
             <span class="note-label">{label}</span>
             {(!segment.text.is_empty()).then(|| view! { <span class="note-detail">{segment.text.clone()}</span> })}
+            {segment.interaction.clone().map(|id| {
+                let answer = Memo::new(move |_| turn.state.with(|s| s.answers.get(&id).cloned()));
+                view! {
+                    <Show when=move || answer.with(Option::is_some)>
+                        <span class="note-answer" data-answer="">{move || answer.get()}</span>
+                    </Show>
+                }
+            })}
         </div>
     }
 }
@@ -208,7 +216,7 @@ fn segment_view(
             let done = (segment.kind == SegmentKind::ToolDone).then(|| segment.clone());
             view! { <ToolCard first=segment done=done turn_over=turn_over completed_elsewhere=completed_elsewhere /> }.into_any()
         }
-        _ => view! { <NoteRow segment=segment /> }.into_any(),
+        _ => view! { <NoteRow turn=turn segment=segment /> }.into_any(),
     }
 }
 
