@@ -267,6 +267,7 @@ impl OpenAiAgent {
         let response = self.request(messages, io).await?;
         let mut reader = EventReader::new(response, self.settings.idle);
         let mut step = Step::default();
+        let mut think = ThinkSplitter::default();
         let mut finished = false;
         loop {
             let next = tokio::select! {
@@ -334,8 +335,9 @@ impl OpenAiAgent {
                 io.emit("reasoning", json!({ "text": reasoning })).await?;
             }
             if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
-                step.content.push_str(text);
-                io.emit("token", json!({ "text": text })).await?;
+                for (reasoning, piece) in think.push(text) {
+                    self.emit_text(&mut step, reasoning, &piece, io).await?;
+                }
             }
             if let Some(calls) = delta["tool_calls"].as_array() {
                 for piece in calls {
@@ -375,6 +377,9 @@ impl OpenAiAgent {
                 finished = true;
             }
         }
+        if let Some((reasoning, piece)) = think.finish() {
+            self.emit_text(&mut step, reasoning, &piece, io).await?;
+        }
         step.calls.retain(|c| !c.name.is_empty());
         for (n, call) in step.calls.iter_mut().enumerate() {
             if call.id.is_empty() {
@@ -382,6 +387,22 @@ impl OpenAiAgent {
             }
         }
         Ok(step)
+    }
+
+    /// Streams a piece of the model's text: reasoning, or answer prose.
+    async fn emit_text(
+        &self,
+        step: &mut Step,
+        reasoning: bool,
+        text: &str,
+        io: &RunIo,
+    ) -> Result<(), Stopped> {
+        if reasoning {
+            io.emit("reasoning", json!({ "text": text })).await
+        } else {
+            step.content.push_str(text);
+            io.emit("token", json!({ "text": text })).await
+        }
     }
 
     /// Runs one tool call with its `tool` / `tool_complete` events; returns what the model
@@ -547,6 +568,80 @@ impl RuntimeAdapter for OpenAiAgent {
     }
 }
 
+/// Separates `<think>…</think>` reasoning that some local servers put inside the content
+/// (DeepSeek-R1 and Qwen through older Ollama or llama.cpp builds) from the answer, across
+/// chunk boundaries. A `<think>` is only recognized before any visible answer text, so an
+/// answer that talks about the tag keeps it.
+#[derive(Debug, Default)]
+struct ThinkSplitter {
+    inside: bool,
+    answered: bool,
+    pending: String,
+}
+
+impl ThinkSplitter {
+    const OPEN: &'static str = "<think>";
+    const CLOSE: &'static str = "</think>";
+
+    /// Feeds content; returns `(is_reasoning, text)` pieces ready to show.
+    fn push(&mut self, text: &str) -> Vec<(bool, String)> {
+        self.pending.push_str(text);
+        let mut out = Vec::new();
+        loop {
+            if !self.inside && !self.answered {
+                // Before the answer, only whitespace may precede an opening tag.
+                let t = self.pending.trim_start();
+                if !t.is_empty() && !t.starts_with(Self::OPEN) && !Self::OPEN.starts_with(t) {
+                    self.answered = true;
+                }
+            }
+            if !self.inside && self.answered {
+                if !self.pending.is_empty() {
+                    out.push((false, std::mem::take(&mut self.pending)));
+                }
+                return out;
+            }
+            let tag = if self.inside { Self::CLOSE } else { Self::OPEN };
+            if let Some(at) = self.pending.find(tag) {
+                let before: String = self.pending[..at].to_owned();
+                self.pending.drain(..at + tag.len());
+                self.emit(&mut out, before);
+                self.inside = !self.inside;
+                continue;
+            }
+            // Hold back a tail that may be the start of the tag.
+            let keep = (1..tag.len())
+                .rev()
+                .find(|k| self.pending.ends_with(&tag[..*k]))
+                .unwrap_or(0);
+            let ready: String = self.pending[..self.pending.len() - keep].to_owned();
+            self.pending.drain(..self.pending.len() - keep);
+            self.emit(&mut out, ready);
+            return out;
+        }
+    }
+
+    fn emit(&mut self, out: &mut Vec<(bool, String)>, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        if !self.inside && !text.trim().is_empty() {
+            self.answered = true;
+        }
+        // Whitespace before the opening tag is not an answer.
+        if !self.inside && !self.answered {
+            return;
+        }
+        out.push((self.inside, text));
+    }
+
+    /// What is left when the stream ends.
+    fn finish(&mut self) -> Option<(bool, String)> {
+        let rest = std::mem::take(&mut self.pending);
+        (!rest.is_empty()).then_some((self.inside, rest))
+    }
+}
+
 /// A readable error for a non-2xx response.
 fn http_error(status: u16, body: &str) -> Fail {
     let detail = serde_json::from_str::<Value>(body)
@@ -668,6 +763,60 @@ mod tests {
         assert!(h.unwrap().contains("Wait a moment"));
         let (m, _) = message(http_error(503, ""));
         assert!(m.ends_with("(HTTP 503)"));
+    }
+
+    fn split(pieces: &[&str]) -> Vec<(bool, String)> {
+        let mut t = ThinkSplitter::default();
+        let mut out: Vec<(bool, String)> = Vec::new();
+        for p in pieces {
+            out.extend(t.push(p));
+        }
+        out.extend(t.finish());
+        // Merge neighbours of the same kind, as a reader sees them.
+        let mut merged: Vec<(bool, String)> = Vec::new();
+        for (r, text) in out {
+            match merged.last_mut() {
+                Some((last, acc)) if *last == r => acc.push_str(&text),
+                _ => merged.push((r, text)),
+            }
+        }
+        merged
+    }
+
+    #[test]
+    fn think_tags_become_reasoning_even_when_split_across_chunks() {
+        assert_eq!(
+            split(&[
+                "<thi",
+                "nk>Let me ",
+                "think.</th",
+                "ink>\n\nThe answer",
+                " is 4."
+            ]),
+            vec![
+                (true, "Let me think.".to_owned()),
+                (false, "\n\nThe answer is 4.".to_owned())
+            ]
+        );
+        assert_eq!(
+            split(&["  \n<think>x</think>y"]),
+            vec![(true, "x".to_owned()), (false, "y".to_owned())]
+        );
+        // No tags: everything is answer, nothing held back at the end.
+        assert_eq!(
+            split(&["Hello <", "b>"]),
+            vec![(false, "Hello <b>".to_owned())]
+        );
+        // A tag after the answer started is text.
+        assert_eq!(
+            split(&["Use the <think> tag"]),
+            vec![(false, "Use the <think> tag".to_owned())]
+        );
+        // A stream cut inside the reasoning keeps it as reasoning.
+        assert_eq!(
+            split(&["<think>unfinished"]),
+            vec![(true, "unfinished".to_owned())]
+        );
     }
 
     #[test]

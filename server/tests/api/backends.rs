@@ -538,6 +538,30 @@ async fn a_provider_that_goes_silent_ends_the_turn_after_the_idle_limit() {
 }
 
 #[tokio::test]
+async fn openai_think_tags_in_the_content_become_reasoning() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    upstream.script(
+        COMPLETIONS,
+        stream(&[
+            delta(json!({"content": "<thi"}), None),
+            delta(json!({"content": "nk>Two plus two "}), None),
+            delta(json!({"content": "is four.</thi"}), None),
+            delta(json!({"content": "nk>\n\n**4**"}), None),
+            delta(json!({}), Some("stop")),
+            DONE.to_owned(),
+        ]),
+    );
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 2)).await;
+    let session = app.new_session().await;
+    let (events, status, answer) = turn(&app, &session, "2+2?").await;
+    assert_eq!(status["terminal_state"], "completed");
+    assert_eq!(texts(&events, "reasoning"), "Two plus two is four.");
+    assert_eq!(texts(&events, "token"), "\n\n**4**");
+    assert_eq!(answer, "\n\n**4**");
+}
+
+#[tokio::test]
 async fn openai_stops_at_the_iteration_limit_as_tool_limit_reached() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
