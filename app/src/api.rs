@@ -86,6 +86,9 @@ pub struct SessionPage {
     pub session: Option<SessionDetail>,
     /// A session was asked for by id and does not exist.
     pub missing: bool,
+    /// Who answers ("gpt-4o-mini · api.openai.com", "Demo agent (no model)").
+    #[serde(default)]
+    pub agent: String,
 }
 
 /// Loads the page for a session (`""`: the newest session, if any).

@@ -99,6 +99,8 @@ pub struct ChatState {
     pub announcement: RwSignal<String>,
     /// An error to show above the composer.
     pub error: RwSignal<Option<String>>,
+    /// Who answers.
+    pub agent: RwSignal<String>,
 }
 
 impl ChatState {
@@ -114,6 +116,7 @@ impl ChatState {
             connection: RwSignal::new(Connection::Idle),
             announcement: RwSignal::new(String::new()),
             error: RwSignal::new(None),
+            agent: RwSignal::new(String::new()),
         };
         state.load(page);
         state
@@ -122,6 +125,7 @@ impl ChatState {
     /// Shows another page (after navigation).
     pub fn load(&self, page: &SessionPage) {
         self.sessions.set(page.sessions.clone());
+        self.agent.set(page.agent.clone());
         match &page.session {
             Some(session) => {
                 self.session_id.set(Some(session.id.clone()));

@@ -93,6 +93,8 @@ test("a turn on the openai backend streams, asks before writing a file and settl
     const session = (await (await request.post(`${base}/api/session/new`, { data: {} })).json()).session.id;
     await page.goto(`${base}/s/${session}`);
     await hydrated(page);
+    // The sidebar says who answers.
+    await expect(page.locator("[data-agent]")).toHaveText(`scripted · ${new URL(upstream.url).host}`);
     await send(page, "Remember to buy milk");
 
     const card = page.locator("[data-pending='approval']");

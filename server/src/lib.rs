@@ -116,7 +116,10 @@ pub fn router(state: AppState) -> Router {
     let options = state.leptos_options.clone();
     let options_pkg = options.site_pkg_dir.to_string();
     let pkg_dir = std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir);
-    let backend = app::ssr::Backend(Arc::new(pages::PageBackend::new(Arc::clone(&state.store))));
+    let backend = app::ssr::Backend(Arc::new(pages::PageBackend::new(
+        Arc::clone(&state.store),
+        state.runner.adapter_label(),
+    )));
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .merge(routes::api())

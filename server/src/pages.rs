@@ -17,12 +17,13 @@ const PAGE_ROWS: u32 = 10_000;
 /// Implements the app's port over the store.
 pub struct PageBackend {
     store: Arc<dyn Store>,
+    agent: String,
 }
 
 impl PageBackend {
-    /// A backend over `store`.
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        PageBackend { store }
+    /// A backend over `store`; `agent` says who answers (shown in the sidebar).
+    pub fn new(store: Arc<dyn Store>, agent: String) -> Self {
+        PageBackend { store, agent }
     }
 
     async fn detail(&self, session: &Session) -> Result<SessionDetail, StoreError> {
@@ -117,6 +118,7 @@ impl ChatBackend for PageBackend {
             sessions: sessions.iter().map(summary).collect(),
             session,
             missing,
+            agent: self.agent.clone(),
         })
     }
 }

@@ -111,6 +111,11 @@ impl Runner {
         self.adapter.name()
     }
 
+    /// Who answers, for people (see [`RuntimeAdapter::label`]).
+    pub fn adapter_label(&self) -> String {
+        self.adapter.label()
+    }
+
     /// Stores the user message, creates the run and starts the agent on it.
     pub async fn start(&self, session_id: &str, message: &str) -> Result<Started, RunError> {
         let run_id = uuid::Uuid::new_v4().simple().to_string();

@@ -229,6 +229,9 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     />
                 </ul>
             </Show>
+            <p class="agent-label" data-agent="" title="Who answers in this app">
+                {move || chat.agent.get()}
+            </p>
         </nav>
     }
 }

@@ -44,6 +44,10 @@ impl RuntimeAdapter for DemoAgent {
         "demo"
     }
 
+    fn label(&self) -> String {
+        "Demo agent (no model)".to_owned()
+    }
+
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
         let mut turn_state = Turn {
             io: &io,

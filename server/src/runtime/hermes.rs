@@ -341,6 +341,10 @@ impl RuntimeAdapter for HermesAgent {
         "hermes"
     }
 
+    fn label(&self) -> String {
+        format!("Hermes agent · {}", super::host_of(&self.settings.url))
+    }
+
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
         match self.turn(&turn, &io).await {
             Ok(end) => end,

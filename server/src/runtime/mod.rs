@@ -263,6 +263,10 @@ impl RunIo {
 pub trait RuntimeAdapter: Send + Sync + 'static {
     /// A short name for logs and `/healthz`.
     fn name(&self) -> &'static str;
+    /// Who answers, for people: shown in the sidebar ("gpt-4o-mini · api.openai.com").
+    fn label(&self) -> String {
+        self.name().to_owned()
+    }
     /// Runs one turn to its end.
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd;
 }
@@ -309,4 +313,23 @@ pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAd
             idle: hermes::DEFAULT_IDLE,
         })?),
     })
+}
+
+/// `host[:port]` of a URL, for labels.
+pub(crate) fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?', '#']).next().unwrap_or(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn labels_name_the_host_of_a_url() {
+        assert_eq!(host_of("https://api.openai.com/v1"), "api.openai.com");
+        assert_eq!(host_of("http://127.0.0.1:11434/v1/"), "127.0.0.1:11434");
+        assert_eq!(host_of("http://localhost:8642"), "localhost:8642");
+        assert_eq!(host_of("gateway.local?x=1"), "gateway.local");
+    }
 }

@@ -559,6 +559,14 @@ impl RuntimeAdapter for OpenAiAgent {
         "openai"
     }
 
+    fn label(&self) -> String {
+        format!(
+            "{} · {}",
+            self.settings.model,
+            super::host_of(&self.settings.base_url)
+        )
+    }
+
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
         match self.turn(&turn, &io).await {
             Ok(end) => end,

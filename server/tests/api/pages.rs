@@ -28,6 +28,10 @@ async fn home_page_is_rendered_on_the_server_with_its_hydration_scripts() {
     );
     assert!(html.contains("/pkg/anchorage.css"), "stylesheet linked");
     assert!(
+        html.contains("Demo agent (no model)"),
+        "the sidebar says who answers"
+    );
+    assert!(
         !html.contains("data-hydrated"),
         "only the browser marks the page hydrated"
     );
