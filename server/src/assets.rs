@@ -46,10 +46,12 @@ fn modified(path: &Path) -> Option<SystemTime> {
     fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
-/// Whether `copy` exists and is at least as new as `original`.
+/// Whether `copy` was made from `original` as it is now: a copy gets its original's
+/// modification time when written, so any change to the original (a rebuild, a rollback to an
+/// older file, a copy that keeps old times) makes it stale.
 fn fresh(original: &Path, copy: &Path) -> bool {
     match (modified(original), modified(copy)) {
-        (Some(o), Some(c)) => c >= o,
+        (Some(o), Some(c)) => c == o,
         _ => false,
     }
 }
@@ -69,6 +71,14 @@ pub fn remove_stale(dir: &Path) -> usize {
             continue;
         }
         let original = path.with_extension("");
+        // Only copies of bundle files: other compressed assets are left alone.
+        let bundle = original
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| EXTENSIONS.contains(&e));
+        if !bundle {
+            continue;
+        }
         if !fresh(&original, &path) && fs::remove_file(&path).is_ok() {
             removed += 1;
         }
@@ -76,12 +86,21 @@ pub fn remove_stale(dir: &Path) -> usize {
     removed
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = with_suffix(path, "tmp");
-    let mut file = fs::File::create(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    fs::rename(&tmp, path)
+/// Writes `bytes` to `path` through a temporary file of this process, with the modification
+/// time `mtime`.
+fn write_atomically(path: &Path, bytes: &[u8], mtime: SystemTime) -> io::Result<()> {
+    let tmp = with_suffix(path, &format!("{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.set_modified(mtime)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
 fn brotli_11(data: &[u8]) -> io::Result<Vec<u8>> {
@@ -108,32 +127,51 @@ fn gzip_9(data: &[u8]) -> io::Result<Vec<u8>> {
 /// written. Slow (brotli 11); run in the background.
 pub fn precompress(dir: &Path) -> io::Result<usize> {
     let mut written = 0;
+    let mut first_error = None;
     for original in originals(dir) {
         for suffix in SUFFIXES {
-            let copy = with_suffix(&original, suffix);
-            if fresh(&original, &copy) {
-                continue;
+            match precompress_one(&original, suffix) {
+                Ok(true) => written += 1,
+                Ok(false) => {}
+                // One file's failure does not keep the others uncompressed.
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
-            let data = fs::read(&original)?;
-            let compressed = match suffix {
-                "br" => brotli_11(&data)?,
-                _ => gzip_9(&data)?,
-            };
-            // Not worth it (already compressed formats): leave the original alone.
-            if compressed.len() >= data.len() {
-                continue;
-            }
-            write_atomically(&copy, &compressed)?;
-            // The original changed while we compressed it: drop the copy, the next start
-            // writes a new one.
-            if !fresh(&original, &copy) {
-                let _ = fs::remove_file(&copy);
-                continue;
-            }
-            written += 1;
         }
     }
-    Ok(written)
+    match first_error {
+        Some(e) if written == 0 => Err(e),
+        _ => Ok(written),
+    }
+}
+
+/// Writes the `suffix` copy of `original` unless it is fresh; returns whether it wrote one.
+fn precompress_one(original: &Path, suffix: &str) -> io::Result<bool> {
+    let copy = with_suffix(original, suffix);
+    if fresh(original, &copy) {
+        return Ok(false);
+    }
+    let Some(mtime) = modified(original) else {
+        return Ok(false);
+    };
+    let data = fs::read(original)?;
+    let compressed = match suffix {
+        "br" => brotli_11(&data)?,
+        _ => gzip_9(&data)?,
+    };
+    // Not worth it (already compressed formats): leave the original alone.
+    if compressed.len() >= data.len() {
+        return Ok(false);
+    }
+    write_atomically(&copy, &compressed, mtime)?;
+    // The original changed while we compressed it: drop the copy, the next start writes a
+    // new one.
+    if !fresh(original, &copy) {
+        let _ = fs::remove_file(&copy);
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -180,5 +218,22 @@ mod tests {
         assert_eq!(remove_stale(dir.path()), 2);
         assert!(!with_suffix(&wasm, "br").exists());
         assert_eq!(remove_stale(dir.path()), 0);
+
+        // A rollback to a file older than the copies also makes them stale.
+        fs::write(&wasm, &body).unwrap();
+        assert_eq!(precompress(dir.path()).unwrap(), 2);
+        let earlier = SystemTime::now() - std::time::Duration::from_secs(3600);
+        fs::File::options()
+            .write(true)
+            .open(&wasm)
+            .unwrap()
+            .set_modified(earlier)
+            .unwrap();
+        assert_eq!(remove_stale(dir.path()), 2);
+
+        // Compressed files that are not copies of the bundle are not ours to remove.
+        fs::write(dir.path().join("data.tar.gz"), b"archive").unwrap();
+        assert_eq!(remove_stale(dir.path()), 0);
+        assert!(dir.path().join("data.tar.gz").exists());
     }
 }

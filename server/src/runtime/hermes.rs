@@ -145,11 +145,13 @@ impl HermesAgent {
             ));
         };
         match self.follow(&run_id, approvals, io).await {
-            Err(Fail::Stopped) => {
+            Ok(end) => Ok(end),
+            // Stopped here, or lost track of it: the gateway's run must not go on alone
+            // (running tools, or waiting for an approval nobody will give).
+            Err(e) => {
                 self.stop(&run_id).await;
-                Err(Fail::Stopped)
+                Err(e)
             }
-            other => other,
         }
     }
 
@@ -275,10 +277,14 @@ impl HermesAgent {
                             .to_owned(),
                         _ => "unknown error".to_owned(),
                     };
-                    return Err(fail(
-                        format!("The Hermes agent failed: {error}"),
-                        "The partial answer is kept; send the message again to retry.".to_owned(),
-                    ));
+                    // The run ended on the gateway: nothing to stop.
+                    return Ok(RunEnd::Failed {
+                        message: format!("The Hermes agent failed: {error}"),
+                        hint: Some(
+                            "The partial answer is kept; send the message again to retry."
+                                .to_owned(),
+                        ),
+                    });
                 }
                 "run.cancelled" => return Ok(RunEnd::Cancelled),
                 _ => {}

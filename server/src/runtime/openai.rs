@@ -164,8 +164,15 @@ impl OpenAiAgent {
                 .calls
                 .iter()
                 .map(|c| {
+                    // Arguments that are not JSON (cut off, or garbled) would make a strict
+                    // server refuse the whole conversation from here on.
+                    let arguments = if serde_json::from_str::<Value>(&c.arguments).is_ok() {
+                        c.arguments.clone()
+                    } else {
+                        "{}".to_owned()
+                    };
                     json!({"id": c.id, "type": "function",
-                           "function": {"name": c.name, "arguments": c.arguments}})
+                           "function": {"name": c.name, "arguments": arguments}})
                 })
                 .collect();
             let content = (!step.content.is_empty()).then_some(step.content.clone());
@@ -222,8 +229,18 @@ impl OpenAiAgent {
                 .json(&body)
                 .send();
             let response = tokio::select! {
-                r = request => r,
+                r = tokio::time::timeout(self.settings.idle, request) => r,
                 () = io.stopped() => return Err(Fail::Stopped),
+            };
+            let Ok(response) = response else {
+                return Err(fail(
+                    "The model provider accepted the connection but did not answer.",
+                    format!(
+                        "No response within {} s. Check that the server at {} is healthy.",
+                        self.settings.idle.as_secs(),
+                        self.settings.base_url
+                    ),
+                ));
             };
             let response = response.map_err(|e| {
                 fail(
@@ -252,7 +269,19 @@ impl OpenAiAgent {
                     q.no_stream_options = true;
                     continue;
                 }
-                if !q.no_tools && lower.contains("tool") {
+                let rejects_tools = [
+                    "does not support tools",
+                    "tools are not supported",
+                    "tool use is not supported",
+                    "tool_choice",
+                    "enable-auto-tool-choice",
+                    "unrecognized request argument supplied: tools",
+                    "unknown field `tools`",
+                ]
+                .iter()
+                .any(|p| lower.contains(p));
+                let used_tools = messages.iter().any(|m| m["role"] == "tool");
+                if !q.no_tools && rejects_tools && !used_tools {
                     tracing::warn!("the provider rejects tools; asking without them");
                     q.no_tools = true;
                     continue;
@@ -341,11 +370,25 @@ impl OpenAiAgent {
             }
             if let Some(calls) = delta["tool_calls"].as_array() {
                 for piece in calls {
+                    let piece_id = piece["id"].as_str().filter(|s| !s.is_empty());
                     let index = match piece["index"].as_u64() {
+                        // Ollama numbers every call 0 and tells them apart by id only.
+                        Some(i)
+                            if piece_id.is_some_and(|id| {
+                                step.calls
+                                    .get(i as usize)
+                                    .is_some_and(|c| !c.id.is_empty() && c.id != id)
+                            }) =>
+                        {
+                            step.calls
+                                .iter()
+                                .position(|c| Some(c.id.as_str()) == piece_id)
+                                .unwrap_or(step.calls.len())
+                        }
                         Some(i) => (i as usize).min(63),
                         // Without an index (some local servers send each call whole): a new
                         // id is a new call, no id continues the newest one.
-                        None => match piece["id"].as_str().filter(|s| !s.is_empty()) {
+                        None => match piece_id {
                             Some(id) => step
                                 .calls
                                 .iter()
@@ -354,6 +397,7 @@ impl OpenAiAgent {
                             None => step.calls.len().saturating_sub(1),
                         },
                     };
+                    let index = index.min(63);
                     while step.calls.len() <= index {
                         step.calls.push(Call::default());
                     }

@@ -22,6 +22,7 @@ pub struct SseEvent {
 /// Turns chunks of bytes into events.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
+    started: bool,
     pending: Vec<u8>,
     event: Option<String>,
     data: String,
@@ -42,20 +43,36 @@ pub enum SseError {
 impl SseDecoder {
     /// Feeds bytes; returns the events they complete.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+        const BOM: &[u8] = b"\xEF\xBB\xBF";
         self.pending.extend_from_slice(bytes);
+        if !self.started {
+            if self.pending.len() < BOM.len() && BOM.starts_with(&self.pending) {
+                return Ok(Vec::new());
+            }
+            if self.pending.starts_with(BOM) {
+                self.pending.drain(..BOM.len());
+            }
+            self.started = true;
+        }
         let mut out = Vec::new();
         let mut start = 0;
-        while let Some(offset) = self.pending[start..].iter().position(|b| *b == b'\n') {
+        // Lines end in CRLF, LF or a lone CR.
+        while let Some(offset) = self.pending[start..]
+            .iter()
+            .position(|b| *b == b'\n' || *b == b'\r')
+        {
             let end = start + offset;
-            let mut line = &self.pending[start..end];
-            if let [rest @ .., b'\r'] = line {
-                line = rest;
-            }
-            let line = String::from_utf8_lossy(line).into_owned();
+            let next = match (self.pending[end], self.pending.get(end + 1)) {
+                (b'\r', Some(b'\n')) => end + 2,
+                // A CR at the end of what arrived: its LF may be in the next read.
+                (b'\r', None) => break,
+                _ => end + 1,
+            };
+            let line = String::from_utf8_lossy(&self.pending[start..end]).into_owned();
             if let Some(event) = self.line(&line) {
                 out.push(event);
             }
-            start = end + 1;
+            start = next;
         }
         self.pending.drain(..start);
         if self.pending.len() > MAX_LINE {
@@ -228,6 +245,20 @@ mod tests {
                     data: "[DONE]".into()
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_lone_carriage_returns_are_understood() {
+        let events = feed(&[
+            b"\xEF\xBB",
+            b"\xBFdata: one\r\r",
+            b"data: two\r",
+            b"\ndata: x\r\n\r\n",
+        ]);
+        assert_eq!(
+            events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(),
+            ["one", "two\nx"]
         );
     }
 

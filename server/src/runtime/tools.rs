@@ -75,6 +75,13 @@ impl Workspace {
             match existing.canonicalize() {
                 Ok(real) if real.starts_with(&self.root) => return Ok(path),
                 Ok(_) => return Err(format!("`{rel}` is outside the workspace.")),
+                // It exists but does not resolve: a dangling symbolic link, whose target
+                // (anywhere) a write would create.
+                Err(_) if fs::symlink_metadata(existing).is_ok() => {
+                    return Err(format!(
+                        "`{rel}` goes through a symbolic link that points nowhere."
+                    ));
+                }
                 Err(_) => match existing.parent() {
                     Some(parent) => existing = parent,
                     None => return Err(format!("`{rel}` is outside the workspace.")),
@@ -122,8 +129,19 @@ impl Workspace {
 
     /// Reads a UTF-8 text file (the first [`READ_LIMIT`] bytes).
     pub fn read_file(&self, rel: &str) -> ToolResult {
+        use std::io::Read as _;
         let path = self.resolve(rel)?;
-        let bytes = fs::read(&path).map_err(|e| format!("Cannot read `{rel}`: {e}."))?;
+        let cannot = |e: io::Error| format!("Cannot read `{rel}`: {e}.");
+        let meta = fs::metadata(&path).map_err(cannot)?;
+        // Only regular files: a FIFO or a device would block or never end.
+        if !meta.is_file() {
+            return Err(format!("`{rel}` is not a regular file."));
+        }
+        let mut bytes = Vec::new();
+        fs::File::open(&path)
+            .and_then(|f| f.take(READ_LIMIT as u64 + 1).read_to_end(&mut bytes))
+            .map_err(cannot)?;
+        let size = meta.len().max(bytes.len() as u64);
         let cut = bytes.len() > READ_LIMIT;
         let shown = if cut { &bytes[..READ_LIMIT] } else { &bytes };
         let text = match std::str::from_utf8(shown) {
@@ -135,10 +153,7 @@ impl Workspace {
             Err(_) => return Err(format!("`{rel}` is not a UTF-8 text file.")),
         };
         if cut {
-            Ok(format!(
-                "{text}\n… (cut at {READ_LIMIT} of {} bytes)",
-                bytes.len()
-            ))
+            Ok(format!("{text}\n… (cut at {READ_LIMIT} of {size} bytes)"))
         } else {
             Ok(text)
         }
@@ -172,6 +187,9 @@ impl Workspace {
             }
             files += 1;
             if files > SEARCH_FILES_LIMIT {
+                matches.push(format!(
+                    "… stopped after {SEARCH_FILES_LIMIT} files; narrow the path"
+                ));
                 break;
             }
             let Ok(text) = fs::read_to_string(&path) else {
@@ -258,6 +276,34 @@ mod tests {
         assert!(ws.write_file("escape/new.txt", "x").is_err());
         assert!(!dir.path().join("new.txt").exists());
         assert!(ws.list_files("escape").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn dangling_links_and_special_files_are_refused() {
+        let (dir, ws) = workspace();
+        let victim = dir.path().join("victim.txt");
+        std::os::unix::fs::symlink(&victim, ws.root().join("out")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), ws.root().join("d")).unwrap();
+        assert!(ws
+            .write_file("out", "x")
+            .unwrap_err()
+            .contains("points nowhere"));
+        assert!(ws.write_file("d/new.txt", "x").is_err());
+        assert!(!victim.exists(), "nothing was created outside");
+        assert!(!dir.path().join("nowhere").exists());
+        let fifo = ws.root().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert!(ws
+                .read_file("pipe")
+                .unwrap_err()
+                .contains("not a regular file"));
+        }
+        assert!(ws
+            .read_file(".")
+            .unwrap_err()
+            .contains("not a regular file"));
     }
 
     #[test]

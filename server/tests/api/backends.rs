@@ -562,6 +562,38 @@ async fn openai_think_tags_in_the_content_become_reasoning() {
 }
 
 #[tokio::test]
+async fn openai_calls_that_share_index_zero_but_not_their_id_stay_apart() {
+    // Ollama numbers every call 0 and tells them apart by id.
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "alpha").unwrap();
+    std::fs::write(ws.path().join("b.txt"), "beta").unwrap();
+    let call = |id: &str, path: &str| {
+        let args = json!({ "path": path }).to_string();
+        tool_call(0, Some(id), Some("read_file"), &args)
+    };
+    upstream.script(
+        COMPLETIONS,
+        stream(&[
+            delta(call("call_1", "a.txt"), None),
+            delta(call("call_2", "b.txt"), None),
+            delta(json!({}), Some("tool_calls")),
+            DONE.to_owned(),
+        ]),
+    );
+    upstream.script(COMPLETIONS, say("Both read."));
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 3)).await;
+    let session = app.new_session().await;
+    let (events, status, _) = turn(&app, &session, "Read a and b").await;
+    assert_eq!(status["terminal_state"], "completed");
+    let done = of_kind(&events, "tool_complete");
+    assert_eq!(done.len(), 2);
+    assert_eq!(done[0].data["preview"], "alpha");
+    assert_eq!(done[1].data["preview"], "beta");
+    assert_eq!(done[1].data["tid"], "call_2");
+}
+
+#[tokio::test]
 async fn openai_stops_at_the_iteration_limit_as_tool_limit_reached() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
@@ -794,6 +826,10 @@ async fn hermes_failures_cancellations_and_refusals_end_the_turn_explicitly() {
     ];
     for (n, (frames, terminal, message)) in cases.into_iter().enumerate() {
         let id = format!("run_f{n}");
+        upstream.script(
+            &format!("POST /v1/runs/{id}/stop"),
+            Reply::Json(200, json!({"ok": true})),
+        );
         upstream.script("GET /v1/capabilities", capabilities(false));
         upstream.script("POST /v1/runs", Reply::Json(200, json!({ "run_id": id })));
         upstream.script(&format!("GET /v1/runs/{id}/events"), stream(&frames));
@@ -805,6 +841,10 @@ async fn hermes_failures_cancellations_and_refusals_end_the_turn_explicitly() {
             assert!(end.data["message"].as_str().unwrap().contains(message));
             assert_eq!(texts(&events, "token"), "Half", "partial work is kept");
         }
+        // A run the gateway ended is left alone; one we lost track of is stopped.
+        let stops = upstream.requests(&format!("POST /v1/runs/{id}/stop")).len();
+        let lost = message.is_some_and(|m| m.contains("closed the event stream"));
+        assert_eq!(stops, usize::from(lost), "{id}");
     }
 
     // The gateway refuses the run.
