@@ -1,18 +1,7 @@
 import { defineConfig, devices } from "@playwright/test";
+import { chromium } from "./chromium";
 
 // The UI benchmark: run against a release server (see BENCHMARKS.md), never as part of the tests.
-const chromium = {
-  executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-  ],
-};
-
 export default defineConfig({
   testDir: "./bench",
   testMatch: /.*\.bench\.ts$/,

@@ -10,6 +10,26 @@ fn options() -> Options {
     Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
 }
 
+/// The start of a link to `dest_url`, or to `#` when the destination is not harmless.
+fn safe_link<'a>(
+    link_type: pulldown_cmark::LinkType,
+    dest_url: CowStr<'a>,
+    title: CowStr<'a>,
+    id: CowStr<'a>,
+) -> Event<'a> {
+    let dest_url = if safe_url(&dest_url) {
+        dest_url
+    } else {
+        CowStr::Borrowed("#")
+    };
+    Event::Start(Tag::Link {
+        link_type,
+        dest_url,
+        title,
+        id,
+    })
+}
+
 /// Whether a link destination is harmless: http(s), mailto, or relative (no scheme).
 fn safe_url(dest: &str) -> bool {
     let d = dest.trim();
@@ -35,15 +55,7 @@ pub fn render(markdown: &str) -> String {
                 dest_url,
                 title,
                 id,
-            }) => {
-                let dest_url = if safe_url(&dest_url) { dest_url } else { CowStr::Borrowed("#") };
-                vec![Event::Start(Tag::Link {
-                    link_type,
-                    dest_url,
-                    title,
-                    id,
-                })]
-            }
+            }) => vec![safe_link(link_type, dest_url, title, id)],
             // Images are shown as links: no remote loads from model output.
             Event::Start(Tag::Image {
                 link_type,
@@ -52,13 +64,7 @@ pub fn render(markdown: &str) -> String {
                 id,
             }) => {
                 in_image = true;
-                let dest_url = if safe_url(&dest_url) { dest_url } else { CowStr::Borrowed("#") };
-                vec![Event::Start(Tag::Link {
-                    link_type,
-                    dest_url,
-                    title,
-                    id,
-                })]
+                vec![safe_link(link_type, dest_url, title, id)]
             }
             Event::End(TagEnd::Image) if in_image => {
                 in_image = false;

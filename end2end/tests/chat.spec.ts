@@ -1,11 +1,9 @@
 import { test, expect } from "@playwright/test";
-import { ACTIVITY, hydrated, isPhone, journal, lastTurn, newSession, send, startTurn, waitRunEnd } from "./support";
+import { ACTIVITY, hydrated, isPhone, journal, lastTurn, newSession, openNewSession, send, startTurn, waitRunEnd } from "./support";
 
 test.describe("chatting", () => {
   test("a message streams, then settles in place in the same element", async ({ page, request }) => {
-    const session = await newSession(request);
-    await page.goto(`/s/${session}`);
-    await hydrated(page);
+    await openNewSession(page, request);
     await send(page, "/demo prose");
     const turn = lastTurn(page);
     const answer = turn.locator("[data-final-answer]");
@@ -87,9 +85,7 @@ test.describe("chatting", () => {
   test("twenty dropped connections during a long run lose nothing and double nothing", async ({ page, request, context }) => {
     test.skip(isPhone(page), "the network drop test runs once, on the desktop project");
     test.setTimeout(120_000);
-    const session = await newSession(request);
-    await page.goto(`/s/${session}`);
-    await hydrated(page);
+    const session = await openNewSession(page, request);
     await send(page, "/demo long 1500");
     const turn = lastTurn(page);
     await expect(turn).toHaveAttribute("data-run-id", /.+/);
@@ -115,9 +111,7 @@ test.describe("chatting", () => {
   });
 
   test("Stop cancels the turn on the server and shows the cancelled card", async ({ page, request }) => {
-    const session = await newSession(request);
-    await page.goto(`/s/${session}`);
-    await hydrated(page);
+    await openNewSession(page, request);
     await send(page, "/demo slow");
     const turn = lastTurn(page);
     await expect(turn.locator("[data-final-answer='streaming']")).toBeVisible();
@@ -132,9 +126,7 @@ test.describe("chatting", () => {
 
   test("an approval can be allowed or denied and survives a reload", async ({ page, request }) => {
     for (const [button, expected] of [["Allow once", "approved: once"], ["Deny", "left the build directory alone"]]) {
-      const session = await newSession(request);
-      await page.goto(`/s/${session}`);
-      await hydrated(page);
+      await openNewSession(page, request);
       await send(page, "/demo approval");
       const card = page.locator("[data-pending='approval']");
       await expect(card).toBeVisible();
@@ -149,9 +141,7 @@ test.describe("chatting", () => {
   });
 
   test("a clarification is answered with a choice", async ({ page, request }) => {
-    const session = await newSession(request);
-    await page.goto(`/s/${session}`);
-    await hydrated(page);
+    await openNewSession(page, request);
     await send(page, "/demo clarify");
     const card = page.locator("[data-pending='clarify']");
     await expect(card).toContainText("Which environment");
@@ -168,9 +158,7 @@ test.describe("chatting", () => {
 
   test("a clarification is answered in free text, with the keyboard alone", async ({ page, request }) => {
     test.skip(isPhone(page), "keyboard flow");
-    const session = await newSession(request);
-    await page.goto(`/s/${session}`);
-    await hydrated(page);
+    const session = await openNewSession(page, request);
     // Enter sends from the composer.
     await page.getByRole("textbox", { name: "Message" }).focus();
     await page.keyboard.type("/demo clarify");
@@ -198,9 +186,7 @@ test.describe("chatting", () => {
     ["/demo degraded", "degraded", "Partial turn"],
   ]) {
     test(`a turn ending ${state} shows its card`, async ({ page, request }) => {
-      const session = await newSession(request);
-      await page.goto(`/s/${session}`);
-      await hydrated(page);
+      const session = await openNewSession(page, request);
       await send(page, scenario);
       const card = lastTurn(page).locator(`[data-terminal-state='${state}']`);
       await expect(card).toBeVisible({ timeout: 30_000 });
@@ -215,9 +201,7 @@ test.describe("chatting", () => {
       dialogs.push(d.message());
       await d.dismiss();
     });
-    const session = await newSession(request);
-    await page.goto(`/s/${session}`);
-    await hydrated(page);
+    await openNewSession(page, request);
     const evil = `<img src=x onerror=alert(1)> <script>alert(2)</script> [x](javascript:alert(3))`;
     await send(page, evil);
     const turn = lastTurn(page);
@@ -235,9 +219,7 @@ test.describe("chatting", () => {
   });
 
   test("a follow-up sent while running is queued and runs next", async ({ page, request }) => {
-    const session = await newSession(request);
-    await page.goto(`/s/${session}`);
-    await hydrated(page);
+    const session = await openNewSession(page, request);
     await send(page, "/demo long 300");
     await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
     await send(page, "/demo prose");
@@ -278,9 +260,7 @@ test.describe("chatting", () => {
 
   test("on a phone the composer and cards fit the screen", async ({ page, request }, testInfo) => {
     test.skip(!isPhone(page), "phone layout");
-    const session = await newSession(request);
-    await page.goto(`/s/${session}`);
-    await hydrated(page);
+    await openNewSession(page, request);
     await send(page, "/demo approval");
     const card = page.locator("[data-pending='approval']");
     await expect(card).toBeVisible();

@@ -18,6 +18,14 @@ export async function newSession(request: APIRequestContext, title?: string): Pr
 }
 
 /** Starts a turn through the API; returns its run id. */
+/** Creates a session and opens its page, hydrated; returns its id. */
+export async function openNewSession(page: Page, request: APIRequestContext): Promise<string> {
+  const session = await newSession(request);
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  return session;
+}
+
 export async function startTurn(request: APIRequestContext, session: string, message: string): Promise<string> {
   const res = await request.post("/api/chat/start", { data: { session_id: session, message } });
   expect(res.ok()).toBeTruthy();

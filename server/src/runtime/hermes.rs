@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::sse::EventReader;
-use super::{RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
+use super::{fail, Fail, RunEnd, RunIo, RuntimeAdapter, TurnRequest};
 
 /// How long a gateway run may stay silent (its tools can run for a long time) before the turn
 /// fails.
@@ -37,27 +37,6 @@ pub struct HermesSettings {
 pub struct HermesAgent {
     settings: HermesSettings,
     client: reqwest::Client,
-}
-
-enum Fail {
-    Stopped,
-    Error {
-        message: String,
-        hint: Option<String>,
-    },
-}
-
-impl From<Stopped> for Fail {
-    fn from(_: Stopped) -> Self {
-        Fail::Stopped
-    }
-}
-
-fn fail(message: impl Into<String>, hint: impl Into<Option<String>>) -> Fail {
-    Fail::Error {
-        message: message.into(),
-        hint: hint.into(),
-    }
 }
 
 impl HermesAgent {
@@ -123,10 +102,13 @@ impl HermesAgent {
             "conversation_history": turn.history,
             "session_id": turn.session_id,
         });
-        let started = tokio::select! {
-            r = self.request(reqwest::Method::POST, "/v1/runs").json(&body).send() => r,
-            () = io.stopped() => return Err(Fail::Stopped),
-        };
+        let started = io
+            .unless_stopped(
+                self.request(reqwest::Method::POST, "/v1/runs")
+                    .json(&body)
+                    .send(),
+            )
+            .await?;
         let started = started.map_err(|e| {
             fail(
                 format!("Cannot reach the Hermes gateway at {}.", self.settings.url),
@@ -157,10 +139,13 @@ impl HermesAgent {
 
     async fn follow(&self, run_id: &str, approvals: bool, io: &RunIo) -> Result<RunEnd, Fail> {
         let path = format!("/v1/runs/{run_id}/events");
-        let response = tokio::select! {
-            r = self.request(reqwest::Method::GET, &path).header("accept", "text/event-stream").send() => r,
-            () = io.stopped() => return Err(Fail::Stopped),
-        };
+        let response = io
+            .unless_stopped(
+                self.request(reqwest::Method::GET, &path)
+                    .header("accept", "text/event-stream")
+                    .send(),
+            )
+            .await?;
         let response = response.map_err(|e| {
             fail(
                 "Lost the Hermes gateway before the run's events arrived.",
@@ -175,10 +160,7 @@ impl HermesAgent {
         let mut reader = EventReader::new(response, self.settings.idle);
         let mut answer = String::new();
         loop {
-            let next = tokio::select! {
-                n = reader.next() => n,
-                () = io.stopped() => return Err(Fail::Stopped),
-            };
+            let next = io.unless_stopped(reader.next()).await?;
             let event = match next {
                 Ok(Some(event)) => event,
                 Ok(None) => {
@@ -352,11 +334,7 @@ impl RuntimeAdapter for HermesAgent {
     }
 
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
-        match self.turn(&turn, &io).await {
-            Ok(end) => end,
-            Err(Fail::Stopped) => RunEnd::Cancelled,
-            Err(Fail::Error { message, hint }) => RunEnd::Failed { message, hint },
-        }
+        super::end_of(self.turn(&turn, &io).await)
     }
 }
 
@@ -370,9 +348,7 @@ fn str_of(payload: &Value, keys: &[&str]) -> String {
 
 /// Usage in our shape (`input_tokens`, `output_tokens`).
 fn usage_of(u: &Value) -> Option<Value> {
-    let get = |a: &str, b: &str| u[a].as_u64().or_else(|| u[b].as_u64());
-    let input = get("input_tokens", "prompt_tokens");
-    let output = get("output_tokens", "completion_tokens");
+    let (input, output) = super::token_counts(u);
     (input.is_some() || output.is_some())
         .then(|| json!({"input_tokens": input.unwrap_or(0), "output_tokens": output.unwrap_or(0)}))
 }

@@ -196,6 +196,18 @@ impl RunIo {
         self.cancel.cancelled().await;
     }
 
+    /// `work`'s output, or [`Stopped`] as soon as the run is stopped (dropping `work`, which
+    /// aborts an upstream request in flight).
+    pub async fn unless_stopped<F: std::future::Future>(
+        &self,
+        work: F,
+    ) -> Result<F::Output, Stopped> {
+        tokio::select! {
+            out = work => Ok(out),
+            () = self.cancel.cancelled() => Err(Stopped),
+        }
+    }
+
     async fn ask(
         &self,
         kind: &str,
@@ -256,6 +268,48 @@ impl RunIo {
         let answer = self.ask("clarify", id, "clarify", payload).await?;
         Ok(answer["response"].as_str().unwrap_or_default().to_owned())
     }
+}
+
+/// Why a backend's turn did not end normally: stopped by the user, or an error to report.
+pub(crate) enum Fail {
+    Stopped,
+    Error {
+        message: String,
+        hint: Option<String>,
+    },
+}
+
+impl From<Stopped> for Fail {
+    fn from(_: Stopped) -> Self {
+        Fail::Stopped
+    }
+}
+
+/// A [`Fail::Error`].
+pub(crate) fn fail(message: impl Into<String>, hint: impl Into<Option<String>>) -> Fail {
+    Fail::Error {
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+/// How a turn that returned `result` ended.
+pub(crate) fn end_of(result: Result<RunEnd, Fail>) -> RunEnd {
+    match result {
+        Ok(end) => end,
+        Err(Fail::Stopped) => RunEnd::Cancelled,
+        Err(Fail::Error { message, hint }) => RunEnd::Failed { message, hint },
+    }
+}
+
+/// (input, output) token counts of a provider's usage object, under either naming
+/// (`input_tokens`/`output_tokens` or OpenAI's `prompt_tokens`/`completion_tokens`).
+pub(crate) fn token_counts(usage: &Value) -> (Option<u64>, Option<u64>) {
+    let get = |a: &str, b: &str| usage[a].as_u64().or_else(|| usage[b].as_u64());
+    (
+        get("input_tokens", "prompt_tokens"),
+        get("output_tokens", "completion_tokens"),
+    )
 }
 
 /// An agent backend.

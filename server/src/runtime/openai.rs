@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::sse::EventReader;
 use super::tools::Workspace;
-use super::{ApprovalChoice, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
+use super::{fail, ApprovalChoice, Fail, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
 
 /// How long a model stream may stay silent before the turn fails (a local server can take
 /// minutes to read a long prompt before its first byte).
@@ -62,28 +62,6 @@ struct Quirks {
 struct Grants {
     sessions: HashSet<String>,
     always: bool,
-}
-
-/// A failed model call: stopped by the user, or an error to report.
-enum Fail {
-    Stopped,
-    Error {
-        message: String,
-        hint: Option<String>,
-    },
-}
-
-impl From<Stopped> for Fail {
-    fn from(_: Stopped) -> Self {
-        Fail::Stopped
-    }
-}
-
-fn fail(message: impl Into<String>, hint: impl Into<Option<String>>) -> Fail {
-    Fail::Error {
-        message: message.into(),
-        hint: hint.into(),
-    }
 }
 
 /// One streamed model response.
@@ -228,10 +206,9 @@ impl OpenAiAgent {
                 .bearer_auth(&self.settings.api_key)
                 .json(&body)
                 .send();
-            let response = tokio::select! {
-                r = tokio::time::timeout(self.settings.idle, request) => r,
-                () = io.stopped() => return Err(Fail::Stopped),
-            };
+            let response = io
+                .unless_stopped(tokio::time::timeout(self.settings.idle, request))
+                .await?;
             let Ok(response) = response else {
                 return Err(fail(
                     "The model provider accepted the connection but did not answer.",
@@ -255,12 +232,15 @@ impl OpenAiAgent {
             if status.is_success() {
                 return Ok(response);
             }
-            let text = tokio::select! {
-                t = tokio::time::timeout(Duration::from_secs(10), response.text()) => {
-                    t.ok().and_then(Result::ok).unwrap_or_default()
-                }
-                () = io.stopped() => return Err(Fail::Stopped),
-            };
+            let text = io
+                .unless_stopped(tokio::time::timeout(
+                    Duration::from_secs(10),
+                    response.text(),
+                ))
+                .await?
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
             if status.as_u16() == 400 {
                 let lower = text.to_lowercase();
                 let mut q = self.lock_quirks();
@@ -299,10 +279,7 @@ impl OpenAiAgent {
         let mut think = ThinkSplitter::default();
         let mut finished = false;
         loop {
-            let next = tokio::select! {
-                n = reader.next() => n,
-                () = io.stopped() => return Err(Fail::Stopped),
-            };
+            let next = io.unless_stopped(reader.next()).await?;
             let event = match next {
                 Ok(Some(event)) => event,
                 Ok(None) if finished => break,
@@ -346,11 +323,8 @@ impl OpenAiAgent {
                 ));
             }
             if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-                let get = |a: &str, b: &str| u[a].as_u64().or_else(|| u[b].as_u64()).unwrap_or(0);
-                step.usage = Some((
-                    get("prompt_tokens", "input_tokens"),
-                    get("completion_tokens", "output_tokens"),
-                ));
+                let (input, output) = super::token_counts(u);
+                step.usage = Some((input.unwrap_or(0), output.unwrap_or(0)));
             }
             let Some(choice) = chunk["choices"].get(0) else {
                 continue;
@@ -612,11 +586,7 @@ impl RuntimeAdapter for OpenAiAgent {
     }
 
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
-        match self.turn(&turn, &io).await {
-            Ok(end) => end,
-            Err(Fail::Stopped) => RunEnd::Cancelled,
-            Err(Fail::Error { message, hint }) => RunEnd::Failed { message, hint },
-        }
+        super::end_of(self.turn(&turn, &io).await)
     }
 }
 

@@ -18,14 +18,29 @@ use crate::upstream::{data, delta, split_bytes, usage, Piece, Reply, Upstream, D
 const COMPLETIONS: &str = "POST /v1/chat/completions";
 
 fn openai(upstream: &Upstream, workspace: &Path, max_iterations: u32) -> Arc<OpenAiAgent> {
+    openai_at(
+        upstream.url("/v1"),
+        workspace,
+        max_iterations,
+        Duration::from_secs(10),
+    )
+}
+
+/// An agent over `base_url` with the test key and model.
+fn openai_at(
+    base_url: String,
+    workspace: &Path,
+    max_iterations: u32,
+    idle: Duration,
+) -> Arc<OpenAiAgent> {
     Arc::new(
         OpenAiAgent::new(
             OpenAiSettings {
-                base_url: upstream.url("/v1"),
+                base_url,
                 api_key: "sk-test".into(),
                 model: "scripted-model".into(),
                 max_iterations,
-                idle: Duration::from_secs(10),
+                idle,
             },
             Workspace::open(workspace).unwrap(),
         )
@@ -40,6 +55,16 @@ async fn turn(app: &TestApp, session: &str, message: &str) -> (Vec<SseEvent>, Va
     let events = app.stream(&run, None).await;
     let answer = answer_of(app, session).await;
     (events, status, answer)
+}
+
+/// Runs one turn in a new session that must end as `error`; returns its events and the
+/// `apperror` event.
+async fn failed_turn(app: &TestApp, message: &str) -> (Vec<SseEvent>, SseEvent) {
+    let session = app.new_session().await;
+    let (events, status, _) = turn(app, &session, message).await;
+    assert_eq!(status["terminal_state"], "error");
+    let end = of_kind(&events, "apperror")[0].clone();
+    (events, end)
 }
 
 async fn answer_of(app: &TestApp, session: &str) -> String {
@@ -413,22 +438,14 @@ async fn openai_provider_errors_end_the_turn_as_error_with_a_hint_and_keep_parti
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let dead = closed.local_addr().unwrap();
     drop(closed);
-    let agent = OpenAiAgent::new(
-        OpenAiSettings {
-            base_url: format!("http://{dead}/v1"),
-            api_key: "k".into(),
-            model: "m".into(),
-            max_iterations: 2,
-            idle: Duration::from_secs(5),
-        },
-        Workspace::open(ws.path()).unwrap(),
-    )
-    .unwrap();
-    let app = spawn_app_with_adapter(Arc::new(agent)).await;
-    let session = app.new_session().await;
-    let (events, status, _) = turn(&app, &session, "Hi").await;
-    assert_eq!(status["terminal_state"], "error");
-    let end = of_kind(&events, "apperror")[0];
+    let agent = openai_at(
+        format!("http://{dead}/v1"),
+        ws.path(),
+        2,
+        Duration::from_secs(5),
+    );
+    let app = spawn_app_with_adapter(agent).await;
+    let (_, end) = failed_turn(&app, "Hi").await;
     assert!(end.data["message"]
         .as_str()
         .unwrap()
@@ -509,22 +526,14 @@ async fn a_provider_that_goes_silent_ends_the_turn_after_the_idle_limit() {
             Piece::Hang,
         ]),
     );
-    let agent = OpenAiAgent::new(
-        OpenAiSettings {
-            base_url: upstream.url("/v1"),
-            api_key: "k".into(),
-            model: "m".into(),
-            max_iterations: 2,
-            idle: Duration::from_millis(300),
-        },
-        Workspace::open(ws.path()).unwrap(),
-    )
-    .unwrap();
-    let app = spawn_app_with_adapter(Arc::new(agent)).await;
-    let session = app.new_session().await;
-    let (events, status, _) = turn(&app, &session, "Hi").await;
-    assert_eq!(status["terminal_state"], "error");
-    let end = of_kind(&events, "apperror")[0];
+    let agent = openai_at(
+        upstream.url("/v1"),
+        ws.path(),
+        2,
+        Duration::from_millis(300),
+    );
+    let app = spawn_app_with_adapter(agent).await;
+    let (events, end) = failed_turn(&app, "Hi").await;
     assert!(end.data["message"]
         .as_str()
         .unwrap()
@@ -853,10 +862,7 @@ async fn hermes_failures_cancellations_and_refusals_end_the_turn_explicitly() {
         "POST /v1/runs",
         Reply::Json(401, json!({"error": {"message": "invalid key"}})),
     );
-    let session = app.new_session().await;
-    let (events, status, _) = turn(&app, &session, "Go").await;
-    assert_eq!(status["terminal_state"], "error");
-    let end = of_kind(&events, "apperror")[0];
+    let (_, end) = failed_turn(&app, "Go").await;
     assert!(end.data["message"]
         .as_str()
         .unwrap()
