@@ -66,6 +66,11 @@ impl<const N: usize> KeySet<N> {
         KeySet { keys, by_len }
     }
 
+    /// The key in slot `i`.
+    pub(crate) fn key(&self, i: usize) -> &'static str {
+        self.keys[i]
+    }
+
     /// The slot of `key`, if it is one of the set's keys.
     pub(crate) fn slot(&self, key: &str) -> Option<usize> {
         let mut mask = *self.by_len.get(key.len())?;
@@ -77,6 +82,30 @@ impl<const N: usize> KeySet<N> {
             mask &= mask - 1;
         }
         None
+    }
+
+    /// Which of the set's keys `map` has, as bits by slot.
+    pub(crate) fn mask(&self, map: &Map<String, Value>) -> u32 {
+        map.keys()
+            .filter_map(|k| self.slot(k))
+            .fold(0, |mask, i| mask | 1 << i)
+    }
+
+    /// The values of the keys in `mask` (see [`KeySet::mask`]) in `map`; the others are not
+    /// looked for.
+    pub(crate) fn pick<'a>(
+        &self,
+        map: &'a Map<String, Value>,
+        mask: u32,
+    ) -> [Option<&'a Value>; N] {
+        let mut found = [None; N];
+        let mut bits = mask;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            found[i] = map.get(self.keys[i]);
+            bits &= bits - 1;
+        }
+        found
     }
 
     /// The values of the set's keys in `map`, found in one pass over a small map (or by lookup
@@ -261,6 +290,25 @@ pub(crate) fn f64_to_string(x: f64) -> String {
 }
 
 /// Appends `String(x)` to `out`.
+/// The decimal digits of `n` (what `write!` prints, without the formatting machinery).
+fn write_whole(out: &mut String, n: i64) {
+    if n < 0 {
+        out.push('-');
+    }
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 pub(crate) fn write_f64(out: &mut String, x: f64) {
     if x.is_nan() {
         out.push_str("NaN");
@@ -276,7 +324,7 @@ pub(crate) fn write_f64(out: &mut String, x: f64) {
     }
     if x.fract() == 0.0 && x.abs() < 9.2e18 {
         // Whole numbers below 1e21 print as plain digits.
-        let _ = write!(out, "{}", x as i64);
+        write_whole(out, x as i64);
         return;
     }
     if x < 0.0 {
@@ -314,6 +362,11 @@ pub(crate) fn write_f64(out: &mut String, x: f64) {
 
 /// ECMAScript `Number(s)` for a string (`StringToNumber`).
 pub(crate) fn string_to_number(s: &str) -> f64 {
+    // Sequence numbers are plain digits: exact as an integer below 2^53, no float parsing.
+    if !s.is_empty() && s.len() <= 15 && s.bytes().all(|b| b.is_ascii_digit()) {
+        let n = s.bytes().fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
+        return n as f64;
+    }
     let t = trim(s);
     if t.is_empty() {
         return 0.0;

@@ -35,6 +35,11 @@
 //! 2. [`Registry::apply_source_event`] for every observation, in arrival order. It never fails
 //!    and never panics; the returned [`Applied`] says whether the event was accepted, why not,
 //!    and which parts of the anchor changed ([`Change`], with the row index to patch).
+//!    [`Registry::apply_source`] does the same for a [`SourceEvent`]: an input whose envelope
+//!    keys were sorted into slots when it was built (from a live frame's parts, a JSON value
+//!    or JSON text), so applying it reads no key strings. The browser builds its live frames
+//!    this way; the outcome is the same as for the JSON value (a property test holds the two
+//!    paths equal on arbitrary input).
 //! 3. [`Registry::scene`] for the whole turn, or [`Registry::row`] for one row.
 //!
 //! ```
@@ -98,6 +103,7 @@ mod scene;
 mod seq;
 mod settled;
 mod shadow;
+mod source;
 pub mod synthetic;
 pub mod trace;
 
@@ -124,6 +130,7 @@ pub use scene::{
 pub use seq::Seq;
 pub use settled::{project_settled_final_answer, SettledProjection, SettledSkip};
 pub use shadow::{shadow_snapshot, ShadowSnapshot, LAYERS};
+pub use source::SourceEvent;
 
 /// The reference module version this crate matches.
 pub const API_VERSION: &str = "slice8-renderer-snapshot-adapter";

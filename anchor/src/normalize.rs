@@ -16,6 +16,7 @@ use crate::dedupe::KeyRef;
 use crate::js;
 use crate::sanitize;
 use crate::seq::Seq;
+use crate::source::SourceEvent;
 
 /// One normalized event of a turn (§4.8). Absent string fields are `None`, never `""`.
 ///
@@ -92,7 +93,7 @@ pub struct Normalized {
 }
 
 /// Input keys the envelope is read from, in the reference's precedence order per group.
-const INPUT_KEYS: js::KeySet<18> = js::KeySet::new([
+pub(crate) const INPUT_KEYS: js::KeySet<18> = js::KeySet::new([
     "source_event_type",
     "sourceType",
     "source_type",
@@ -121,11 +122,11 @@ const IN_RUN: usize = 12;
 const IN_STREAM: usize = 13;
 const IN_CREATED_AT: usize = 14;
 const IN_TIMESTAMP: usize = 15;
-const IN_PAYLOAD: usize = 16;
-const IN_DATA: usize = 17;
+pub(crate) const IN_PAYLOAD: usize = 16;
+pub(crate) const IN_DATA: usize = 17;
 
 /// Payload keys the envelope is read from.
-const PAYLOAD_KEYS: js::KeySet<21> = js::KeySet::new([
+pub(crate) const PAYLOAD_KEYS: js::KeySet<21> = js::KeySet::new([
     "source_event_type",
     "type",
     "event",
@@ -209,6 +210,25 @@ impl<'a> InputKeys<'a> {
             _ => InputKeys([None; 18]),
         }
     }
+
+    /// The keys of a [`SourceEvent`], already in their slots.
+    pub(crate) fn of_source(input: &'a SourceEvent) -> Self {
+        InputKeys(input.slots())
+    }
+}
+
+/// A payload's own keys, read once.
+pub(crate) struct PayloadKeys<'a>([Option<&'a Value>; 21]);
+
+impl<'a> PayloadKeys<'a> {
+    /// The keys of `payload`; `noted` says which of them its input's own `payload`/`data`
+    /// object has (known when a [`SourceEvent`] is built), so that it need not be scanned.
+    pub(crate) fn of(payload: &'a PayloadSource<'_>, noted: Option<u32>) -> Self {
+        match (payload, noted) {
+            (PayloadSource::Borrowed(map), Some(mask)) => PayloadKeys(PAYLOAD_KEYS.pick(map, mask)),
+            _ => PayloadKeys(PAYLOAD_KEYS.scan(payload.map())),
+        }
+    }
 }
 
 /// The payload of an input (§4.2), before sanitizing.
@@ -224,12 +244,30 @@ pub(crate) enum PayloadSource<'a> {
 impl<'a> PayloadSource<'a> {
     /// `_sourceEventPayload(input)`.
     pub(crate) fn extract(input: &'a Value, keys: &InputKeys<'a>) -> Self {
-        if let Some(p) = keys.0[IN_PAYLOAD] {
-            return Self::coerce(p);
-        }
-        if let Some(d) = keys.0[IN_DATA] {
-            return Self::coerce(d);
-        }
+        Self::given(keys).unwrap_or_else(|| Self::flattened(input))
+    }
+
+    /// [`PayloadSource::extract`] for a [`SourceEvent`]: an object's other keys are exactly the
+    /// ones a flattened event keeps.
+    pub(crate) fn extract_source(input: &'a SourceEvent, keys: &InputKeys<'a>) -> Self {
+        Self::given(keys).unwrap_or_else(|| match input.rest() {
+            Ok(rest) => Self::Owned(
+                rest.iter()
+                    .filter(|(k, _)| !sanitize::is_unsafe_key(k))
+                    .cloned()
+                    .collect(),
+            ),
+            Err(other) => Self::flattened(other),
+        })
+    }
+
+    /// The input's own `payload` or `data`, when it has one.
+    fn given(keys: &InputKeys<'a>) -> Option<Self> {
+        keys.0[IN_PAYLOAD].or(keys.0[IN_DATA]).map(Self::coerce)
+    }
+
+    /// The payload of an event without `payload` or `data`: its own keys that are not envelope.
+    fn flattened(input: &'a Value) -> Self {
         match input {
             Value::Object(map) => Self::Owned(
                 map.iter()
@@ -394,7 +432,27 @@ impl<'a> Ident<'a> {
             Self::Shared(s) => Some(Arc::clone(s)),
         }
     }
+
+    /// [`Ident::to_arc`], sharing the string with the previous event's when it is the same.
+    fn to_arc_in(self, last: &mut Option<Arc<str>>) -> Option<Arc<str>> {
+        match self {
+            Self::Borrowed(s) => match last {
+                Some(arc) if **arc == *s => Some(Arc::clone(arc)),
+                _ => {
+                    let arc: Arc<str> = Arc::from(s);
+                    *last = Some(Arc::clone(&arc));
+                    Some(arc)
+                }
+            },
+            other => other.to_arc(),
+        }
+    }
 }
+
+/// The session, turn, run and stream ids of the last event built: the events of one turn
+/// share these strings instead of each holding a copy.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IdCache([Option<Arc<str>>; 4]);
 
 /// A string that is either a fixed name or borrowed from the input.
 #[derive(Clone, Copy, Debug)]
@@ -448,13 +506,9 @@ pub(crate) struct Draft<'a> {
 impl<'a> Draft<'a> {
     /// Reads the envelope of an input (whose own keys are `keys` and whose payload is `payload`)
     /// in `ctx`.
-    pub(crate) fn new(
-        keys: &InputKeys<'a>,
-        payload: &'a Map<String, Value>,
-        ctx: &Ctx<'a>,
-    ) -> Self {
+    pub(crate) fn new(keys: &InputKeys<'a>, payload: &PayloadKeys<'a>, ctx: &Ctx<'a>) -> Self {
         let i = &keys.0;
-        let p = PAYLOAD_KEYS.scan(payload);
+        let p = &payload.0;
 
         // §4.4 source type.
         let mut source_type = js::clean(js::first_present(&i[IN_TYPES]));
@@ -531,7 +585,7 @@ impl<'a> Draft<'a> {
             })
             .or_else(|| truthy(ctx.created_at).map(CreatedAt::Raw));
 
-        draft.status = status_for(meta, draft.source_type.as_str(), &p);
+        draft.status = status_for(meta, draft.source_type.as_str(), p);
         draft
     }
 
@@ -616,7 +670,7 @@ impl<'a> Draft<'a> {
     }
 
     /// The envelope with an empty payload; everything borrowed is copied.
-    fn into_parts(self, scratch: &mut String) -> AnchorEvent {
+    fn into_parts(self, scratch: &mut String, ids: &mut IdCache) -> AnchorEvent {
         let local_id: Arc<str> = if self.local_id.is_empty() {
             scratch.clear();
             self.write_generated_local_id(scratch);
@@ -631,10 +685,10 @@ impl<'a> Draft<'a> {
         AnchorEvent {
             event_id: Ident::of(self.event_id).to_arc(),
             local_id,
-            session_id: self.session_id.to_arc(),
-            turn_id: self.turn_id.to_arc(),
-            run_id: self.run_id.to_arc(),
-            stream_id: self.stream_id.to_arc(),
+            session_id: self.session_id.to_arc_in(&mut ids.0[0]),
+            turn_id: self.turn_id.to_arc_in(&mut ids.0[1]),
+            run_id: self.run_id.to_arc_in(&mut ids.0[2]),
+            stream_id: self.stream_id.to_arc_in(&mut ids.0[3]),
             seq: self.seq,
             kind: self.meta.kind,
             source_event_type: self.source_type.to_cow(),
@@ -659,7 +713,7 @@ fn event_id_seq(event_id: &str) -> Option<Seq> {
     if tail.is_empty() {
         return None;
     }
-    Seq::coerce(Some(&Value::String(tail.to_owned())))
+    Some(Seq::coerce_str(tail))
 }
 
 /// `eventIdRunId(id)`: what comes before the last `:` of an event id.
@@ -780,7 +834,7 @@ pub fn normalize(input: &Value, context: &Value) -> Normalized {
 pub(crate) fn normalize_in(input: &Value, ctx: &Ctx<'_>) -> Normalized {
     let keys = InputKeys::of(input);
     let payload = PayloadSource::extract(input, &keys);
-    let draft = Draft::new(&keys, payload.map(), ctx);
+    let draft = Draft::new(&keys, &PayloadKeys::of(&payload, None), ctx);
     let classification = draft.meta.classification;
     let source_event_type = draft.source_type.to_cow();
     if classification == Classification::Excluded {
@@ -792,7 +846,7 @@ pub(crate) fn normalize_in(input: &Value, ctx: &Ctx<'_>) -> Normalized {
         };
     }
     let dedupe_key = draft.dedupe_key().unwrap_or_default();
-    let event = DraftParts::new(draft, &mut String::new()).finish(payload);
+    let event = DraftParts::new(draft, &mut String::new(), &mut IdCache::default()).finish(payload);
     Normalized {
         classification,
         source_event_type,
@@ -808,10 +862,10 @@ pub(crate) struct DraftParts {
 }
 
 impl DraftParts {
-    pub(crate) fn new(draft: Draft<'_>, scratch: &mut String) -> Self {
+    pub(crate) fn new(draft: Draft<'_>, scratch: &mut String, ids: &mut IdCache) -> Self {
         let payload_has_identity = draft.payload_has_identity;
         DraftParts {
-            event: draft.into_parts(scratch),
+            event: draft.into_parts(scratch, ids),
             payload_has_identity,
         }
     }

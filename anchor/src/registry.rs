@@ -11,9 +11,11 @@ use crate::dedupe::{DedupeKey, DedupeSet, KeyRef};
 use crate::events::EventList;
 use crate::js;
 use crate::normalize::{
-    AnchorEvent, Ctx, CtxId, Draft, DraftParts, InputKeys, Normalized, PayloadSource,
+    AnchorEvent, Ctx, CtxId, Draft, DraftParts, IdCache, InputKeys, Normalized, PayloadKeys,
+    PayloadSource,
 };
 use crate::scene::{ActivityRow, ActivityScene, Mode};
+use crate::source::SourceEvent;
 
 /// Who the turn is. Session and turn never change; run and stream are learned from events.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -255,9 +257,9 @@ fn mismatches(identity: &Identity, session_id: &str, turn_id: &str, run_id: &str
         || differs(run_id, identity.run_id.as_deref().unwrap_or(""))
 }
 
-/// A reusable buffer; never part of a registry's value.
+/// Reusable buffers; never part of a registry's value.
 #[derive(Clone, Debug, Default)]
-struct Scratch(String);
+struct Scratch(String, IdCache);
 
 impl PartialEq for Scratch {
     fn eq(&self, _: &Self) -> bool {
@@ -475,6 +477,26 @@ impl Registry {
     /// `applyAssistantTurnAnchorSourceEvent(registry, input, context)`: normalizes `input` in the
     /// registry's context (the anchor's identity overrides the caller's) and applies it.
     pub fn apply_source_event(&mut self, input: &Value, context: &Value) -> Applied {
+        let keys = InputKeys::of(input);
+        let payload = PayloadSource::extract(input, &keys);
+        self.apply_input(&keys, payload, None, context)
+    }
+
+    /// [`Registry::apply_source_event`] for an input whose envelope keys are already in their
+    /// slots: the same outcome, without reading the input's key strings.
+    pub fn apply_source(&mut self, input: &SourceEvent, context: &Value) -> Applied {
+        let keys = InputKeys::of_source(input);
+        let payload = PayloadSource::extract_source(input, &keys);
+        self.apply_input(&keys, payload, Some(input.payload_keys()), context)
+    }
+
+    fn apply_input(
+        &mut self,
+        keys: &InputKeys<'_>,
+        payload: PayloadSource<'_>,
+        noted_payload_keys: Option<u32>,
+        context: &Value,
+    ) -> Applied {
         const CONTEXT_KEYS: js::KeySet<7> = js::KeySet::new([
             "session_id",
             "turn_id",
@@ -508,9 +530,7 @@ impl Registry {
             seq: c[5],
             created_at: c[6],
         };
-        let keys = InputKeys::of(input);
-        let payload = PayloadSource::extract(input, &keys);
-        let draft = Draft::new(&keys, payload.map(), &ctx);
+        let draft = Draft::new(keys, &PayloadKeys::of(&payload, noted_payload_keys), &ctx);
         let mut applied = Applied {
             applied: false,
             reason: None,
@@ -557,7 +577,8 @@ impl Registry {
         };
         let has_event_key = matches!(key, Some(KeyRef::EventId(_)));
         let classification = draft.meta.classification;
-        let event = DraftParts::new(draft, &mut self.scratch.0).finish(payload);
+        let event =
+            DraftParts::new(draft, &mut self.scratch.0, &mut self.scratch.1).finish(payload);
         let key = match (has_event_key, &event.event_id) {
             (true, Some(id)) => Some(DedupeKey::EventId(Arc::clone(id))),
             _ => rendered,

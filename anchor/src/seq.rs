@@ -30,6 +30,7 @@ impl Seq {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s.is_empty() => None,
             Some(Value::Number(n)) => Some(Seq::Num(js::number_as_f64(n))),
+            Some(Value::String(s)) => Some(Seq::coerce_str(s)),
             Some(v) => {
                 let s = js::to_js_string(v);
                 let n = js::string_to_number(&s);
@@ -39,6 +40,16 @@ impl Seq {
                     Seq::Text(s.into_owned())
                 })
             }
+        }
+    }
+
+    /// [`Seq::coerce`] of a non-empty string.
+    pub(crate) fn coerce_str(s: &str) -> Seq {
+        let n = js::string_to_number(s);
+        if n.is_finite() {
+            Seq::Num(n)
+        } else {
+            Seq::Text(s.to_owned())
         }
     }
 

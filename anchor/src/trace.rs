@@ -4,13 +4,14 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::js;
 use crate::registry::{Applied, Registry, Seed, SeedError};
 use crate::scene::Mode;
 use crate::shadow::{shadow_snapshot, LAYERS};
+use crate::source::SourceEvent;
 use crate::API_VERSION;
 
 /// How a trace's events are applied.
@@ -81,11 +82,31 @@ pub struct TraceLine {
     pub line: usize,
     /// `live`, `replay`, `settled` or `inflight`.
     pub source: String,
-    /// The event, as given.
-    pub event: Value,
+    /// The event, as given (its envelope keys sorted into slots when the line was read).
+    pub event: SourceEvent,
     /// `{...config.context, ...line.context, source_layer: source}`; lines with equal contexts
     /// share one value.
     pub context: Arc<Value>,
+}
+
+/// A line of a trace file as written: a config line or an event line.
+#[derive(Deserialize)]
+struct RawLine {
+    #[serde(default, deserialize_with = "present")]
+    config: Option<Value>,
+    #[serde(default)]
+    source: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    event: Option<SourceEvent>,
+    #[serde(default)]
+    context: Option<Value>,
+}
+
+/// A key that is present is `Some`, even when its value is `null`.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// A parsed trace.
@@ -122,16 +143,13 @@ impl Trace {
             if t.is_empty() || t.starts_with("//") {
                 continue;
             }
-            let value: Value =
+            let raw: RawLine =
                 serde_json::from_str(t).map_err(|source| TraceError::Json { line, source })?;
             let shape = |message: &str| TraceError::Shape {
                 line,
                 message: message.to_owned(),
             };
-            let object = value
-                .as_object()
-                .ok_or_else(|| shape("expected a JSON object"))?;
-            if let Some(config) = object.get("config") {
+            if let Some(config) = raw.config {
                 if seen_event || !trace.lines.is_empty() {
                     return Err(shape("the config line must come first"));
                 }
@@ -155,17 +173,14 @@ impl Trace {
                 continue;
             }
             seen_event = true;
-            let source = object
-                .get("source")
-                .and_then(Value::as_str)
-                .ok_or_else(|| shape("an event line needs a string \"source\""))?
-                .to_owned();
-            let event = object
-                .get("event")
-                .cloned()
+            let Some(Value::String(source)) = raw.source else {
+                return Err(shape("an event line needs a string \"source\""));
+            };
+            let event = raw
+                .event
                 .ok_or_else(|| shape("an event line needs an \"event\""))?;
             let mut context = trace.context.clone();
-            if let Some(Value::Object(extra)) = object.get("context") {
+            if let Some(Value::Object(extra)) = &raw.context {
                 context.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
             context.insert("source_layer".into(), Value::String(source.clone()));
@@ -219,7 +234,7 @@ impl Trace {
     pub fn apply_sequential(&self, registry: &mut Registry) -> Vec<Applied> {
         self.lines
             .iter()
-            .map(|l| registry.apply_source_event(&l.event, &l.context))
+            .map(|l| registry.apply_source(&l.event, &l.context))
             .collect()
     }
 
@@ -245,7 +260,7 @@ impl Trace {
                         .lines
                         .iter()
                         .filter(|l| l.source == layer)
-                        .map(|l| l.event.clone())
+                        .map(|l| l.event.to_value())
                         .collect();
                     sources.insert(format!("{layer}_events"), Value::Array(events));
                 }

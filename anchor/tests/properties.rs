@@ -3,7 +3,7 @@
 use anchor::synthetic::{self, JournalEvent, Lcg, RUN, SESSION};
 use anchor::{
     normalize, project_historical_scene, project_settled_final_answer, shadow_snapshot, Mode,
-    Registry, Seed,
+    Registry, Seed, SourceEvent,
 };
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
@@ -153,6 +153,32 @@ proptest! {
     }
 
     #[test]
+    fn a_source_event_applies_exactly_as_the_value_it_came_from(
+        inputs in prop::collection::vec(prop_oneof![json_value(), event_like()], 1..8),
+        context in json_value(),
+        seed in json_value(),
+    ) {
+        let seed = Seed::from_value(&seed);
+        let mut by_value = Registry::new(&seed).unwrap_or_else(|_| fresh());
+        let mut by_source = by_value.clone();
+        let mut by_text = by_value.clone();
+        for input in &inputs {
+            let source = SourceEvent::from(input.clone());
+            prop_assert_eq!(&source.to_value(), input);
+            let parsed: SourceEvent = serde_json::from_str(&input.to_string()).unwrap();
+            prop_assert_eq!(&parsed, &source);
+            // Applied twice: the second time as a duplicate (or not, the same way).
+            for _ in 0..2 {
+                let expected = by_value.apply_source_event(input, &context);
+                prop_assert_eq!(by_source.apply_source(&source, &context), expected.clone());
+                prop_assert_eq!(by_text.apply_source(&parsed, &context), expected);
+            }
+        }
+        prop_assert_eq!(&by_source, &by_value);
+        prop_assert_eq!(&by_text, &by_value);
+    }
+
+    #[test]
     fn no_json_input_of_any_shape_panics(input in json_value(), context in json_value(), seed in json_value()) {
         let _ = normalize(&input, &context);
         let mut r = Registry::new(&Seed::from_value(&seed)).unwrap_or_else(|_| fresh());
@@ -252,4 +278,74 @@ fn json_value() -> impl Strategy<Value = Value> {
             ),
         ]
     })
+}
+
+/// Journal-row-like objects: a known type, identity from a small pool (so that duplicates and
+/// mismatches happen), and a payload made of the keys normalization reads from payloads.
+fn event_like() -> impl Strategy<Value = Value> {
+    const PAYLOAD_KEYS: [&str; 14] = [
+        "status",
+        "state",
+        "phase",
+        "is_error",
+        "seq",
+        "event_id",
+        "id",
+        "tool_call_id",
+        "created_at",
+        "ts",
+        "text",
+        "type",
+        "run_id",
+        "session_id",
+    ];
+    let id = prop::sample::select(vec!["r:1", "r:2", "q:1", " r:1 ", ""]);
+    let small = prop_oneof![
+        prop::sample::select(vec!["running", "error", "completed", "x", "", "r", "s"])
+            .prop_map(|s| json!(s)),
+        (0i64..4).prop_map(|n| json!(n)),
+        any::<bool>().prop_map(Value::Bool),
+        Just(Value::Null),
+    ];
+    let payload = prop::collection::vec((prop::sample::select(PAYLOAD_KEYS.to_vec()), small), 0..5)
+        .prop_map(|pairs| {
+            Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        });
+    (
+        prop::sample::select(TYPES.to_vec()),
+        prop::option::of(id),
+        prop::option::of(0u64..4),
+        prop::option::of(prop::sample::select(vec!["s", "other", ""])),
+        prop::sample::select(vec!["payload", "data", "inline"]),
+        payload,
+    )
+        .prop_map(|(kind, event_id, seq, session, carrier, payload)| {
+            let mut event = Map::new();
+            event.insert("type".into(), json!(kind));
+            if let Some(id) = event_id {
+                event.insert("event_id".into(), json!(id));
+            }
+            if let Some(seq) = seq {
+                event.insert("seq".into(), json!(seq));
+            }
+            if let Some(session) = session {
+                event.insert("session_id".into(), json!(session));
+            }
+            match carrier {
+                "payload" => {
+                    event.insert("payload".into(), payload);
+                }
+                "data" => {
+                    event.insert("data".into(), payload);
+                }
+                _ => {
+                    if let Value::Object(fields) = payload {
+                        for (k, v) in fields {
+                            event.entry(k).or_insert(v);
+                        }
+                    }
+                }
+            }
+            Value::Object(event)
+        })
 }

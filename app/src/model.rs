@@ -5,7 +5,7 @@
 //! Nothing here touches the DOM, so it is tested natively and behaves the same on the server
 //! and in the browser.
 
-use anchor::{ActivityRow, Kind, Mode, Registry, RowChange, Seed, TerminalState};
+use anchor::{ActivityRow, Kind, Mode, Registry, RowChange, Seed, SourceEvent, TerminalState};
 use serde_json::{json, Value};
 
 use crate::api::{JournalEvent, TurnData};
@@ -203,13 +203,13 @@ impl TurnState {
         if event.seq <= self.last_seq {
             return false;
         }
-        let input = json!({
+        let input = SourceEvent::from(json!({
             "event": event.kind,
             "event_id": format!("{}:{}", self.run_id, event.seq),
             "seq": event.seq,
             "run_id": self.run_id,
             "payload": event.payload,
-        });
+        }));
         self.absorb(&event.kind, &event.payload, event.seq, &input, context);
         true
     }
@@ -235,13 +235,20 @@ impl TurnState {
         }
         let payload: Value = serde_json::from_str(data).unwrap_or(Value::Null);
         // The frame exactly as the browser got it: type, data, and its own id.
-        let input = json!({"type": kind, "data": data, "lastEventId": last_event_id});
+        let input = SourceEvent::live_frame(kind, data, Some(last_event_id));
         let context = ctx(session_id, &self.run_id);
         self.absorb(kind, &payload, seq, &input, &context);
         true
     }
 
-    fn absorb(&mut self, kind: &str, payload: &Value, seq: u64, input: &Value, context: &Value) {
+    fn absorb(
+        &mut self,
+        kind: &str,
+        payload: &Value,
+        seq: u64,
+        input: &SourceEvent,
+        context: &Value,
+    ) {
         self.last_seq = seq;
         if let Some(at) = payload.get("created_at").and_then(Value::as_f64) {
             self.first_at.get_or_insert(at);
@@ -301,7 +308,7 @@ impl TurnState {
             "stream_end" => self.ended = true,
             _ => {}
         }
-        let applied = self.registry.apply_source_event(input, context);
+        let applied = self.registry.apply_source(input, context);
         if self.registry.anchor().lifecycle.terminal_state.is_some() {
             self.pending.clear();
         }

@@ -85,7 +85,7 @@ fn run(args: Args) -> Result<(), String> {
         let start = Instant::now();
         let mut registry = trace.registry().map_err(|e| e.to_string())?;
         for line in &trace.lines {
-            std::hint::black_box(registry.apply_source_event(&line.event, &line.context));
+            std::hint::black_box(registry.apply_source(&line.event, &line.context));
         }
         apply.push(start.elapsed());
         applied = registry.stats().applied;
