@@ -23,8 +23,9 @@ fn apply_all(inputs: &[(&str, Value)], ctx: &Value) -> Registry {
     r
 }
 
-/// The turn applied from JSON values, and from the same inputs as [`SourceEvent`]s (envelope
-/// keys sorted into slots when the input was built, as the app builds live frames).
+/// The turn applied from JSON values one call at a time, and from the same inputs as
+/// [`SourceEvent`]s (envelope keys sorted into slots when the input was built) in one
+/// `apply_sources` call, as `anchor-replay` applies a trace.
 fn bench_apply(c: &mut Criterion) {
     let ctx = json!({"session_id": SESSION, "stream_id": RUN});
     let mut group = c.benchmark_group("apply_turn");
@@ -47,9 +48,9 @@ fn bench_apply(c: &mut Criterion) {
                 || (),
                 |()| {
                     let mut r = registry();
-                    for input in sources {
-                        black_box(r.apply_source(input, &ctx));
-                    }
+                    r.apply_sources(sources.iter().map(|s| (s, &ctx)), |applied| {
+                        black_box(applied);
+                    });
                     r
                 },
                 BatchSize::PerIteration,

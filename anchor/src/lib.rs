@@ -39,7 +39,8 @@
 //!    keys were sorted into slots when it was built (from a live frame's parts, a JSON value
 //!    or JSON text), so applying it reads no key strings. The browser builds its live frames
 //!    this way; the outcome is the same as for the JSON value (a property test holds the two
-//!    paths equal on arbitrary input).
+//!    paths equal on arbitrary input). [`Registry::apply_sources`] applies a batch (a journal
+//!    replay) with the same outcomes, prefetching the next inputs while one is applied.
 //! 3. [`Registry::scene`] for the whole turn, or [`Registry::row`] for one row.
 //!
 //! ```
@@ -63,7 +64,8 @@
 //!
 //! # Architecture invariants
 //! - No IO, no clocks, no randomness, no global mutable state, no async, no web framework.
-//!   Time and ids arrive inside events. The crate builds for `wasm32-unknown-unknown`.
+//!   Time and ids arrive inside events. The crate builds for `wasm32-unknown-unknown`. Its
+//!   only `unsafe` is the x86-64 prefetch hint in [`Registry::apply_sources`].
 //! - [`Registry::apply_source_event`] is total: any JSON value is a valid input.
 //! - Replaying any prefix of a turn's events and then all of them equals applying them once,
 //!   apart from the duplicate counter; re-applying a settled turn changes nothing else.

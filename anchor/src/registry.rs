@@ -490,6 +490,38 @@ impl Registry {
         self.apply_input(&keys, payload, Some(input.payload_keys()), context)
     }
 
+    /// [`Registry::apply_source`] on each of `inputs` (event and context) in order, handing
+    /// every outcome to `each`: the same outcomes as one call per input.
+    ///
+    /// Replaying a long journal is bound by reading the inputs from memory rather than by the
+    /// anchor's work, so while one input is applied the next two are prefetched (on x86-64;
+    /// elsewhere this is the plain loop).
+    pub fn apply_sources<'a>(
+        &mut self,
+        inputs: impl IntoIterator<Item = (&'a SourceEvent, &'a Value)>,
+        mut each: impl FnMut(Applied),
+    ) {
+        let mut inputs = inputs.into_iter();
+        let mut current = inputs.next();
+        let mut next = inputs.next();
+        if let Some((event, _)) = next {
+            event.prefetch(false);
+        }
+        while let Some((event, context)) = current {
+            let after = inputs.next();
+            // Two ahead: its slots. One ahead: the strings its slots (loaded last time) point to.
+            if let Some((event, _)) = after {
+                event.prefetch(false);
+            }
+            if let Some((event, _)) = next {
+                event.prefetch(true);
+            }
+            each(self.apply_source(event, context));
+            current = next;
+            next = after;
+        }
+    }
+
     fn apply_input(
         &mut self,
         keys: &InputKeys<'_>,

@@ -232,10 +232,12 @@ impl Trace {
 
     /// Applies every line in file order to `registry` (the sequential entry).
     pub fn apply_sequential(&self, registry: &mut Registry) -> Vec<Applied> {
-        self.lines
-            .iter()
-            .map(|l| registry.apply_source(&l.event, &l.context))
-            .collect()
+        let mut results = Vec::with_capacity(self.lines.len());
+        registry.apply_sources(
+            self.lines.iter().map(|l| (&l.event, &*l.context)),
+            |applied| results.push(applied),
+        );
+        results
     }
 
     /// Runs the trace.

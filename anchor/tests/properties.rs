@@ -162,6 +162,8 @@ proptest! {
         let mut by_value = Registry::new(&seed).unwrap_or_else(|_| fresh());
         let mut by_source = by_value.clone();
         let mut by_text = by_value.clone();
+        let mut by_batch = by_value.clone();
+        let mut expected_all = Vec::new();
         for input in &inputs {
             let source = SourceEvent::from(input.clone());
             prop_assert_eq!(&source.to_value(), input);
@@ -171,11 +173,21 @@ proptest! {
             for _ in 0..2 {
                 let expected = by_value.apply_source_event(input, &context);
                 prop_assert_eq!(by_source.apply_source(&source, &context), expected.clone());
-                prop_assert_eq!(by_text.apply_source(&parsed, &context), expected);
+                prop_assert_eq!(by_text.apply_source(&parsed, &context), expected.clone());
+                expected_all.push(expected);
             }
         }
         prop_assert_eq!(&by_source, &by_value);
         prop_assert_eq!(&by_text, &by_value);
+        // The batch call: every input twice, in the same order, prefetching ahead.
+        let sources: Vec<SourceEvent> = inputs.iter().map(|v| SourceEvent::from(v.clone())).collect();
+        let mut batch = Vec::new();
+        by_batch.apply_sources(
+            sources.iter().flat_map(|s| [(s, &context), (s, &context)]),
+            |applied| batch.push(applied),
+        );
+        prop_assert_eq!(batch, expected_all);
+        prop_assert_eq!(&by_batch, &by_value);
     }
 
     #[test]
