@@ -289,7 +289,6 @@ pub(crate) fn f64_to_string(x: f64) -> String {
     out
 }
 
-/// Appends `String(x)` to `out`.
 /// The decimal digits of `n` (what `write!` prints, without the formatting machinery).
 fn write_whole(out: &mut String, n: i64) {
     if n < 0 {
@@ -309,6 +308,7 @@ fn write_whole(out: &mut String, n: i64) {
     out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
+/// Appends `String(x)` to `out`.
 pub(crate) fn write_f64(out: &mut String, x: f64) {
     if x.is_nan() {
         out.push_str("NaN");
@@ -322,8 +322,9 @@ pub(crate) fn write_f64(out: &mut String, x: f64) {
         out.push_str(if x < 0.0 { "-Infinity" } else { "Infinity" });
         return;
     }
-    if x.fract() == 0.0 && x.abs() < 9.2e18 {
-        // Whole numbers below 1e21 print as plain digits.
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        // Below 2^53 a whole number's shortest round-trip digits are all of its digits. Above,
+        // ECMAScript prints the shortest digits padded with zeros (the general path below).
         write_whole(out, x as i64);
         return;
     }
@@ -579,6 +580,10 @@ mod tests {
             (1.5e-10, "1.5e-10"),
             (-2.5e30, "-2.5e+30"),
             (4.0, "4"),
+            (9_007_199_254_740_991.0, "9007199254740991"),
+            (1_152_921_504_606_846_976.0, "1152921504606847000"),
+            (-1_152_921_504_606_846_976.0, "-1152921504606847000"),
+            (123_456_789_012_345_680_000.0, "123456789012345680000"),
         ] {
             assert_eq!(f64_to_string(x), s, "{x}");
         }
@@ -593,6 +598,12 @@ mod tests {
         assert_eq!(string_to_number(" 5 "), 5.0);
         assert_eq!(string_to_number(" "), 0.0);
         assert_eq!(string_to_number("0x10"), 16.0);
+        assert_eq!(string_to_number("007"), 7.0);
+        assert_eq!(string_to_number("999999999999999"), 999_999_999_999_999.0);
+        assert_eq!(
+            string_to_number("1152921504606846976"),
+            1_152_921_504_606_846_976.0
+        );
         assert_eq!(string_to_number("1e3"), 1000.0);
         assert_eq!(string_to_number(".5"), 0.5);
         assert_eq!(string_to_number("5."), 5.0);

@@ -37,7 +37,7 @@
 //!    and which parts of the anchor changed ([`Change`], with the row index to patch).
 //!    [`Registry::apply_source`] does the same for a [`SourceEvent`]: an input whose envelope
 //!    keys were sorted into slots when it was built (from a live frame's parts, a JSON value
-//!    or JSON text), so applying it reads no key strings. The browser builds its live frames
+//!    or JSON text), so applying it reads none of the input's own key strings. The browser builds its live frames
 //!    this way; the outcome is the same as for the JSON value (a property test holds the two
 //!    paths equal on arbitrary input). [`Registry::apply_sources`] applies a batch (a journal
 //!    replay) with the same outcomes, prefetching the next inputs while one is applied.

@@ -483,7 +483,8 @@ impl Registry {
     }
 
     /// [`Registry::apply_source_event`] for an input whose envelope keys are already in their
-    /// slots: the same outcome, without reading the input's key strings.
+    /// slots: the same outcome, without reading the input's own key strings (a payload parsed
+    /// from a `data` string is still scanned).
     pub fn apply_source(&mut self, input: &SourceEvent, context: &Value) -> Applied {
         let keys = InputKeys::of_source(input);
         let payload = PayloadSource::extract_source(input, &keys);
@@ -495,7 +496,8 @@ impl Registry {
     ///
     /// Replaying a long journal is bound by reading the inputs from memory rather than by the
     /// anchor's work, so while one input is applied the next two are prefetched (on x86-64;
-    /// elsewhere this is the plain loop).
+    /// elsewhere this is the plain loop). `inputs` is therefore read up to two items ahead of
+    /// the outcome handed to `each`.
     pub fn apply_sources<'a>(
         &mut self,
         inputs: impl IntoIterator<Item = (&'a SourceEvent, &'a Value)>,

@@ -97,8 +97,9 @@ impl SourceEvent {
     }
 
     /// Asks the CPU to start loading this event's slots, or (`strings`) the first bytes of its
-    /// string values, whose addresses are read from the slots. A hint: nothing is read, and on
-    /// targets without a prefetch instruction it does nothing.
+    /// string values, whose addresses are read from the slots (so those should be in cache by
+    /// then). The prefetches are hints; on targets without a prefetch instruction they do
+    /// nothing.
     pub(crate) fn prefetch(&self, strings: bool) {
         if let Repr::Object { values, .. } = &self.0 {
             if strings {
@@ -193,13 +194,15 @@ impl From<Value> for SourceEvent {
             Value::Object(map) => {
                 let mut slots = Slots::new();
                 let mut rest = Vec::new();
-                // A map iterates sorted, each key once.
                 for (key, value) in map {
                     match INPUT_KEYS.slot(&key) {
                         Some(i) => slots.0[i] = Some(value),
                         None => rest.push((key, value)),
                     }
                 }
+                // Each key is there once; a map already iterates sorted unless serde_json's
+                // `preserve_order` is on, and then this keeps both constructors alike.
+                rest.sort_by(|a, b| a.0.cmp(&b.0));
                 slots.finish(rest)
             }
             other => SourceEvent(Repr::Other(other)),

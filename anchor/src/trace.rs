@@ -89,24 +89,46 @@ pub struct TraceLine {
     pub context: Arc<Value>,
 }
 
-/// A line of a trace file as written: a config line or an event line.
-#[derive(Deserialize)]
+/// A line of a trace file as written: a config line or an event line. Only its own keys are
+/// kept; a key given twice keeps its last value, as in a JSON object.
+#[derive(Default)]
 struct RawLine {
-    #[serde(default, deserialize_with = "present")]
+    /// `Some` when the key is present, even with `null`.
     config: Option<Value>,
-    #[serde(default)]
     source: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     event: Option<SourceEvent>,
-    #[serde(default)]
     context: Option<Value>,
 }
 
-/// A key that is present is `Some`, even when its value is `null`.
-fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
+impl<'de> Deserialize<'de> for RawLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct LineVisitor;
+        impl<'de> serde::de::Visitor<'de> for LineVisitor {
+            type Value = RawLine;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawLine, A::Error> {
+                let mut line = RawLine::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "config" => line.config = Some(map.next_value()?),
+                        "source" => line.source = Some(map.next_value()?),
+                        "event" => line.event = Some(map.next_value()?),
+                        "context" => line.context = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(line)
+            }
+        }
+        d.deserialize_map(LineVisitor)
+    }
 }
 
 /// A parsed trace.
@@ -143,12 +165,18 @@ impl Trace {
             if t.is_empty() || t.starts_with("//") {
                 continue;
             }
-            let raw: RawLine =
-                serde_json::from_str(t).map_err(|source| TraceError::Json { line, source })?;
             let shape = |message: &str| TraceError::Shape {
                 line,
                 message: message.to_owned(),
             };
+            if !t.starts_with('{') {
+                // Valid JSON of another shape is a shape error, anything else is not JSON.
+                serde_json::from_str::<serde::de::IgnoredAny>(t)
+                    .map_err(|source| TraceError::Json { line, source })?;
+                return Err(shape("expected a JSON object"));
+            }
+            let raw: RawLine =
+                serde_json::from_str(t).map_err(|source| TraceError::Json { line, source })?;
             if let Some(config) = raw.config {
                 if seen_event || !trace.lines.is_empty() {
                     return Err(shape("the config line must come first"));
@@ -376,4 +404,51 @@ pub fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     js::write_json(&mut out, value, js::KeyOrder::Utf16);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        Trace::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn lines_must_be_objects() {
+        for line in ["7", "[{\"anchor\":{}}]", "[]", "\"live\"", "null"] {
+            assert_eq!(error(line), "line 1: expected a JSON object", "{line}");
+        }
+        assert!(error("{\"source\":").starts_with("line 1: not JSON:"));
+        assert!(error("[1,").starts_with("line 1: not JSON:"));
+    }
+
+    #[test]
+    fn a_key_given_twice_keeps_its_last_value() {
+        let trace = Trace::parse(
+            r#"{"source":"replay","event":{},"event":{"type":"token"},"source":"live","x":[1]}"#,
+        )
+        .unwrap();
+        assert_eq!(trace.lines.len(), 1);
+        assert_eq!(trace.lines[0].source, "live");
+        assert_eq!(
+            trace.lines[0].event.to_value(),
+            serde_json::json!({"type": "token"})
+        );
+    }
+
+    #[test]
+    fn event_lines_need_a_source_and_an_event() {
+        assert_eq!(
+            error(r#"{"event":{}}"#),
+            "line 1: an event line needs a string \"source\""
+        );
+        assert_eq!(
+            error(r#"{"source":"live"}"#),
+            "line 1: an event line needs an \"event\""
+        );
+        // A null event is an event (excluded when applied), not a missing one.
+        let trace = Trace::parse(r#"{"source":"live","event":null}"#).unwrap();
+        assert_eq!(trace.lines[0].event.to_value(), Value::Null);
+    }
 }
