@@ -113,5 +113,53 @@ fn bench_details(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_apply, bench_project, bench_details);
+/// What the browser does per SSE frame: build the input from the frame's parts (event name,
+/// data text, id) and apply it, as a JSON object or as a [`SourceEvent`] made from the parts.
+fn bench_frames(c: &mut Criterion) {
+    let ctx = json!({"session_id": SESSION, "stream_id": RUN});
+    let frames: Vec<(&str, String, String)> = synthetic::turn(10_000, 42)
+        .iter()
+        .map(|e| (e.kind, e.payload.to_string(), e.event_id()))
+        .collect();
+    let mut group = c.benchmark_group("live_frames_10k");
+    group.sample_size(20);
+    group.throughput(Throughput::Elements(frames.len() as u64));
+    group.bench_function("json_object", |b| {
+        b.iter_batched(
+            || (),
+            |()| {
+                let mut r = registry();
+                for (kind, data, id) in &frames {
+                    let frame = json!({"type": kind, "data": data, "lastEventId": id});
+                    black_box(r.apply_source_event(&frame, &ctx));
+                }
+                r
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("source_event_from_parts", |b| {
+        b.iter_batched(
+            || (),
+            |()| {
+                let mut r = registry();
+                for (kind, data, id) in &frames {
+                    let frame = SourceEvent::live_frame(kind, data, Some(id));
+                    black_box(r.apply_source(&frame, &ctx));
+                }
+                r
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_apply,
+    bench_project,
+    bench_details,
+    bench_frames
+);
 criterion_main!(benches);
