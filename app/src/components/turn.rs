@@ -18,6 +18,24 @@ fn fmt_duration(seconds: f64) -> String {
     }
 }
 
+/// `n` and a noun, plural unless `n` is one ("1 step", "3 steps").
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The Transparent Stream's heading: how many events and tool calls the turn has.
+fn trace_summary(events: usize, tools: usize) -> String {
+    format!(
+        "Trace · {} · {}",
+        counted(events, "event"),
+        counted(tools, "tool")
+    )
+}
+
 fn tool_verb(name: &str, failed: bool, running: bool) -> String {
     // Known tools read as a sentence about their target ("Read notes.txt"); others name
     // themselves ("Called fetch_weather").
@@ -256,9 +274,9 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
         let n = steps.get();
         let time = elapsed.get().map(fmt_duration);
         match (turn_over.get(), time) {
-            (false, _) => format!("Working · {n} step{}", if n == 1 { "" } else { "s" }),
-            (true, Some(t)) => format!("Processed {t} · {n} step{}", if n == 1 { "" } else { "s" }),
-            (true, None) => format!("Processed · {n} step{}", if n == 1 { "" } else { "s" }),
+            (false, _) => format!("Working · {}", counted(n, "step")),
+            (true, Some(t)) => format!("Processed {t} · {}", counted(n, "step")),
+            (true, None) => format!("Processed · {}", counted(n, "step")),
         }
     };
     let stored_turn = StoredValue::new(turn.clone());
@@ -340,7 +358,7 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
     view! {
         <div class="trace">
             <div class="trace-head">
-                {move || format!("Trace · {} events · {} tools", total.get(), tools.get())}
+                {move || trace_summary(total.get(), tools.get())}
             </div>
             <Show when=move || { total.get() > shown.get() }>
                 <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
@@ -525,7 +543,14 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use super::tool_verb;
+    use super::{tool_verb, trace_summary};
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(trace_summary(5, 1), "Trace · 5 events · 1 tool");
+        assert_eq!(trace_summary(1, 0), "Trace · 1 event · 0 tools");
+        assert_eq!(trace_summary(12, 3), "Trace · 12 events · 3 tools");
+    }
 
     #[test]
     fn known_tools_read_as_a_sentence_and_others_name_themselves() {
