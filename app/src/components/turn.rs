@@ -27,6 +27,24 @@ fn counted(n: usize, noun: &str) -> String {
     }
 }
 
+/// `n` with thousands separated ("12,345").
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// The turn's token usage, as shown under the answer.
+fn usage_label(input: u64, output: u64) -> String {
+    format!("{} tokens in · {} out", grouped(input), grouped(output))
+}
+
 /// The Transparent Stream's heading: how many events and tool calls the turn has.
 fn trace_summary(events: usize, tools: usize) -> String {
     format!(
@@ -467,7 +485,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             let usage = s.registry.anchor().usage.as_ref()?;
             let input = usage.get("input_tokens")?.as_u64()?;
             let output = usage.get("output_tokens")?.as_u64()?;
-            Some(format!("{input} in · {output} out"))
+            Some(usage_label(input, output))
         })
     });
     let waiting = Memo::new(move |_| {
@@ -543,7 +561,17 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use super::{tool_verb, trace_summary};
+    use super::{tool_verb, trace_summary, usage_label};
+
+    #[test]
+    fn usage_reads_as_tokens_with_thousands_grouped() {
+        assert_eq!(usage_label(1200, 4), "1,200 tokens in · 4 out");
+        assert_eq!(usage_label(0, 999), "0 tokens in · 999 out");
+        assert_eq!(
+            usage_label(1_234_567, 100_000),
+            "1,234,567 tokens in · 100,000 out"
+        );
+    }
 
     #[test]
     fn counts_are_singular_for_one() {
