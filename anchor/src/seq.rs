@@ -30,20 +30,11 @@ impl Seq {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s.is_empty() => None,
             Some(Value::Number(n)) => Some(Seq::Num(js::number_as_f64(n))),
-            Some(Value::String(s)) => Some(Seq::coerce_str(s)),
-            Some(v) => {
-                let s = js::to_js_string(v);
-                let n = js::string_to_number(&s);
-                Some(if n.is_finite() {
-                    Seq::Num(n)
-                } else {
-                    Seq::Text(s.into_owned())
-                })
-            }
+            Some(v) => Some(Seq::coerce_str(&js::to_js_string(v))),
         }
     }
 
-    /// [`Seq::coerce`] of a non-empty string.
+    /// `Number(s)` when finite, else `s` itself.
     pub(crate) fn coerce_str(s: &str) -> Seq {
         let n = js::string_to_number(s);
         if n.is_finite() {

@@ -55,6 +55,15 @@ impl Slots {
         Slots(std::array::from_fn(|_| None))
     }
 
+    /// Puts an object's entry in its slot, or in `rest` when it is not an envelope key (a
+    /// repeated envelope key keeps its last value).
+    fn put(&mut self, key: &str, value: Value, rest: &mut Vec<(String, Value)>) {
+        match INPUT_KEYS.slot(key) {
+            Some(i) => self.0[i] = Some(value),
+            None => rest.push((key.to_owned(), value)),
+        }
+    }
+
     /// The event; `rest` is sorted by key, each key once.
     fn finish(self, rest: Vec<(String, Value)>) -> SourceEvent {
         let payload_keys = match self.0[IN_PAYLOAD].as_ref().or(self.0[IN_DATA].as_ref()) {
@@ -83,17 +92,14 @@ impl SourceEvent {
     /// text as received, and the frame's own `id:` line if it had one.
     pub fn live_frame(kind: &str, data: &str, last_event_id: Option<&str>) -> Self {
         let mut slots = Slots::new();
-        let mut put = |key: &str, value: &str| {
-            if let Some(i) = INPUT_KEYS.slot(key) {
-                slots.0[i] = Some(Value::String(value.to_owned()));
-            }
-        };
-        put("type", kind);
-        put("data", data);
+        let mut rest = Vec::new();
+        let text = |s: &str| Value::String(s.to_owned());
+        slots.put("type", text(kind), &mut rest);
+        slots.put("data", text(data), &mut rest);
         if let Some(id) = last_event_id {
-            put("lastEventId", id);
+            slots.put("lastEventId", text(id), &mut rest);
         }
-        slots.finish(Vec::new())
+        slots.finish(rest)
     }
 
     /// Asks the CPU to start loading this event's slots, or (`strings`) the first bytes of its
@@ -195,10 +201,7 @@ impl From<Value> for SourceEvent {
                 let mut slots = Slots::new();
                 let mut rest = Vec::new();
                 for (key, value) in map {
-                    match INPUT_KEYS.slot(&key) {
-                        Some(i) => slots.0[i] = Some(value),
-                        None => rest.push((key, value)),
-                    }
+                    slots.put(&key, value, &mut rest);
                 }
                 // Each key is there once; a map already iterates sorted unless serde_json's
                 // `preserve_order` is on, and then this keeps both constructors alike.
@@ -255,11 +258,7 @@ impl<'de> Deserialize<'de> for SourceEvent {
                 let mut slots = Slots::new();
                 let mut rest: Vec<(String, Value)> = Vec::new();
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    let value: Value = map.next_value()?;
-                    match INPUT_KEYS.slot(&key) {
-                        Some(i) => slots.0[i] = Some(value),
-                        None => rest.push((key.into_owned(), value)),
-                    }
+                    slots.put(&key, map.next_value()?, &mut rest);
                 }
                 // Sorted, and a repeated key keeps its last value.
                 rest.reverse();

@@ -69,13 +69,18 @@ impl TestApp {
         body["run_id"].as_str().unwrap().to_owned()
     }
 
-    /// Reads a run's stream from `after` to its end.
-    pub async fn stream(&self, run: &str, after: Option<u64>) -> Vec<SseEvent> {
+    /// Opens a run's event stream from `after` (the response, not yet read).
+    pub async fn open_stream(&self, run: &str, after: Option<u64>) -> reqwest::Response {
         let mut url = self.url(&format!("/api/chat/stream?run_id={run}"));
         if let Some(after) = after {
             url.push_str(&format!("&after_seq={after}"));
         }
-        let res = self.client.get(url).send().await.expect("stream request");
+        self.client.get(url).send().await.expect("stream request")
+    }
+
+    /// Reads a run's stream from `after` to its end.
+    pub async fn stream(&self, run: &str, after: Option<u64>) -> Vec<SseEvent> {
+        let res = self.open_stream(run, after).await;
         assert_eq!(res.status(), 200);
         read_sse(res).await
     }
@@ -103,13 +108,7 @@ impl Drop for TestApp {
 
 /// Follows a run live until an event of `kind` arrives; returns it.
 pub async fn wait_for_event(app: &TestApp, run: &str, kind: &str) -> SseEvent {
-    let res = app
-        .client
-        .get(app.url(&format!("/api/chat/stream?run_id={run}")))
-        .send()
-        .await
-        .unwrap();
-    let mut body = res.bytes_stream();
+    let mut body = app.open_stream(run, None).await.bytes_stream();
     let mut buffer = String::new();
     while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), body.next())
         .await

@@ -197,12 +197,7 @@ async fn a_silent_stream_gets_heartbeats_and_ids_on_every_journaled_frame() {
     let session = app.new_session().await;
     // The approval scenario waits for the user: the run goes quiet.
     let run = app.start(&session, "/demo approval").await;
-    let res = app
-        .client
-        .get(app.url(&format!("/api/chat/stream?run_id={run}")))
-        .send()
-        .await
-        .unwrap();
+    let res = app.open_stream(&run, None).await;
     assert_eq!(
         res.headers()["content-type"],
         "text/event-stream; charset=utf-8"
