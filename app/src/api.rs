@@ -1,7 +1,6 @@
 //! What the page loads: the sidebar's sessions and the open session's turns, each with its
 //! journal. The server renders from it; the browser hydrates from the same data.
 
-use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -91,10 +90,34 @@ pub struct SessionPage {
     pub agent: String,
 }
 
-/// Loads the page for a session (`""`: the newest session, if any).
-#[server(prefix = "/api/leptos")]
-pub async fn load_page(session_id: String) -> Result<SessionPage, ServerFnError> {
-    let backend = crate::ssr::backend()?;
-    let id = Some(session_id.as_str()).filter(|s| !s.is_empty());
-    backend.page(id).await.map_err(ServerFnError::new)
+/// The page data as JSON for a `<script type="application/json">`: every `<` is written as
+/// `\u003c` (it can only occur inside strings), so no text in it can end the element.
+pub fn page_json(page: &SessionPage) -> String {
+    serde_json::to_string(page)
+        .unwrap_or_else(|_| "null".to_owned())
+        .replace('<', "\\u003c")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_json_cannot_close_its_script_element_and_reads_back_the_same() {
+        let page = SessionPage {
+            sessions: vec![SessionSummary {
+                id: "s1".into(),
+                title: "</script><script>alert(1)</script>".into(),
+                updated_at: 1.5,
+                active_run_id: None,
+            }],
+            session: None,
+            missing: false,
+            agent: "<!-- x".into(),
+        };
+        let json = page_json(&page);
+        assert!(!json.contains('<'), "{json}");
+        let back: SessionPage = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, page);
+    }
 }

@@ -6,24 +6,24 @@
 //! Transparent Stream are two projections of it, so switching between them never fetches or
 //! re-applies anything.
 //!
+//! The server loads the page's data first and renders synchronously; the document carries
+//! the same data as JSON ([`PAGE_DATA_ID`]), from which the browser hydrates. There is no
+//! client router, no suspense boundary and no type-erased view in the tree: what the page
+//! shows is known before the first byte is written, and the bundle stays small.
+//!
 //! # Layout
-//! - [`shell`]: the HTML document around the app, used by the server.
-//! - [`App`]: meta context, stylesheet and the route table.
-//! - [`api`]: the page data and the server function that loads it; [`ssr`]: the port the
-//!   server implements.
+//! - [`shell`] / [`not_found_shell`]: the HTML documents the server renders.
+//! - [`ChatPage`]: the chat page around a loaded [`api::SessionPage`].
+//! - [`api`]: the page data.
 //! - [`model`]: a turn's state, fed by journal rows and live frames (pure, tested natively).
 //! - [`markdown`]: safe Markdown rendering.
-//! - `routes/`: pages; `components/`: what pages are made of; `live`/`client`: the browser's
-//!   stream follower and API calls (hydrate only).
+//! - `routes/`: pages; `components/`: what pages are made of; `live`/`client`/`nav`: the
+//!   browser's stream follower, API calls and in-app navigation (hydrate only).
 // Release builds keep the full view types (dev builds erase them); their layout is deep.
 #![recursion_limit = "512"]
 
+#[cfg(feature = "ssr")]
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Stylesheet, Title};
-use leptos_router::{
-    components::{Route, Router, Routes},
-    path, SsrMode,
-};
 
 pub mod api;
 #[cfg(feature = "hydrate")]
@@ -33,55 +33,140 @@ mod components;
 mod live;
 pub mod markdown;
 pub mod model;
+#[cfg(feature = "hydrate")]
+mod nav;
 mod routes;
-#[cfg(feature = "ssr")]
-pub mod ssr;
 mod state;
 
-/// The HTML document the server renders around [`App`].
-pub fn shell(options: LeptosOptions) -> impl IntoView {
+pub use routes::{ChatPage, ChatPageProps};
+
+/// The id of the `<script type="application/json">` that carries the page data.
+pub const PAGE_DATA_ID: &str = "anchorage-page";
+
+/// The document title for a page: the open conversation's title, then the app's name.
+pub fn document_title(title: &str) -> String {
+    let title = title.trim();
+    if title.is_empty() || title == "New chat" {
+        "Anchorage".to_owned()
+    } else {
+        format!("{title} · Anchorage")
+    }
+}
+
+/// `text` with `&`, `<` and `>` escaped, for markup written by hand.
+#[cfg(feature = "ssr")]
+fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The head elements every document shares.
+#[cfg(feature = "ssr")]
+fn head_common() -> impl IntoView {
+    view! {
+        <meta charset="utf-8" />
+        <meta
+            name="viewport"
+            content="width=device-width, initial-scale=1, viewport-fit=cover, interactive-widget=resizes-content"
+        />
+        <meta name="color-scheme" content="light dark" />
+        <meta name="theme-color" content="#2f6f62" />
+        <meta
+            name="description"
+            content="Chat with an AI agent; every turn streams, settles and survives a reload."
+        />
+        <link rel="stylesheet" id="leptos" href="/pkg/anchorage.css" />
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+        <link rel="manifest" href="/manifest.webmanifest" />
+        <link rel="apple-touch-icon" href="/icon-192.png" />
+    }
+}
+
+/// The chat document: the page rendered from `page`, the same data as JSON for hydration,
+/// and the scripts that load the bundle.
+#[cfg(feature = "ssr")]
+pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
+    let data = api::page_json(&page);
+    let title = document_title(
+        page.session
+            .as_ref()
+            .map(|s| s.title.as_str())
+            .unwrap_or_default(),
+    );
     view! {
         <!DOCTYPE html>
         <html lang="en">
             <head>
-                <meta charset="utf-8" />
-                <meta
-                    name="viewport"
-                    content="width=device-width, initial-scale=1, viewport-fit=cover, interactive-widget=resizes-content"
-                />
+                {head_common()}
+                // Text written as markup: a text child would get a hydration marker, which
+                // a <title> shows literally.
+                <title inner_html=escape_text(&title)></title>
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
-                <MetaTags />
+                <script type="application/json" id=PAGE_DATA_ID inner_html=data></script>
             </head>
             <body>
-                <App />
+                <ChatPage page=page />
             </body>
         </html>
     }
 }
 
-/// The application root: page metadata and the route table.
-#[component]
-pub fn App() -> impl IntoView {
-    provide_meta_context();
-
+/// The document for an address the app does not know (static: no bundle is loaded).
+#[cfg(feature = "ssr")]
+pub fn not_found_shell(_options: LeptosOptions) -> impl IntoView {
     view! {
-        <Stylesheet id="leptos" href="/pkg/anchorage.css" />
-        <Title text="Anchorage" />
-        <Meta name="color-scheme" content="light dark" />
-        <Meta name="theme-color" content="#2f6f62" />
-        <Meta
-            name="description"
-            content="Chat with an AI agent; every turn streams, settles and survives a reload."
-        />
-        <Link rel="icon" href="/favicon.svg" type_="image/svg+xml" />
-        <Link rel="manifest" href="/manifest.webmanifest" />
-        <Link rel="apple-touch-icon" href="/icon-192.png" />
-        <Router>
-            <Routes fallback=routes::NotFound>
-                <Route path=path!("/") view=routes::ChatPage ssr=SsrMode::Async />
-                <Route path=path!("/s/:session_id") view=routes::ChatPage ssr=SsrMode::Async />
-            </Routes>
-        </Router>
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                {head_common()}
+                <title>"Page not found · Anchorage"</title>
+            </head>
+            <body>
+                <routes::NotFound />
+            </body>
+        </html>
     }
+}
+
+/// The document for a page that could not be loaded (static: no bundle is loaded).
+#[cfg(feature = "ssr")]
+pub fn error_shell(message: String) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                {head_common()}
+                <title>"Something went wrong · Anchorage"</title>
+            </head>
+            <body>
+                <main class="not-found">
+                    <h1>"Something went wrong"</h1>
+                    <p>{message}</p>
+                    <p>
+                        <a href="/">"Back to your conversations"</a>
+                    </p>
+                </main>
+            </body>
+        </html>
+    }
+}
+
+/// The page data the server wrote into the document, if it is there and readable.
+#[cfg(feature = "hydrate")]
+pub fn page_from_document() -> Result<api::SessionPage, String> {
+    let text = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(PAGE_DATA_ID))
+        .and_then(|el| el.text_content())
+        .ok_or_else(|| format!("the document has no #{PAGE_DATA_ID}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("the page data is not readable: {e}"))
 }

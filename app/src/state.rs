@@ -101,6 +101,8 @@ pub struct ChatState {
     pub error: RwSignal<Option<String>>,
     /// Who answers.
     pub agent: RwSignal<String>,
+    /// The address asked for a session that does not exist (the newest one is shown).
+    pub missing: RwSignal<bool>,
 }
 
 impl ChatState {
@@ -117,15 +119,17 @@ impl ChatState {
             announcement: RwSignal::new(String::new()),
             error: RwSignal::new(None),
             agent: RwSignal::new(String::new()),
+            missing: RwSignal::new(false),
         };
         state.load(page);
         state
     }
 
-    /// Shows another page (after navigation).
+    /// Shows another page (after in-app navigation or a change made in another tab).
     pub fn load(&self, page: &SessionPage) {
         self.sessions.set(page.sessions.clone());
         self.agent.set(page.agent.clone());
+        self.missing.set(page.missing);
         match &page.session {
             Some(session) => {
                 self.session_id.set(Some(session.id.clone()));
@@ -171,7 +175,30 @@ impl ChatState {
     }
 }
 
+/// The session an address opens: `/s/{id}` names one, anything else is the newest.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server routes with axum
+pub fn session_in_path(path: &str) -> Option<&str> {
+    path.strip_prefix("/s/")
+        .map(|rest| rest.trim_end_matches('/'))
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+}
+
 /// The chat state from context.
 pub fn use_chat() -> ChatState {
     expect_context::<ChatState>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session_in_path;
+
+    #[test]
+    fn only_a_session_address_names_a_session() {
+        assert_eq!(session_in_path("/s/abc"), Some("abc"));
+        assert_eq!(session_in_path("/s/abc/"), Some("abc"));
+        assert_eq!(session_in_path("/"), None);
+        assert_eq!(session_in_path("/s/"), None);
+        assert_eq!(session_in_path("/s/a/b"), None);
+        assert_eq!(session_in_path("/x/abc"), None);
+    }
 }

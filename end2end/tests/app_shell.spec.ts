@@ -1,5 +1,5 @@
 import { test, expect } from "@playwright/test";
-import { hydrated, isPhone, newSession } from "./support";
+import { hydrated, isPhone, newSession, startTurn, waitRunEnd } from "./support";
 
 test.describe("app shell", () => {
   test("the server renders sidebar, empty chat and composer before any script runs", async ({ browser, request }) => {
@@ -90,5 +90,77 @@ test.describe("app shell", () => {
       const res = await request.get(icon.src);
       expect(res.ok(), icon.src).toBeTruthy();
     }
+  });
+
+  test("opening another session from the sidebar swaps the conversation in place; Back returns", async ({ page, request }) => {
+    // Words no other test uses: sessions of parallel tests share the sidebar and the search.
+    const first = await newSession(request);
+    await waitRunEnd(request, await startTurn(request, first, "tell me about narwhals"));
+    const second = await newSession(request);
+    await waitRunEnd(request, await startTurn(request, second, "tell me about axolotls"));
+    // Titled after the first message otherwise.
+    for (const [id, title] of [[first, "First harbour"], [second, "Second harbour"]]) {
+      const res = await request.post("/api/session/rename", { data: { session_id: id, title } });
+      expect(res.ok()).toBeTruthy();
+    }
+
+    await page.goto(`/s/${first}`);
+    await hydrated(page);
+    await expect(page).toHaveTitle("First harbour · Anchorage");
+    // A full page load would drop this.
+    await page.evaluate(() => ((window as any).__samePage = true));
+
+    if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+    await page.locator(`[data-session-id='${second}'] a.session-link`).click();
+    await expect(page).toHaveURL(new RegExp(`/s/${second}$`));
+    await expect(page.locator(".chat-title")).toHaveText("Second harbour");
+    await expect(page).toHaveTitle("Second harbour · Anchorage");
+    await expect(page.locator("article.turn")).toHaveCount(1);
+    await expect(page.locator("article.turn .user-message")).toHaveText("tell me about axolotls");
+    await expect(page.locator("article.turn [data-final-answer='true']")).toBeVisible();
+    await expect(page.locator(`[data-session-id='${second}']`)).toHaveClass(/current/);
+    expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
+
+    await page.goBack();
+    await expect(page).toHaveURL(new RegExp(`/s/${first}$`));
+    await expect(page.locator("article.turn .user-message")).toHaveText("tell me about narwhals");
+    expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
+
+    // The server renders the same conversation for the address.
+    await page.goto(`/s/${second}`);
+    await hydrated(page);
+    await expect(page.locator("article.turn .user-message")).toHaveText("tell me about axolotls");
+  });
+
+  test("New chat opens an empty conversation in place", async ({ page, request }) => {
+    await page.goto(`/s/${await newSession(request)}`);
+    await hydrated(page);
+    await page.evaluate(() => ((window as any).__samePage = true));
+    if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+    await page.getByRole("button", { name: "New chat" }).click();
+    await expect(page).toHaveURL(/\/s\/[^/]+$/);
+    const id = new URL(page.url()).pathname.split("/").pop()!;
+    await expect(page.locator(`[data-session-id='${id}']`)).toHaveClass(/current/);
+    await expect(page.getByRole("heading", { name: "Start a conversation" })).toBeVisible();
+    expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
+  });
+
+  test("an unknown address is a 404 page; page data is JSON; an unknown session falls back with a notice", async ({ page, request }) => {
+    const missing = await request.get("/no/such/page");
+    expect(missing.status()).toBe(404);
+    expect(await missing.text()).toContain("Page not found");
+
+    const session = await newSession(request, "Page data subject");
+    const data = await (await request.get(`/api/page?session_id=${session}`)).json();
+    expect(data.session.id).toBe(session);
+    expect(data.session.title).toBe("Page data subject");
+    expect(data.sessions.some((s: any) => s.id === session)).toBe(true);
+    expect(data.missing).toBe(false);
+
+    const gone = await (await request.get("/api/page?session_id=no-such-session")).json();
+    expect(gone.missing).toBe(true);
+    await page.goto("/s/no-such-session");
+    await hydrated(page);
+    await expect(page.getByRole("alert").filter({ hasText: "does not exist" })).toBeVisible();
   });
 });

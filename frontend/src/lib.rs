@@ -4,9 +4,14 @@
 
 use wasm_bindgen::prelude::wasm_bindgen;
 
-/// Called by the generated JS once the wasm module is loaded.
+/// Called by the generated JS once the wasm module is loaded: hydrates the chat page from
+/// the data the server wrote into it.
 #[wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    match app::page_from_document() {
+        Ok(page) => leptos::mount::hydrate_body(move || app::ChatPage(app::ChatPageProps { page })),
+        // Not a chat page (nothing to take over): it stays the static page it is.
+        Err(e) => leptos::logging::error!("Anchorage: not hydrating: {e}"),
+    }
 }

@@ -22,7 +22,6 @@ use tower_http::trace::TraceLayer;
 use anyhow::Context as _;
 use axum::{extract::FromRef, routing::get, Router};
 use leptos::prelude::*;
-use leptos_axum::{generate_route_list, LeptosRoutes};
 use tokio_util::sync::CancellationToken;
 
 pub mod assets;
@@ -110,27 +109,22 @@ impl AppState {
     }
 }
 
-/// Builds the whole HTTP surface: API routes first, then the Leptos pages, then static files.
+/// Builds the whole HTTP surface: API routes, the chat pages, then static files.
 pub fn router(state: AppState) -> Router {
-    let routes = generate_route_list(app::App);
+    // Rendering runs Leptos' task queue on tokio (a no-op when already set up).
+    let _ = any_spawner::Executor::init_tokio();
     let options = state.leptos_options.clone();
     let options_pkg = options.site_pkg_dir.to_string();
     let pkg_dir = std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir);
-    let backend = app::ssr::Backend(Arc::new(pages::PageBackend::new(
-        Arc::clone(&state.store),
-        state.runner.adapter_label(),
-    )));
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .merge(routes::api())
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            move || provide_context(backend.clone()),
-            move || app::shell(options.clone()),
-        )
+        .route("/", get(pages::newest))
+        .route("/s/{session_id}", get(pages::session))
+        .route("/api/page", get(pages::data))
+        // Static files of the site root (icons, manifest); anything else is a 404 page.
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
-            app::shell,
+            app::not_found_shell,
         ))
         .with_state(state)
         // The bundle from its precompressed copies when they exist (see `assets`).

@@ -1,15 +1,24 @@
-//! The app's view of the store: the page data the chat page renders from, on the server and
-//! (through the `load_page` server function) in the browser.
+//! The chat page: the data it renders from (assembled from the store), the HTML document
+//! rendered from that data (`/` and `/s/{id}`), and the same data as JSON (`/api/page`) for
+//! the browser when it opens another session in the page.
 
 use std::sync::Arc;
 
 use app::api::{
     JournalEvent, MessageData, QueuedData, SessionDetail, SessionPage, SessionSummary, TurnData,
 };
-use app::ssr::ChatBackend;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use leptos::prelude::*;
+use serde::Deserialize;
 use serde_json::Value;
 
+use crate::error::{ApiError, ApiQuery};
 use crate::store::{Session, Store, StoreError};
+use crate::AppState;
 
 /// Journal rows read per query while assembling a page.
 const PAGE_ROWS: u32 = 10_000;
@@ -91,9 +100,10 @@ fn summary(s: &Session) -> SessionSummary {
     }
 }
 
-#[async_trait::async_trait]
-impl ChatBackend for PageBackend {
-    async fn page(&self, session_id: Option<&str>) -> Result<SessionPage, String> {
+impl PageBackend {
+    /// The sidebar and the session to show (the newest when `session_id` is `None` or names
+    /// no session, which `missing` then says).
+    pub async fn page(&self, session_id: Option<&str>) -> Result<SessionPage, String> {
         let sessions = self
             .store
             .list_sessions()
@@ -121,4 +131,72 @@ impl ChatBackend for PageBackend {
             agent: self.agent.clone(),
         })
     }
+}
+
+impl PageBackend {
+    /// The page backend of a running server.
+    pub fn of(state: &AppState) -> Self {
+        PageBackend::new(Arc::clone(&state.store), state.runner.adapter_label())
+    }
+}
+
+/// `GET /`: the newest session (or the empty state).
+pub async fn newest(State(state): State<AppState>, req: Request<Body>) -> Response {
+    render(state, None, req).await
+}
+
+/// `GET /s/{session_id}`: that session (or the newest, with a notice, when it is gone).
+pub async fn session(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    req: Request<Body>,
+) -> Response {
+    render(state, Some(session_id), req).await
+}
+
+async fn render(state: AppState, session_id: Option<String>, req: Request<Body>) -> Response {
+    let page = match PageBackend::of(&state).page(session_id.as_deref()).await {
+        Ok(page) => page,
+        Err(e) => {
+            tracing::error!("cannot load the chat page: {e}");
+            let html = app::error_shell("The conversations could not be loaded.".into()).to_html();
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                html,
+            )
+                .into_response();
+        }
+    };
+    let options = state.leptos_options.clone();
+    // Everything the page shows is loaded: the render has nothing to wait for.
+    let handler = leptos_axum::render_app_async_with_context(
+        || {},
+        move || app::shell(options.clone(), page.clone()),
+    );
+    handler(req).await
+}
+
+/// `GET /api/page?session_id=`: what the chat page renders from, as JSON (an empty or unknown
+/// id gives the newest session, as the page does).
+pub async fn data(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> Result<Json<SessionPage>, ApiError> {
+    let id = q.session_id.as_deref().filter(|s| !s.is_empty());
+    PageBackend::of(&state)
+        .page(id)
+        .await
+        .map(Json)
+        .map_err(|e| {
+            tracing::error!("cannot load page data: {e}");
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+        })
+}
+
+/// The query of [`data`].
+#[derive(Debug, Deserialize)]
+pub struct PageQuery {
+    /// The session to open.
+    pub session_id: Option<String>,
 }

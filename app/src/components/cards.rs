@@ -1,3 +1,4 @@
+use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::model::Pending;
@@ -166,14 +167,12 @@ pub(crate) fn PendingCards() -> impl IntoView {
             each=move || pending.get()
             key=|(run, p)| (run.clone(), p.id().to_owned())
             children=move |(run, p)| match p {
-                Pending::Approval { id, command, description } => view! {
+                Pending::Approval { id, command, description } => Either::Left(view! {
                     <ApprovalCard run_id=run id=id command=command description=description />
-                }
-                .into_any(),
-                Pending::Clarify { id, question, choices } => view! {
+                }),
+                Pending::Clarify { id, question, choices } => Either::Right(view! {
                     <ClarifyCard run_id=run id=id question=question choices=choices />
-                }
-                .into_any(),
+                }),
             }
         />
     }

@@ -1,3 +1,4 @@
+use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::api::SessionSummary;
@@ -77,8 +78,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                         Ok(_) => {
                             chat.sessions.update(|list| list.retain(|s| s.id != id));
                             if chat.session_id.get_untracked().as_deref() == Some(id.as_str()) {
-                                let navigate = leptos_router::hooks::use_navigate();
-                                navigate("/", Default::default());
+                                crate::nav::go(chat, "/");
                             }
                         }
                         Err(e) => chat.error.set(Some(e.message)),
@@ -89,51 +89,53 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
             let _ = &id;
         }
     };
-    let rename_on_key = rename.clone();
+    let rename_on_key = rename;
+    let current_for_link = current.clone();
     view! {
         <li class="session-row" class:current=current.clone() data-session-id=session.id.clone()>
-            <Show
-                when=move || editing.get()
-                fallback={
-                    let current = current.clone();
-                    move || {
-                    let href = href.clone();
-                    let current = current.clone();
-                    view! {
-                        <a
-                            class="session-link"
-                            href=href
-                            aria-current=move || if current() { "page" } else { "false" }
-                            on:click=move |_| on_close.run(())
-                        >
-                            {running.then(|| view! { <span class="spinner" title="Running" aria-label="running"></span> })}
-                            <span class="session-title">{move || draft.get()}</span>
-                        </a>
-                    }
-                    }
-                }
-            >
-                <input
-                    class="rename-input"
-                    aria-label="Conversation title"
-                    prop:value=move || draft.get()
-                    on:input=move |ev| draft.set(event_target_value(&ev))
-                    on:keydown={
-                        let rename = rename_on_key.clone();
-                        move |ev| {
+            {move || if editing.get() {
+                let rename = rename_on_key.clone();
+                let rename_on_blur = rename_on_key.clone();
+                Either::Left(view! {
+                    <input
+                        class="rename-input"
+                        aria-label="Conversation title"
+                        prop:value=move || draft.get()
+                        on:input=move |ev| draft.set(event_target_value(&ev))
+                        on:keydown=move |ev| {
                             if ev.key() == "Enter" {
                                 rename();
                             } else if ev.key() == "Escape" {
                                 editing.set(false);
                             }
                         }
-                    }
-                    on:blur={
-                        let rename = rename.clone();
-                        move |_| rename()
-                    }
-                />
-            </Show>
+                        on:blur=move |_| rename_on_blur()
+                    />
+                })
+            } else {
+                let href = href.clone();
+                let current = current_for_link.clone();
+                Either::Right(view! {
+                    <a
+                        class="session-link"
+                        href=href.clone()
+                        aria-current=move || if current() { "page" } else { "false" }
+                        on:click=move |ev: leptos::ev::MouseEvent| {
+                            on_close.run(());
+                            let plain = ev.button() == 0
+                                && !(ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key());
+                            if plain {
+                                ev.prevent_default();
+                                #[cfg(feature = "hydrate")]
+                                crate::nav::go(chat, &href);
+                            }
+                        }
+                    >
+                        {running.then(|| view! { <span class="spinner" title="Running" aria-label="running"></span> })}
+                        <span class="session-title">{move || draft.get()}</span>
+                    </a>
+                })
+            }}
             <div class="session-actions">
                 <button type="button" class="icon-button small" aria-label="Rename" title="Rename" on:click=move |_| editing.set(true)>
                     <svg class="icon" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
@@ -181,15 +183,24 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             match crate::client::post("/api/session/new", &serde_json::json!({})).await {
                 Ok(answer) => {
                     if let Some(id) = answer["session"]["id"].as_str() {
-                        let navigate = leptos_router::hooks::use_navigate();
-                        navigate(&format!("/s/{id}"), Default::default());
+                        crate::nav::go(chat, &format!("/s/{id}"));
                     }
                 }
                 Err(e) => chat.error.set(Some(e.message)),
             }
         });
     };
-    let list = move || results.get().unwrap_or_else(|| chat.sessions.get());
+    // Search results as the sidebar knows them now: renamed, running or deleted since.
+    let list = move || match results.get() {
+        Some(found) => chat.sessions.with(|all| {
+            found
+                .iter()
+                .filter_map(|f| all.iter().find(|s| s.id == f.id).cloned())
+                .collect()
+        }),
+        None => chat.sessions.get(),
+    };
+    let has_sessions = Memo::new(move |_| !list().is_empty());
     view! {
         <nav id="sidebar" class="sidebar" aria-label="Sessions">
             <div class="sidebar-header">
@@ -213,22 +224,23 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                 prop:value=move || query.get()
                 on:input=move |ev| search(event_target_value(&ev))
             />
-            <Show
-                when=move || !list().is_empty()
-                fallback=move || view! {
+            {move || if has_sessions.get() {
+                Either::Left(view! {
+                    <ul class="session-list">
+                        <For
+                            each=list
+                            key=|s| (s.id.clone(), s.title.clone(), s.active_run_id.clone())
+                            children=move |s| view! { <SessionRow session=s on_close=on_close /> }
+                        />
+                    </ul>
+                })
+            } else {
+                Either::Right(view! {
                     <p class="sidebar-empty">
                         {move || if query.with(|q| q.is_empty()) { "No conversations yet." } else { "Nothing matches." }}
                     </p>
-                }
-            >
-                <ul class="session-list">
-                    <For
-                        each=list
-                        key=|s| (s.id.clone(), s.title.clone(), s.active_run_id.clone())
-                        children=move |s| view! { <SessionRow session=s on_close=on_close /> }
-                    />
-                </ul>
-            </Show>
+                })
+            }}
             <p class="agent-label" data-agent="" title="Who answers in this app">
                 {move || chat.agent.get()}
             </p>

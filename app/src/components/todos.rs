@@ -33,7 +33,7 @@ pub(crate) fn TodoPanel() -> impl IntoView {
                     >
                         {format!("Todos · {done}/{total}")}
                     </button>
-                    <Show when=move || open.get()>
+                    {move || open.get().then(|| view! {
                         <ul class="todo-list">
                             {list
                                 .iter()
@@ -56,7 +56,7 @@ pub(crate) fn TodoPanel() -> impl IntoView {
                                 })
                                 .collect_view()}
                         </ul>
-                    </Show>
+                    })}
                 </section>
             }
         })

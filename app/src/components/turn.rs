@@ -1,4 +1,5 @@
 use anchor::{Mode, TerminalState};
+use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
 
 use crate::components::prose::Prose;
@@ -99,6 +100,7 @@ fn ToolCard(
     let open = RwSignal::new(false);
     let row_id = first.row_id.clone();
     let name = tool.name.clone();
+    let args = tool.args.clone();
     let state = move || {
         if finished {
             if failed {
@@ -136,16 +138,17 @@ fn ToolCard(
                     }}
                 </span>
             </button>
-            <Show when=move || open.get()>
+            // The detail is built when opened, never for a folded card.
+            {move || open.get().then(|| view! {
                 <div class="tool-detail">
                     <div class="detail-label">"Input"</div>
-                    <pre class="tool-args">{tool.args.clone()}</pre>
+                    <pre class="tool-args">{args.clone()}</pre>
                     {(!result.is_empty()).then(|| view! {
                         <div class="detail-label">"Output"</div>
                         <pre class="tool-output">{result.clone()}</pre>
                     })}
                 </div>
-            </Show>
+            })}
         </div>
     }
 }
@@ -178,9 +181,7 @@ fn ThinkingRow(segment: Segment) -> impl IntoView {
                 <span class="thinking-label">"Thinking"</span>
                 <span class="thinking-preview">{preview}</span>
             </button>
-            <Show when=move || open.get()>
-                <pre class="thinking-body">{text.clone()}</pre>
-            </Show>
+            {move || open.get().then(|| view! { <pre class="thinking-body">{text.clone()}</pre> })}
         </div>
     }
 }
@@ -207,11 +208,7 @@ fn NoteRow(turn: TurnHandle, segment: Segment) -> impl IntoView {
             {(!segment.text.is_empty()).then(|| view! { <span class="note-detail">{segment.text.clone()}</span> })}
             {segment.interaction.clone().map(|id| {
                 let answer = Memo::new(move |_| turn.state.with(|s| s.answers.get(&id).cloned()));
-                view! {
-                    <Show when=move || answer.with(Option::is_some)>
-                        <span class="note-answer" data-answer="">{move || answer.get()}</span>
-                    </Show>
-                }
+                move || answer.get().map(|a| view! { <span class="note-answer" data-answer="">{a}</span> })
             })}
         </div>
     }
@@ -241,18 +238,19 @@ fn segment_view(
     segment: Segment,
     turn_over: Signal<bool>,
     completed_elsewhere: bool,
-) -> AnyView {
+) -> impl IntoView {
     match segment.kind {
-        SegmentKind::Prose => {
-            view! { <ProseRow turn=turn key=segment.key row_id=segment.row_id.clone() /> }
-                .into_any()
-        }
-        SegmentKind::Thinking => view! { <ThinkingRow segment=segment /> }.into_any(),
+        SegmentKind::Prose => EitherOf4::A(
+            view! { <ProseRow turn=turn key=segment.key row_id=segment.row_id.clone() /> },
+        ),
+        SegmentKind::Thinking => EitherOf4::B(view! { <ThinkingRow segment=segment /> }),
         SegmentKind::ToolStart | SegmentKind::ToolUpdate | SegmentKind::ToolDone => {
             let done = (segment.kind == SegmentKind::ToolDone).then(|| segment.clone());
-            view! { <ToolCard first=segment done=done turn_over=turn_over completed_elsewhere=completed_elsewhere /> }.into_any()
+            EitherOf4::C(
+                view! { <ToolCard first=segment done=done turn_over=turn_over completed_elsewhere=completed_elsewhere /> },
+            )
         }
-        _ => view! { <NoteRow turn=turn segment=segment /> }.into_any(),
+        _ => EitherOf4::D(view! { <NoteRow turn=turn segment=segment /> }),
     }
 }
 
@@ -271,11 +269,12 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
         })
     });
     // Open while the turn runs; folded once it settles (errors stay open); the user's choice wins.
-    let open = move || {
+    let open = Memo::new(move |_| {
         user_choice
             .get()
             .unwrap_or_else(|| !turn_over.get() || error_family.get())
-    };
+    });
+    let has_steps = Memo::new(move |_| steps.get() > 0);
     let items = Memo::new(move |_| {
         let limit = shown.get();
         turn.state.with(|s| {
@@ -288,6 +287,7 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
             .with(|s| s.process().len())
             .saturating_sub(shown.get())
     });
+    let any_hidden = Memo::new(move |_| hidden.get() > 0);
     let summary = move || {
         let n = steps.get();
         let time = elapsed.get().map(fmt_duration);
@@ -302,41 +302,39 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
         let turn = stored_turn.get_value();
         view! {
             <div class="worklog-items">
-                <Show when=move || { hidden.get() > 0 }>
+                {move || any_hidden.get().then(|| view! {
                     <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
                         {move || format!("Show {} earlier", hidden.get().min(TRACE_WINDOW))}
                     </button>
-                </Show>
+                })}
                 <For
                     each=move || items.get()
                     key=|item| item.key()
                     children=move |item| match item {
-                        WorkItem::Segment(segment) => segment_view(turn.clone(), segment, turn_over, false),
-                        WorkItem::Tool { first, done } => view! { <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over /> }.into_any(),
+                        WorkItem::Segment(segment) => Either::Left(segment_view(turn.clone(), segment, turn_over, false)),
+                        WorkItem::Tool { first, done } => Either::Right(view! { <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over /> }),
                     }
                 />
             </div>
         }
     };
-    view! {
-        <Show when=move || { steps.get() > 0 }>
-            <div class="worklog" data-open=move || if open() { "true" } else { "false" }>
-                <button
-                    type="button"
-                    class="worklog-summary"
-                    aria-expanded=move || if open() { "true" } else { "false" }
-                    on:click=move |_| user_choice.set(Some(!open()))
-                >
-                    <span class="worklog-text">{summary}</span>
-                    <span class="chevron" aria-hidden="true"></span>
-                </button>
-                <Show when=open>
-                    {
-                        render_items()
-                    }
-                </Show>
-            </div>
-        </Show>
+    move || {
+        has_steps.get().then(|| {
+            view! {
+                <div class="worklog" data-open=move || if open.get() { "true" } else { "false" }>
+                    <button
+                        type="button"
+                        class="worklog-summary"
+                        aria-expanded=move || if open.get() { "true" } else { "false" }
+                        on:click=move |_| user_choice.set(Some(!open.get_untracked()))
+                    >
+                        <span class="worklog-text">{summary}</span>
+                        <span class="chevron" aria-hidden="true"></span>
+                    </button>
+                    {move || open.get().then(render_items)}
+                </div>
+            }
+        })
     }
 }
 
@@ -373,16 +371,17 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
         })
     });
     let turn_for_rows = turn.clone();
+    let any_hidden = Memo::new(move |_| total.get() > shown.get());
     view! {
         <div class="trace">
             <div class="trace-head">
                 {move || trace_summary(total.get(), tools.get())}
             </div>
-            <Show when=move || { total.get() > shown.get() }>
+            {move || any_hidden.get().then(|| view! {
                 <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
-                    {move || format!("Show {} earlier", (total.get() - shown.get()).min(TRACE_WINDOW))}
+                    {move || format!("Show {} earlier", total.get().saturating_sub(shown.get()).min(TRACE_WINDOW))}
                 </button>
-            </Show>
+            })}
             <div class="trace-rows">
                 <For
                     each=move || rows.get()
@@ -434,6 +433,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
         })
     });
     let settled = Memo::new(move |_| !final_answer.get().is_empty());
+    let has_answer = Memo::new(move |_| !answer_text.with(String::is_empty));
     let terminal = Memo::new(move |_| {
         turn.state.with(|s| {
             let state = s.terminal_state()?;
@@ -533,22 +533,22 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                         {move || if mode.get() == Mode::TransparentStream { "Worklog" } else { "Trace" }}
                     </button>
                 </div>
-                <Show when=move || waiting.get()>
+                {move || waiting.get().then(|| view! {
                     <div class="waiting" aria-hidden="true"><span></span><span></span><span></span></div>
-                </Show>
+                })}
                 {move || match mode.get() {
-                    Mode::TransparentStream => view! { <Trace turn=turn_for_trace.clone() turn_over=turn_over /> }.into_any(),
-                    Mode::HideAllActivity => ().into_any(),
-                    Mode::CompactWorklog => view! { <Worklog turn=turn_for_worklog.clone() turn_over=turn_over /> }.into_any(),
+                    Mode::TransparentStream => EitherOf3::A(view! { <Trace turn=turn_for_trace.clone() turn_over=turn_over /> }),
+                    Mode::HideAllActivity => EitherOf3::B(()),
+                    Mode::CompactWorklog => EitherOf3::C(view! { <Worklog turn=turn_for_worklog.clone() turn_over=turn_over /> }),
                 }}
-                <Show when=move || !answer_text.with(String::is_empty)>
+                {move || has_answer.get().then(|| view! {
                     <div
                         class="answer"
                         data-final-answer=move || if settled.get() { "true" } else { "streaming" }
                     >
                         <Prose text=answer_text />
                     </div>
-                </Show>
+                })}
                 {move || terminal.get().map(|(state, message, hint)| view! { <TerminalCard state=state message=message hint=hint /> })}
                 {move || evidence.get().map(|evidence| view! { <EvidenceCard evidence=evidence /> })}
                 <div class="turn-footer">

@@ -1,43 +1,18 @@
 use anchor::Mode;
+use leptos::either::Either;
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
-use crate::api::{load_page, SessionPage};
+use crate::api::SessionPage;
 use crate::components::{Composer, EmptyChat, PendingCards, Sidebar, TodoPanel, TurnView};
 use crate::state::ChatState;
 
-/// The chat page: the session in the address (or the newest one), rendered on the server
-/// with its turns as of the journal, then followed live in the browser.
+/// The chat page around a loaded [`SessionPage`]: rendered on the server with its turns as of
+/// the journal, then followed live in the browser. Opening another session loads its data
+/// into the same page (see `nav`).
 #[component]
-pub(crate) fn ChatPage() -> impl IntoView {
-    let params = use_params_map();
-    let session = move || params.read().get("session_id").unwrap_or_default();
-    let page = Resource::new(session, load_page);
-    view! {
-        <Suspense fallback=|| view! { <div class="app loading" aria-busy="true"></div> }>
-            {move || Suspend::new(async move {
-                match page.await {
-                    Ok(page) => view! { <ChatLayout page=page /> }.into_any(),
-                    Err(e) => view! {
-                        <main class="not-found">
-                            <h1>"Something went wrong"</h1>
-                            <p>{e.to_string()}</p>
-                            <p><a href="/">"Back to your conversations"</a></p>
-                        </main>
-                    }
-                    .into_any(),
-                }
-            })}
-        </Suspense>
-    }
-}
-
-/// The page around a loaded [`SessionPage`].
-#[component]
-fn ChatLayout(page: SessionPage) -> impl IntoView {
+pub fn ChatPage(page: SessionPage) -> impl IntoView {
     let chat = ChatState::new(&page);
     provide_context(chat);
-    let missing = page.missing;
 
     // Set by an Effect, which runs only in the browser: the marker says "this page is live".
     let (hydrated, set_hydrated) = signal(false);
@@ -105,7 +80,12 @@ fn ChatLayout(page: SessionPage) -> impl IntoView {
         on_cleanup(move || follower.update_value(|slot| *slot = None));
 
         // Keep a pinned reader at the bottom as turns grow; leave a reader who scrolled up alone.
-        Effect::new(move |_| {
+        // Another session opens at its bottom.
+        Effect::new(move |prev: Option<Option<String>>| {
+            let session = chat.session_id.get();
+            if prev.is_some_and(|p| p != session) {
+                pinned.set_value(true);
+            }
             chat.turns
                 .with(|turns| turns.iter().for_each(|t| t.state.track()));
             if pinned.get_value() {
@@ -115,7 +95,22 @@ fn ChatLayout(page: SessionPage) -> impl IntoView {
                     }
                 });
             }
+            session
         });
+
+        // The tab says which conversation it shows.
+        Effect::new(move |_| {
+            let title = crate::document_title(&chat.title.get());
+            if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
+                doc.set_title(&title);
+            }
+        });
+
+        // Back and forward between sessions opened in the page.
+        let on_popstate = window_event_listener(leptos::ev::popstate, move |_| {
+            crate::nav::load_current(chat);
+        });
+        on_cleanup(move || on_popstate.remove());
     }
 
     let on_scroll = move |_| {
@@ -179,7 +174,7 @@ fn ChatLayout(page: SessionPage) -> impl IntoView {
                 .map(|id| format!("/api/session/export?session_id={id}&format={format}"))
         }
     };
-    let has_turns = move || chat.turns.with(|t| !t.is_empty());
+    let has_turns = Memo::new(move |_| chat.turns.with(|t| !t.is_empty()));
 
     view! {
         <div
@@ -233,7 +228,7 @@ fn ChatLayout(page: SessionPage) -> impl IntoView {
                             "Trace"
                         </button>
                     </div>
-                    <Show when=move || chat.session_id.with(Option::is_some)>
+                    {move || chat.session_id.with(Option::is_some).then(|| view! {
                         <details class="export-menu">
                             <summary aria-label="Export">"⋯"</summary>
                             <div class="export-links">
@@ -241,7 +236,7 @@ fn ChatLayout(page: SessionPage) -> impl IntoView {
                                 <a href=export("jsonl") download="">"Export journal (JSONL)"</a>
                             </div>
                         </details>
-                    </Show>
+                    })}
                 </header>
                 <section
                     class="transcript"
@@ -250,14 +245,18 @@ fn ChatLayout(page: SessionPage) -> impl IntoView {
                     on:scroll=on_scroll
                     on:click=on_transcript_click
                 >
-                    {missing.then(|| view! { <p class="notice" role="alert">"That conversation does not exist (any more). Here is your newest one."</p> })}
-                    <Show when=has_turns fallback=|| view! { <EmptyChat /> }>
-                        <For
-                            each=move || chat.turns.get()
-                            key=|t| t.run_id.clone()
-                            children=move |turn| view! { <TurnView turn=turn /> }
-                        />
-                    </Show>
+                    {move || chat.missing.get().then(|| view! { <p class="notice" role="alert">"That conversation does not exist (any more). Here is your newest one."</p> })}
+                    {move || if has_turns.get() {
+                        Either::Left(view! {
+                            <For
+                                each=move || chat.turns.get()
+                                key=|t| t.run_id.clone()
+                                children=move |turn| view! { <TurnView turn=turn /> }
+                            />
+                        })
+                    } else {
+                        Either::Right(view! { <EmptyChat /> })
+                    }}
                     <For
                         each=move || chat.queued.get()
                         key=|q| q.id.clone()
@@ -403,8 +402,8 @@ fn send(chat: ChatState, text: String) {
 /// Reloads the open session's page data (after another tab changed it).
 #[cfg(feature = "hydrate")]
 async fn reload_session(chat: ChatState, session_id: &str) {
-    match load_page(session_id.to_owned()).await {
+    match crate::nav::fetch_page(Some(session_id)).await {
         Ok(page) => chat.load(&page),
-        Err(e) => chat.error.set(Some(e.to_string())),
+        Err(e) => chat.error.set(Some(e)),
     }
 }

@@ -1,7 +1,9 @@
-//! Pages: each route component does the wiring, components do the drawing.
+//! Pages: each page component does the wiring, components do the drawing.
 
 mod chat;
+#[cfg(feature = "ssr")]
 mod not_found;
 
-pub(crate) use chat::ChatPage;
+pub use chat::{ChatPage, ChatPageProps};
+#[cfg(feature = "ssr")]
 pub(crate) use not_found::NotFound;

@@ -133,3 +133,81 @@ async fn the_bundle_is_served_from_its_precompressed_copies() {
     assert!(res.headers().get("content-encoding").is_none());
     assert_eq!(res.text().await.unwrap(), css);
 }
+
+/// The JSON the page carries for hydration, read back out of the HTML.
+fn page_data(html: &str) -> serde_json::Value {
+    let open = format!(
+        r#"<script type="application/json" id="{}">"#,
+        app::PAGE_DATA_ID
+    );
+    let start = html.find(&open).expect("the page carries its data") + open.len();
+    let end = start
+        + html[start..]
+            .find("</script>")
+            .expect("the data element ends");
+    serde_json::from_str(&html[start..end]).expect("the page data is JSON")
+}
+
+#[tokio::test]
+async fn a_session_page_carries_the_data_it_was_rendered_from() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let (status, _) = app
+        .post(
+            "/api/session/rename",
+            serde_json::json!({"session_id": session, "title": "</script><b>x</b>"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let run = app.start(&session, "hello <script>alert(1)</script>").await;
+    app.wait_finished(&run).await;
+
+    let html = reqwest::get(app.url(&format!("/s/{session}")))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let title = &html[html.find("<title>").unwrap()..html.find("</title>").unwrap()];
+    assert_eq!(
+        title, "<title>&lt;/script&gt;&lt;b&gt;x&lt;/b&gt; · Anchorage",
+        "the tab names the conversation, escaped"
+    );
+    let data = page_data(&html);
+    assert_eq!(data["session"]["id"], session.as_str());
+    assert_eq!(data["session"]["title"], "</script><b>x</b>");
+    let turn = &data["session"]["turns"][0];
+    assert_eq!(turn["run_id"], run.as_str());
+    assert_eq!(turn["user"]["content"], "hello <script>alert(1)</script>");
+    assert!(turn["events"].as_array().is_some_and(|e| !e.is_empty()));
+    assert_eq!(data["missing"], false);
+
+    // The same data as JSON for in-page navigation.
+    let (status, json) = app.get(&format!("/api/page?session_id={session}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(json, data);
+}
+
+#[tokio::test]
+async fn an_unknown_session_shows_the_newest_with_a_notice() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let html = reqwest::get(app.url("/s/no-such-session"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("does not exist"));
+    let data = page_data(&html);
+    assert_eq!(data["missing"], true);
+    assert_eq!(data["session"]["id"], session.as_str());
+
+    let (status, json) = app.get("/api/page?session_id=no-such-session").await;
+    assert_eq!(status, 200);
+    assert_eq!(json["missing"], true);
+    let (status, json) = app.get("/api/page").await;
+    assert_eq!(status, 200);
+    assert_eq!(json["session"]["id"], session.as_str());
+    assert_eq!(json["missing"], false);
+}
