@@ -9,6 +9,9 @@ OUTPUT_NAME := anchorage
 # Plain cargo commands get the same settings as cargo-leptos's dev build, so both share
 # target/debug instead of rebuilding each other's artifacts (TOOLCHAIN.md §5.6).
 DEV_ENV := env LEPTOS_OUTPUT_NAME=$(OUTPUT_NAME) RUSTFLAGS="--cfg erase_components"
+# Release bundles leave the Markdown renderer out of the first load: it is split into its own
+# wasm file, fetched once the page is live (see `app::markdown::render_split`).
+SPLIT := --split --lib-features split
 # wasm-opt for release builds comes from npm's binaryen in end2end/.
 TOOLS_PATH := PATH="$(CURDIR)/end2end/node_modules/.bin:$$PATH"
 
@@ -23,7 +26,7 @@ setup:
 	bash scripts/setup.sh
 
 run: setup
-	$(TOOLS_PATH) LEPTOS_ENV=PROD cargo leptos serve --release
+	$(TOOLS_PATH) LEPTOS_ENV=PROD cargo leptos serve --release $(SPLIT)
 
 dev: setup
 	cargo leptos watch
@@ -41,6 +44,7 @@ unit:
 
 wasm-check:
 	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked -- -D warnings
+	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked --features frontend/split -- -D warnings
 
 # Builds the release site (wasm-opt included), starts the release server and runs Playwright
 # (desktop and phone projects) against it.
@@ -48,5 +52,5 @@ wasm-check:
 e2e:
 	rm -rf target/e2e-data
 	$(TOOLS_PATH) ANCHORAGE_DATA_DIR=target/e2e-data ANCHORAGE_DEMO_DELAY_MS=8 \
-	  cargo leptos end-to-end --release --cargo-locked
+	  cargo leptos end-to-end --release --cargo-locked $(SPLIT)
 	@node end2end/summary.js

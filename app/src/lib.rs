@@ -29,6 +29,7 @@ pub mod api;
 #[cfg(feature = "hydrate")]
 mod client;
 mod components;
+mod dynamic;
 #[cfg(feature = "hydrate")]
 mod live;
 pub mod markdown;
@@ -168,5 +169,9 @@ pub fn page_from_document() -> Result<api::SessionPage, String> {
         .and_then(|d| d.get_element_by_id(PAGE_DATA_ID))
         .and_then(|el| el.text_content())
         .ok_or_else(|| format!("the document has no #{PAGE_DATA_ID}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("the page data is not readable: {e}"))
+    // Through a JSON value, as every other answer the browser reads: one deserializer for the
+    // page types in the bundle instead of two.
+    serde_json::from_str::<serde_json::Value>(&text)
+        .and_then(serde_json::from_value)
+        .map_err(|e| format!("the page data is not readable: {e}"))
 }

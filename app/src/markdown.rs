@@ -93,6 +93,53 @@ pub fn render(markdown: &str) -> String {
     out
 }
 
+/// [`render`] in the part of the bundle that is split off (`--split` builds with the `split`
+/// feature): the browser fetches it on the first call, so a first load does not carry the
+/// Markdown parser. Later calls still answer asynchronously, within the same task.
+#[cfg(all(feature = "hydrate", feature = "split"))]
+#[leptos::lazy]
+pub fn render_split(markdown: String) -> String {
+    render(&markdown)
+}
+
+#[cfg(all(feature = "hydrate", feature = "split"))]
+thread_local! {
+    static LOADED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the split-off renderer has answered once (from then on it answers within the task
+/// that asks).
+#[cfg(all(feature = "hydrate", feature = "split"))]
+pub fn split_loaded() -> bool {
+    LOADED.with(std::cell::Cell::get)
+}
+
+/// [`render_split`], noting that the renderer is loaded.
+#[cfg(all(feature = "hydrate", feature = "split"))]
+pub async fn render_later(markdown: String) -> String {
+    let html = render_split(markdown).await;
+    LOADED.with(|l| l.set(true));
+    html
+}
+
+/// Makes sure the renderer is loaded, then calls `ready`. When it is split off, this fetches
+/// it (the page calls this once hydrated, so that no later render waits for the network);
+/// otherwise it is part of the bundle and `ready` runs at once.
+pub fn preload(ready: impl FnOnce() + 'static) {
+    #[cfg(all(feature = "hydrate", feature = "split"))]
+    leptos::task::spawn_local(async move {
+        let _ = render_later(String::new()).await;
+        ready();
+    });
+    #[cfg(not(all(feature = "hydrate", feature = "split")))]
+    ready();
+}
+
+/// Prose as plain text, escaped, until its Markdown is rendered.
+pub fn plain(text: &str) -> String {
+    format!("<p class=\"plain\">{}</p>", escape(text))
+}
+
 /// HTML-escapes text.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -1,5 +1,5 @@
 import { test, expect } from "@playwright/test";
-import { ACTIVITY, hydrated, isPhone, journal, lastTurn, newSession, openNewSession, send, startTurn, waitRunEnd } from "./support";
+import { ACTIVITY, hydrated, isPhone, journal, lastTurn, newSession, openNewSession, rendererReady, send, startTurn, waitRunEnd } from "./support";
 
 test.describe("chatting", () => {
   test("a message streams, then settles in place in the same element", async ({ page, request }) => {
@@ -23,12 +23,33 @@ test.describe("chatting", () => {
     await expect(lastTurn(page).locator("[data-final-answer='true']")).toHaveText(before);
   });
 
+  test("a streamed answer is rendered as Markdown in the browser, as the server renders it", async ({ page, request }) => {
+    await openNewSession(page, request);
+    await send(page, "/demo prose");
+    const answer = lastTurn(page).locator("[data-final-answer='true']");
+    await expect(answer).toBeVisible();
+    await expect(answer.locator("strong")).toHaveText("demo agent");
+    await expect(answer.locator("li")).toHaveCount(3);
+    await expect(answer.locator(".plain")).toHaveCount(0);
+    const chunks = (el: typeof answer) => el.locator(".chunk").evaluateAll((cs) => cs.map((c) => c.innerHTML));
+    const live = await chunks(answer);
+
+    await page.reload();
+    await hydrated(page);
+    const settled = lastTurn(page).locator("[data-final-answer='true']");
+    await expect(settled.locator("strong")).toHaveText("demo agent");
+    await expect(settled.locator("li")).toHaveCount(3);
+    expect(await chunks(settled)).toEqual(live);
+  });
+
   test("switching modes changes the view at once, without a request", async ({ page, request }) => {
     const session = await newSession(request);
     const run = await startTurn(request, session, "/demo tools");
     await waitRunEnd(request, run);
     await page.goto(`/s/${session}`);
     await hydrated(page);
+    // The page fetches the Markdown renderer once live; from then on nothing is fetched.
+    await rendererReady(page);
     const turn = lastTurn(page);
     await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
     const requests: string[] = [];

@@ -5,6 +5,11 @@ export async function hydrated(page: Page): Promise<void> {
   await expect(page.locator(".app[data-hydrated='true']")).toHaveCount(1);
 }
 
+/** Resolves once the Markdown renderer is loaded (release builds fetch it after hydration). */
+export async function rendererReady(page: Page): Promise<void> {
+  await expect(page.locator(".app[data-markdown='ready']")).toHaveCount(1);
+}
+
 /** True when the viewport is the phone layout (≤ 640 px wide). */
 export function isPhone(page: Page): boolean {
   return (page.viewportSize()?.width ?? 1280) <= 640;

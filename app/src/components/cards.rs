@@ -1,6 +1,8 @@
 use leptos::either::Either;
 use leptos::prelude::*;
 
+use crate::dynamic::dynamic;
+
 use crate::model::Pending;
 use crate::state::{use_chat, TurnHandle};
 
@@ -62,10 +64,10 @@ fn ApprovalCard(run_id: String, id: String, command: String, description: String
             <p class="card-text">{description}</p>
             <pre class="card-command">{command}</pre>
             <div class="card-actions">
-                <button type="button" class="primary" disabled=move || busy.get() on:click=choice("once")>"Allow once"</button>
-                <button type="button" disabled=move || busy.get() on:click=choice("session")>"Allow for session"</button>
-                <button type="button" disabled=move || busy.get() on:click=choice("always")>"Always allow"</button>
-                <button type="button" class="danger" disabled=move || busy.get() on:click=choice("deny")>"Deny"</button>
+                <button type="button" class="primary" disabled=dynamic(move || busy.get()) on:click=choice("once")>"Allow once"</button>
+                <button type="button" disabled=dynamic(move || busy.get()) on:click=choice("session")>"Allow for session"</button>
+                <button type="button" disabled=dynamic(move || busy.get()) on:click=choice("always")>"Always allow"</button>
+                <button type="button" class="danger" disabled=dynamic(move || busy.get()) on:click=choice("deny")>"Deny"</button>
             </div>
             {move || failed.get().map(|e| view! { <p class="card-error" role="alert">{e}</p> })}
         </div>
@@ -111,7 +113,7 @@ fn ClarifyCard(
                         let send = send_choice.clone();
                         let label = c.clone();
                         view! {
-                            <button type="button" disabled=move || busy.get() on:click=move |_| send(c.clone())>
+                            <button type="button" disabled=dynamic(move || busy.get()) on:click=move |_| send(c.clone())>
                                 <span class="choice-number">{i + 1}</span>
                                 {label}
                             </button>
@@ -131,10 +133,10 @@ fn ClarifyCard(
                     id="clarify-input"
                     type="text"
                     placeholder="Type your answer…"
-                    prop:value=move || answer.get()
+                    prop:value=dynamic(move || answer.get())
                     on:input=move |ev| answer.set(event_target_value(&ev))
                 />
-                <button type="submit" disabled=move || busy.get() || answer.with(|a| a.trim().is_empty())>"Send answer"</button>
+                <button type="submit" disabled=dynamic(move || busy.get() || answer.with(|a| a.trim().is_empty()))>"Send answer"</button>
             </form>
             {move || failed.get().map(|e| view! { <p class="card-error" role="alert">{e}</p> })}
         </div>

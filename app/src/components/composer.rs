@@ -1,5 +1,7 @@
 use leptos::prelude::*;
 
+use crate::dynamic::dynamic;
+
 use crate::state::use_chat;
 
 /// The message composer: Send when idle, Stop while a turn runs, Queue when there is text
@@ -62,7 +64,7 @@ pub(crate) fn Composer(
                 rows="1"
                 placeholder="Message Anchorage…"
                 enterkeyhint="send"
-                prop:value=move || draft.get()
+                prop:value=dynamic(move || draft.get())
                 on:input=move |ev| set_draft.set(event_target_value(&ev))
                 on:keydown=move |ev| {
                     if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() && !crate::components::composer::touch_only() {
@@ -74,8 +76,8 @@ pub(crate) fn Composer(
             <button
                 type="submit"
                 class="composer-send"
-                data-action=move || label().to_lowercase()
-                disabled=move || (blank() && !running.get()) || stopping.get()
+                data-action=dynamic(move || label().to_lowercase())
+                disabled=dynamic(move || (blank() && !running.get()) || stopping.get())
             >
                 {label}
             </button>

@@ -1,6 +1,8 @@
 use leptos::either::Either;
 use leptos::prelude::*;
 
+use crate::dynamic::{dynamic, either};
+
 use crate::api::SessionSummary;
 use crate::state::use_chat;
 
@@ -92,7 +94,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
     let rename_on_key = rename;
     let current_for_link = current.clone();
     view! {
-        <li class="session-row" class:current=current.clone() data-session-id=session.id.clone()>
+        <li class="session-row" class:current=dynamic(current.clone()) data-session-id=session.id.clone()>
             {move || if editing.get() {
                 let rename = rename_on_key.clone();
                 let rename_on_blur = rename_on_key.clone();
@@ -100,7 +102,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                     <input
                         class="rename-input"
                         aria-label="Conversation title"
-                        prop:value=move || draft.get()
+                        prop:value=dynamic(move || draft.get())
                         on:input=move |ev| draft.set(event_target_value(&ev))
                         on:keydown=move |ev| {
                             if ev.key() == "Enter" {
@@ -119,7 +121,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                     <a
                         class="session-link"
                         href=href.clone()
-                        aria-current=move || if current() { "page" } else { "false" }
+                        aria-current=either(current, "page", "false")
                         on:click=move |ev: leptos::ev::MouseEvent| {
                             on_close.run(());
                             let plain = ev.button() == 0
@@ -132,7 +134,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                         }
                     >
                         {running.then(|| view! { <span class="spinner" title="Running" aria-label="running"></span> })}
-                        <span class="session-title">{move || draft.get()}</span>
+                        <span class="session-title">{dynamic(move || draft.get())}</span>
                     </a>
                 })
             }}
@@ -221,7 +223,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                 class="session-search"
                 type="search"
                 placeholder="Search"
-                prop:value=move || query.get()
+                prop:value=dynamic(move || query.get())
                 on:input=move |ev| search(event_target_value(&ev))
             />
             {move || if has_sessions.get() {
@@ -237,12 +239,12 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             } else {
                 Either::Right(view! {
                     <p class="sidebar-empty">
-                        {move || if query.with(|q| q.is_empty()) { "No conversations yet." } else { "Nothing matches." }}
+                        {either(move || query.with(|q| q.is_empty()), "No conversations yet.", "Nothing matches.")}
                     </p>
                 })
             }}
             <p class="agent-label" data-agent="" title="Who answers in this app">
-                {move || chat.agent.get()}
+                {dynamic(move || chat.agent.get())}
             </p>
         </nav>
     }

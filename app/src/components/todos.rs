@@ -1,4 +1,6 @@
 use leptos::prelude::*;
+
+use crate::dynamic::flag;
 use serde_json::Value;
 
 use crate::state::use_chat;
@@ -28,7 +30,7 @@ pub(crate) fn TodoPanel() -> impl IntoView {
                     <button
                         type="button"
                         class="todos-head"
-                        aria-expanded=move || if open.get() { "true" } else { "false" }
+                        aria-expanded=flag(move || open.get())
                         on:click=move |_| open.update(|o| *o = !*o)
                     >
                         {format!("Todos · {done}/{total}")}

@@ -2,6 +2,8 @@ use anchor::{Mode, TerminalState};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
 
+use crate::dynamic::{dynamic, either, flag};
+
 use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
 use crate::model::{fold_tools, step_count, Segment, SegmentKind, WorkItem};
@@ -117,25 +119,25 @@ fn ToolCard(
         }
     };
     view! {
-        <div class="tool-card" data-row-id=row_id data-tool-state=state>
+        <div class="tool-card" data-row-id=row_id data-tool-state=dynamic(state)>
             <button
                 type="button"
                 class="tool-head"
                 title=tool.name.clone()
-                aria-expanded=move || if open.get() { "true" } else { "false" }
+                aria-expanded=flag(move || open.get())
                 on:click=move |_| open.update(|o| *o = !*o)
             >
                 <span class="tool-dot" aria-hidden="true"></span>
-                <span class="tool-action">{move || tool_verb(&name, failed, matches!(state(), "running" | "started"))}</span>
+                <span class="tool-action">{dynamic(move || tool_verb(&name, failed, matches!(state(), "running" | "started")))}</span>
                 <span class="tool-target">{tool.target.clone()}</span>
                 <span class="tool-status">
-                    {move || match state() {
+                    {dynamic(move || match state() {
                         "failed" => "Failed",
                         "interrupted" => "Interrupted",
                         "running" => "Running",
                         "started" => "Started",
                         _ => "",
-                    }}
+                    })}
                 </span>
             </button>
             // The detail is built when opened, never for a folded card.
@@ -175,7 +177,7 @@ fn ThinkingRow(segment: Segment) -> impl IntoView {
             <button
                 type="button"
                 class="thinking-head"
-                aria-expanded=move || if open.get() { "true" } else { "false" }
+                aria-expanded=flag(move || open.get())
                 on:click=move |_| open.update(|o| *o = !*o)
             >
                 <span class="thinking-label">"Thinking"</span>
@@ -304,7 +306,7 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
             <div class="worklog-items">
                 {move || any_hidden.get().then(|| view! {
                     <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
-                        {move || format!("Show {} earlier", hidden.get().min(TRACE_WINDOW))}
+                        {dynamic(move || format!("Show {} earlier", hidden.get().min(TRACE_WINDOW)))}
                     </button>
                 })}
                 <For
@@ -321,11 +323,11 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
     move || {
         has_steps.get().then(|| {
             view! {
-                <div class="worklog" data-open=move || if open.get() { "true" } else { "false" }>
+                <div class="worklog" data-open=flag(move || open.get())>
                     <button
                         type="button"
                         class="worklog-summary"
-                        aria-expanded=move || if open.get() { "true" } else { "false" }
+                        aria-expanded=flag(move || open.get())
                         on:click=move |_| user_choice.set(Some(!open.get_untracked()))
                     >
                         <span class="worklog-text">{summary}</span>
@@ -375,11 +377,11 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
     view! {
         <div class="trace">
             <div class="trace-head">
-                {move || trace_summary(total.get(), tools.get())}
+                {dynamic(move || trace_summary(total.get(), tools.get()))}
             </div>
             {move || any_hidden.get().then(|| view! {
                 <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
-                    {move || format!("Show {} earlier", total.get().saturating_sub(shown.get()).min(TRACE_WINDOW))}
+                    {dynamic(move || format!("Show {} earlier", total.get().saturating_sub(shown.get()).min(TRACE_WINDOW)))}
                 </button>
             })}
             <div class="trace-rows">
@@ -513,24 +515,24 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             class="turn"
             data-turn-id=turn.turn_id.clone()
             data-run-id=turn.run_id.clone()
-            data-mode=move || mode.get().as_str()
-            data-row-count=move || turn.state.with(|s| s.row_count())
-            data-last-seq=move || turn.state.with(|s| s.last_seq)
+            data-mode=dynamic(move || mode.get().as_str())
+            data-row-count=dynamic(move || turn.state.with(|s| s.row_count().to_string()))
+            data-last-seq=dynamic(move || turn.state.with(|s| s.last_seq.to_string()))
         >
             <div class="user-message">
                 <div class="bubble">{user_text}</div>
             </div>
-            <div class="assistant" data-state=move || if turn_over.get() { "settled" } else { "running" }>
+            <div class="assistant" data-state=either(move || turn_over.get(), "settled", "running")>
                 <div class="assistant-head">
                     <span class="assistant-label">"Assistant"</span>
                     <button
                         type="button"
                         class="turn-mode"
                         title="Switch this turn between the worklog and the full trace"
-                        aria-label=move || if mode.get() == Mode::TransparentStream { "Show as worklog" } else { "Show full trace" }
+                        aria-label=either(move || mode.get() == Mode::TransparentStream, "Show as worklog", "Show full trace")
                         on:click=toggle_mode
                     >
-                        {move || if mode.get() == Mode::TransparentStream { "Worklog" } else { "Trace" }}
+                        {either(move || mode.get() == Mode::TransparentStream, "Worklog", "Trace")}
                     </button>
                 </div>
                 {move || waiting.get().then(|| view! {
@@ -544,7 +546,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                 {move || has_answer.get().then(|| view! {
                     <div
                         class="answer"
-                        data-final-answer=move || if settled.get() { "true" } else { "streaming" }
+                        data-final-answer=either(move || settled.get(), "true", "streaming")
                     >
                         <Prose text=answer_text />
                     </div>

@@ -2,6 +2,8 @@ use anchor::Mode;
 use leptos::either::Either;
 use leptos::prelude::*;
 
+use crate::dynamic::{dynamic, either, flag};
+
 use crate::api::SessionPage;
 use crate::components::{Composer, EmptyChat, PendingCards, Sidebar, TodoPanel, TurnView};
 use crate::state::ChatState;
@@ -17,6 +19,9 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     // Set by an Effect, which runs only in the browser: the marker says "this page is live".
     let (hydrated, set_hydrated) = signal(false);
     Effect::new(move |_| set_hydrated.set(true));
+    // The Markdown renderer, when the build splits it off, is fetched once the page is live.
+    let (renderer_ready, set_renderer_ready) = signal(false);
+    Effect::new(move |_| crate::markdown::preload(move || set_renderer_ready.set(true)));
     let (drawer_open, set_drawer_open) = signal(false);
     let transcript = NodeRef::<leptos::html::Section>::new();
     // Whether the reader is at the bottom of the transcript (then new content keeps them there).
@@ -179,9 +184,10 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     view! {
         <div
             class="app"
-            data-hydrated=move || hydrated.get().then_some("true")
-            data-drawer=move || if drawer_open.get() { "open" } else { "closed" }
-            data-connection=move || chat.connection.get().as_str()
+            data-hydrated=dynamic(move || hydrated.get().then_some("true"))
+            data-markdown=dynamic(move || renderer_ready.get().then_some("ready"))
+            data-drawer=either(move || drawer_open.get(), "open", "closed")
+            data-connection=dynamic(move || chat.connection.get().as_str())
             on:keydown=move |ev: leptos::ev::KeyboardEvent| {
                 if ev.key() == "Escape" && drawer_open.get_untracked() {
                     set_drawer_open.set(false);
@@ -197,19 +203,19 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         class="icon-button menu-button"
                         aria-label="Open sessions"
                         aria-controls="sidebar"
-                        aria-expanded=move || if drawer_open.get() { "true" } else { "false" }
+                        aria-expanded=flag(move || drawer_open.get())
                         on:click=move |_| set_drawer_open.update(|open| *open = !*open)
                     >
                         <span aria-hidden="true">"☰"</span>
                     </button>
-                    <h1 class="chat-title">{move || chat.title.get()}</h1>
-                    <span class="connection" data-connection=move || chat.connection.get().as_str()>
-                        {move || chat.connection.get().label()}
+                    <h1 class="chat-title">{dynamic(move || chat.title.get())}</h1>
+                    <span class="connection" data-connection=dynamic(move || chat.connection.get().as_str())>
+                        {dynamic(move || chat.connection.get().label())}
                     </span>
                     <div class="mode-switch" role="group" aria-label="Display mode" data-mode-switch="">
                         <button
                             type="button"
-                            aria-pressed=move || if chat.mode.get() == Mode::CompactWorklog { "true" } else { "false" }
+                            aria-pressed=flag(move || chat.mode.get() == Mode::CompactWorklog)
                             on:click=move |_| {
                                 chat.mode.set(Mode::CompactWorklog);
                                 chat.turns.with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
@@ -219,7 +225,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         </button>
                         <button
                             type="button"
-                            aria-pressed=move || if chat.mode.get() == Mode::TransparentStream { "true" } else { "false" }
+                            aria-pressed=flag(move || chat.mode.get() == Mode::TransparentStream)
                             on:click=move |_| {
                                 chat.mode.set(Mode::TransparentStream);
                                 chat.turns.with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
@@ -279,7 +285,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     })}
                     <Composer on_send=on_send on_stop=on_stop />
                 </div>
-                <div class="visually-hidden" aria-live="polite" aria-atomic="true">{move || chat.announcement.get()}</div>
+                <div class="visually-hidden" aria-live="polite" aria-atomic="true">{dynamic(move || chat.announcement.get())}</div>
             </main>
         </div>
     }
