@@ -62,11 +62,14 @@ pub struct TurnHandle {
     pub mode: RwSignal<Option<Mode>>,
     /// The run was still producing events when the page learned of it.
     pub running: RwSignal<bool>,
+    /// Which loading of the page data made this handle: a reload makes new handles for the
+    /// same runs, and the page must draw those (see [`TurnHandle::key`]).
+    pub epoch: u64,
 }
 
 impl TurnHandle {
-    /// A turn from the page data.
-    pub fn new(session_id: &str, turn: &TurnData) -> Self {
+    /// A turn from the page data, made by loading number `epoch`.
+    pub fn new(session_id: &str, turn: &TurnData, epoch: u64) -> Self {
         TurnHandle {
             run_id: turn.run_id.clone(),
             turn_id: turn.turn_id.clone(),
@@ -74,7 +77,13 @@ impl TurnHandle {
             state: RwSignal::new(TurnState::new(session_id, turn)),
             mode: RwSignal::new(None),
             running: RwSignal::new(turn.running),
+            epoch,
         }
+    }
+
+    /// What identifies the turn's view: its run, and the loading that made this handle.
+    pub fn key(&self) -> (String, u64) {
+        (self.run_id.clone(), self.epoch)
     }
 }
 
@@ -101,6 +110,8 @@ pub struct ChatState {
     pub error: RwSignal<Option<String>>,
     /// Who answers.
     pub agent: RwSignal<String>,
+    /// How many times page data was loaded into this state.
+    pub epoch: StoredValue<u64>,
     /// The address asked for a session that does not exist (the newest one is shown).
     pub missing: RwSignal<bool>,
 }
@@ -120,6 +131,7 @@ impl ChatState {
             error: RwSignal::new(None),
             agent: RwSignal::new(String::new()),
             missing: RwSignal::new(false),
+            epoch: StoredValue::new(0),
         };
         state.load(page);
         state
@@ -127,6 +139,8 @@ impl ChatState {
 
     /// Shows another page (after in-app navigation or a change made in another tab).
     pub fn load(&self, page: &SessionPage) {
+        self.epoch.update_value(|e| *e += 1);
+        let epoch = self.epoch.get_value();
         self.sessions.set(page.sessions.clone());
         self.agent.set(page.agent.clone());
         self.missing.set(page.missing);
@@ -138,7 +152,7 @@ impl ChatState {
                     session
                         .turns
                         .iter()
-                        .map(|t| TurnHandle::new(&session.id, t))
+                        .map(|t| TurnHandle::new(&session.id, t, epoch))
                         .collect(),
                 );
                 self.queued.set(session.queued.clone());

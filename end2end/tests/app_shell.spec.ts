@@ -1,5 +1,5 @@
 import { test, expect } from "@playwright/test";
-import { hydrated, isPhone, newSession, startTurn, waitRunEnd } from "./support";
+import { hydrated, isPhone, lastTurn, newSession, send, startTurn, waitRunEnd } from "./support";
 
 test.describe("app shell", () => {
   test("the server renders sidebar, empty chat and composer before any script runs", async ({ browser, request }) => {
@@ -130,6 +130,24 @@ test.describe("app shell", () => {
     await page.goto(`/s/${second}`);
     await hydrated(page);
     await expect(page.locator("article.turn .user-message")).toHaveText("tell me about axolotls");
+  });
+
+  test("opening the conversation already shown, mid-run, keeps following its turn", async ({ page, request }) => {
+    const session = await newSession(request);
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+    await send(page, "/demo long 600");
+    await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
+
+    if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+    await page.locator(`[data-session-id='${session}'] a.session-link`).click();
+    // The reloaded turn is drawn and followed to its end: one turn, settled, every token in it.
+    await expect(page.locator("article.turn")).toHaveCount(1);
+    await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+    const run = await lastTurn(page).getAttribute("data-run-id");
+    const status = await (await request.get(`/api/chat/stream/status?run_id=${run}`)).json();
+    expect(status.active).toBe(false);
+    await expect(lastTurn(page)).toHaveAttribute("data-last-seq", String(status.last_seq));
   });
 
   test("New chat opens an empty conversation in place", async ({ page, request }) => {

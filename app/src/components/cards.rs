@@ -2,7 +2,6 @@ use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::dynamic::dynamic;
-
 use crate::model::Pending;
 use crate::state::{use_chat, TurnHandle};
 

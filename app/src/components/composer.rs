@@ -1,7 +1,6 @@
 use leptos::prelude::*;
 
 use crate::dynamic::dynamic;
-
 use crate::state::use_chat;
 
 /// The message composer: Send when idle, Stop while a turn runs, Queue when there is text

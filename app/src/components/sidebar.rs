@@ -1,9 +1,8 @@
 use leptos::either::Either;
 use leptos::prelude::*;
 
-use crate::dynamic::{dynamic, either};
-
 use crate::api::SessionSummary;
+use crate::dynamic::{dynamic, either};
 use crate::state::use_chat;
 
 /// One session in the list, with rename and delete.

@@ -1,8 +1,7 @@
 use leptos::prelude::*;
-
-use crate::dynamic::flag;
 use serde_json::Value;
 
+use crate::dynamic::flag;
 use crate::state::use_chat;
 
 /// The latest todo list of the session's turns, from `todo_state` events.

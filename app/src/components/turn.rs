@@ -2,10 +2,9 @@ use anchor::{Mode, TerminalState};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
 
-use crate::dynamic::{dynamic, either, flag};
-
 use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
+use crate::dynamic::{dynamic, either, flag};
 use crate::model::{fold_tools, step_count, Segment, SegmentKind, WorkItem};
 use crate::state::{use_chat, Connection, TurnHandle};
 

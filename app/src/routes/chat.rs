@@ -2,11 +2,10 @@ use anchor::Mode;
 use leptos::either::Either;
 use leptos::prelude::*;
 
-use crate::dynamic::{dynamic, either, flag};
-
 use crate::api::SessionPage;
 use crate::components::{Composer, EmptyChat, PendingCards, Sidebar, TodoPanel, TurnView};
-use crate::state::ChatState;
+use crate::dynamic::{dynamic, either, flag};
+use crate::state::{ChatState, TurnHandle};
 
 /// The chat page around a loaded [`SessionPage`]: rendered on the server with its turns as of
 /// the journal, then followed live in the browser. Opening another session loads its data
@@ -48,22 +47,24 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         });
 
         // Follow the running turn, and only it; reconnect when the browser gives up.
-        let follower = StoredValue::new_local(None::<(String, crate::live::Follower)>);
+        // Keyed by the turn's handle, not only its run: a reload makes a new handle to follow.
+        let follower = StoredValue::new_local(None::<((String, u64), crate::live::Follower)>);
         let retry = RwSignal::new(0u32);
         Effect::new(move |_| {
             let _ = retry.get();
             let running = chat.running_turn();
             let session_id = chat.session_id.get();
             follower.update_value(|slot| {
-                let current = slot.as_ref().map(|(run, _)| run.clone());
+                let current = slot.as_ref().map(|(key, _)| key.clone());
                 match (running, session_id) {
                     (Some(turn), Some(session_id)) => {
-                        let stale = current.as_deref() != Some(turn.run_id.as_str())
+                        let key = turn.key();
+                        let stale = current.as_ref() != Some(&key)
                             || chat.connection.get_untracked() == Connection::Offline;
                         if stale {
                             *slot = None;
                             *slot = crate::live::follow(chat, turn.clone(), session_id)
-                                .map(|f| (turn.run_id.clone(), f));
+                                .map(|f| (key, f));
                         }
                     }
                     _ => {
@@ -256,7 +257,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         Either::Left(view! {
                             <For
                                 each=move || chat.turns.get()
-                                key=|t| t.run_id.clone()
+                                key=TurnHandle::key
                                 children=move |turn| view! { <TurnView turn=turn /> }
                             />
                         })
@@ -302,7 +303,6 @@ fn storage() -> Option<web_sys::Storage> {
 fn send(chat: ChatState, text: String) {
     use crate::api::{MessageData, QueuedData, TurnData};
     use crate::client;
-    use crate::state::TurnHandle;
     use serde_json::json;
 
     leptos::task::spawn_local(async move {
@@ -386,8 +386,9 @@ fn send(chat: ChatState, text: String) {
                     events: Vec::new(),
                     running: true,
                 };
-                chat.turns
-                    .update(|turns| turns.push(TurnHandle::new(&session_id, &turn)));
+                chat.turns.update(|turns| {
+                    turns.push(TurnHandle::new(&session_id, &turn, chat.epoch.get_value()))
+                });
                 chat.mark_session(&session_id, Some(run_id));
                 chat.announcement.set("The assistant is responding".into());
             }
