@@ -94,6 +94,10 @@ fn flush(
     session_id: &str,
     source: &EventSource,
 ) {
+    // The page may have moved on (another conversation, or a reload of this one).
+    if turn.state.is_disposed() {
+        return;
+    }
     let frames = {
         let mut inbox = inbox.borrow_mut();
         inbox.scheduled = false;

@@ -95,11 +95,17 @@ pub fn render(markdown: &str) -> String {
 
 /// [`render`] in the part of the bundle that is split off (`--split` builds with the `split`
 /// feature): the browser fetches it on the first call, so a first load does not carry the
-/// Markdown parser. Later calls still answer asynchronously, within the same task.
+/// Markdown parser. Later calls still answer asynchronously, within the same task. A failed
+/// fetch is an error (the next call fetches again), never a panic: the page stays usable with
+/// plain text.
 #[cfg(all(feature = "hydrate", feature = "split"))]
-#[leptos::lazy]
-pub fn render_split(markdown: String) -> String {
-    render(&markdown)
+#[leptos::wasm_split::wasm_split(
+    markdown_renderer,
+    wasm_split_path = ::leptos::wasm_split,
+    fallible
+)]
+fn render_split(markdown: String) -> Result<String, leptos::wasm_split::SplitLoaderError> {
+    Ok(render(&markdown))
 }
 
 #[cfg(all(feature = "hydrate", feature = "split"))]
@@ -114,12 +120,12 @@ pub fn split_loaded() -> bool {
     LOADED.with(std::cell::Cell::get)
 }
 
-/// [`render_split`], noting that the renderer is loaded.
+/// [`render_split`], noting that the renderer is loaded; `None` when it could not be fetched.
 #[cfg(all(feature = "hydrate", feature = "split"))]
-pub async fn render_later(markdown: String) -> String {
-    let html = render_split(markdown).await;
+pub async fn render_later(markdown: String) -> Option<String> {
+    let html = render_split(markdown).await.ok()?;
     LOADED.with(|l| l.set(true));
-    html
+    Some(html)
 }
 
 /// Makes sure the renderer is loaded, then calls `ready`. When it is split off, this fetches
@@ -128,8 +134,9 @@ pub async fn render_later(markdown: String) -> String {
 pub fn preload(ready: impl FnOnce() + 'static) {
     #[cfg(all(feature = "hydrate", feature = "split"))]
     leptos::task::spawn_local(async move {
-        let _ = render_later(String::new()).await;
-        ready();
+        if render_later(String::new()).await.is_some() {
+            ready();
+        }
     });
     #[cfg(not(all(feature = "hydrate", feature = "split")))]
     ready();

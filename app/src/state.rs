@@ -112,8 +112,13 @@ pub struct ChatState {
     pub agent: RwSignal<String>,
     /// How many times page data was loaded into this state.
     pub epoch: StoredValue<u64>,
+    /// Owns the signals of the shown turns; replaced (and its signals disposed) by the next
+    /// load, so that the page never keeps the journals of conversations it no longer shows.
+    turn_owner: StoredValue<Option<Owner>>,
     /// The address asked for a session that does not exist (the newest one is shown).
     pub missing: RwSignal<bool>,
+    /// Another conversation's data is on its way.
+    pub loading: RwSignal<bool>,
 }
 
 impl ChatState {
@@ -131,7 +136,9 @@ impl ChatState {
             error: RwSignal::new(None),
             agent: RwSignal::new(String::new()),
             missing: RwSignal::new(false),
+            loading: RwSignal::new(false),
             epoch: StoredValue::new(0),
+            turn_owner: StoredValue::new(None),
         };
         state.load(page);
         state
@@ -140,7 +147,10 @@ impl ChatState {
     /// Shows another page (after in-app navigation or a change made in another tab).
     pub fn load(&self, page: &SessionPage) {
         self.epoch.update_value(|e| *e += 1);
-        let epoch = self.epoch.get_value();
+        let previous = self
+            .turn_owner
+            .try_update_value(|o| o.replace(Owner::new()))
+            .flatten();
         self.sessions.set(page.sessions.clone());
         self.agent.set(page.agent.clone());
         self.missing.set(page.missing);
@@ -152,7 +162,7 @@ impl ChatState {
                     session
                         .turns
                         .iter()
-                        .map(|t| TurnHandle::new(&session.id, t, epoch))
+                        .map(|t| self.new_turn(&session.id, t))
                         .collect(),
                 );
                 self.queued.set(session.queued.clone());
@@ -165,6 +175,20 @@ impl ChatState {
             }
         }
         self.error.set(None);
+        if let Some(previous) = previous {
+            release(previous);
+        }
+    }
+
+    /// A handle for a turn of the shown conversation, owned with the others.
+    pub fn new_turn(&self, session_id: &str, turn: &TurnData) -> TurnHandle {
+        let epoch = self.epoch.get_value();
+        let owner = self.turn_owner.with_value(Clone::clone);
+        let make = || TurnHandle::new(session_id, turn, epoch);
+        match owner {
+            Some(owner) => owner.with(make),
+            None => make(),
+        }
     }
 
     /// The turn still running, if any.
@@ -189,11 +213,19 @@ impl ChatState {
     }
 }
 
+/// Disposes the signals of turns no longer shown, once the views reading them are gone (the
+/// list of turns is redrawn by an effect; this runs after it).
+fn release(owner: Owner) {
+    #[cfg(feature = "hydrate")]
+    set_timeout(move || owner.cleanup(), std::time::Duration::ZERO);
+    #[cfg(not(feature = "hydrate"))]
+    owner.cleanup();
+}
+
 /// The session an address opens: `/s/{id}` names one, anything else is the newest.
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server routes with axum
 pub fn session_in_path(path: &str) -> Option<&str> {
     path.strip_prefix("/s/")
-        .map(|rest| rest.trim_end_matches('/'))
         .filter(|id| !id.is_empty() && !id.contains('/'))
 }
 
@@ -209,7 +241,11 @@ mod tests {
     #[test]
     fn only_a_session_address_names_a_session() {
         assert_eq!(session_in_path("/s/abc"), Some("abc"));
-        assert_eq!(session_in_path("/s/abc/"), Some("abc"));
+        assert_eq!(
+            session_in_path("/s/abc/"),
+            None,
+            "the server has no such page either"
+        );
         assert_eq!(session_in_path("/"), None);
         assert_eq!(session_in_path("/s/"), None);
         assert_eq!(session_in_path("/s/a/b"), None);

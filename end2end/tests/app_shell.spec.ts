@@ -104,9 +104,15 @@ test.describe("app shell", () => {
       expect(res.ok()).toBeTruthy();
     }
 
+    const pageData: string[] = [];
+    page.on("request", (r) => {
+      if (r.url().includes("/api/page")) pageData.push(r.url());
+    });
     await page.goto(`/s/${first}`);
     await hydrated(page);
     await expect(page).toHaveTitle("First harbour · Anchorage");
+    // The page hydrates from the data in its HTML.
+    expect(pageData).toEqual([]);
     // A full page load would drop this.
     await page.evaluate(() => ((window as any).__samePage = true));
 
@@ -125,6 +131,12 @@ test.describe("app shell", () => {
     await expect(page).toHaveURL(new RegExp(`/s/${first}$`));
     await expect(page.locator("article.turn .user-message")).toHaveText("tell me about narwhals");
     expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
+    expect(pageData).toHaveLength(2);
+
+    // A fragment (a `#` link) is not another page: nothing is loaded again.
+    await page.evaluate(() => (location.hash = "somewhere"));
+    await page.waitForTimeout(300);
+    expect(pageData).toHaveLength(2);
 
     // The server renders the same conversation for the address.
     await page.goto(`/s/${second}`);
@@ -148,6 +160,31 @@ test.describe("app shell", () => {
     const status = await (await request.get(`/api/chat/stream/status?run_id=${run}`)).json();
     expect(status.active).toBe(false);
     await expect(lastTurn(page)).toHaveAttribute("data-last-seq", String(status.last_seq));
+  });
+
+  test("without the split-off Markdown renderer, answers stream and settle as plain text", async ({ page, request }) => {
+    let blocked = 0;
+    await page.route("**/split_*.wasm", (route) => {
+      blocked += 1;
+      return route.abort();
+    });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`/s/${await newSession(request)}`);
+    await hydrated(page);
+    await expect.poll(() => blocked).toBeGreaterThan(0);
+    await expect(page.locator(".app[data-markdown='ready']")).toHaveCount(0);
+
+    await send(page, "/demo prose");
+    const answer = lastTurn(page).locator("[data-final-answer='true']");
+    await expect(answer).toBeVisible();
+    await expect(answer.locator(".plain").first()).toBeVisible();
+    await expect(answer).toContainText("**demo agent**");
+    await expect(answer).toContainText("explicit terminal state");
+    // Still a working page: the mode switch answers.
+    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await expect(lastTurn(page)).toHaveAttribute("data-mode", "transparent_stream");
+    expect(errors).toEqual([]);
   });
 
   test("New chat opens an empty conversation in place", async ({ page, request }) => {

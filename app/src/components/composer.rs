@@ -14,8 +14,32 @@ pub(crate) fn Composer(
     let chat = use_chat();
     let (draft, set_draft) = signal(String::new());
     let blank = move || draft.with(|text| text.trim().is_empty());
-    let running = Memo::new(move |_| chat.running_turn().is_some());
+    // Which turn runs (a reload makes a new handle for the same run).
+    let running_turn = Memo::new(move |_| chat.running_turn().map(|t| t.key()));
+    let running = Memo::new(move |_| running_turn.with(Option::is_some));
     let stopping = RwSignal::new(false);
+    // A draft belongs to its conversation: opening another one puts it aside, coming back
+    // brings it back.
+    let drafts = StoredValue::new(Vec::<(Option<String>, String)>::new());
+    Effect::new(move |previous: Option<Option<String>>| {
+        let session = chat.session_id.get();
+        if let Some(previous) = previous.filter(|p| *p != session) {
+            let text = draft.get_untracked();
+            let restored = drafts
+                .try_update_value(|d| {
+                    d.retain(|(s, _)| *s != previous);
+                    if !text.is_empty() {
+                        d.push((previous, text));
+                    }
+                    let i = d.iter().position(|(s, _)| *s == session)?;
+                    Some(d.swap_remove(i).1)
+                })
+                .flatten()
+                .unwrap_or_default();
+            set_draft.set(restored);
+        }
+        session
+    });
     let submit = move || {
         let text = draft.get_untracked();
         if !text.trim().is_empty() {
@@ -26,10 +50,10 @@ pub(crate) fn Composer(
             on_stop.run(());
         }
     };
+    // Stopping… lasts until the turn it was for ends (or another turn is shown).
     Effect::new(move |_| {
-        if !running.get() {
-            stopping.set(false);
-        }
+        running_turn.track();
+        stopping.set(false);
     });
     let label = move || {
         if !blank() {

@@ -55,7 +55,15 @@ fn chunk_view(index: usize, chunk: String, last: StoredValue<(usize, String)>) -
                 .unwrap_or_else(|| markdown::plain(&chunk));
         }
         leptos::task::spawn_local(async move {
-            let rendered = markdown::render_later(chunk).await;
+            // Without the renderer (it could not be fetched), the chunk is shown as plain text,
+            // whatever stood in for it meanwhile.
+            let text = (!loaded).then(|| chunk.clone());
+            let Some(rendered) = markdown::render_later(chunk).await else {
+                if let (Some(el), Some(text)) = (node.try_get_untracked().flatten(), text) {
+                    el.set_inner_html(&markdown::plain(&text));
+                }
+                return;
+            };
             // The chunk (or the whole prose) may be gone by now.
             if let Some(el) = node.try_get_untracked().flatten() {
                 el.set_inner_html(&rendered);

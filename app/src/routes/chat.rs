@@ -113,6 +113,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         });
 
         // Back and forward between sessions opened in the page.
+        crate::nav::shown_here();
         let on_popstate = window_event_listener(leptos::ev::popstate, move |_| {
             crate::nav::load_current(chat);
         });
@@ -248,6 +249,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 <section
                     class="transcript"
                     aria-label="Conversation"
+                    aria-busy=either(move || chat.loading.get(), "true", "false")
                     node_ref=transcript
                     on:scroll=on_scroll
                     on:click=on_transcript_click
@@ -307,6 +309,13 @@ fn send(chat: ChatState, text: String) {
 
     leptos::task::spawn_local(async move {
         chat.error.set(None);
+        // The reader may open another conversation while this waits for the server: what
+        // comes back then goes to the server's record only, not into the page shown.
+        let epoch = chat.epoch.get_value();
+        let still_shown = move |session_id: &str| {
+            chat.epoch.get_value() == epoch
+                && chat.session_id.get_untracked().as_deref() == Some(session_id)
+        };
         let session_id = match chat.session_id.get_untracked() {
             Some(id) => id,
             None => match client::post("/api/session/new", &json!({})).await {
@@ -318,15 +327,22 @@ fn send(chat: ChatState, text: String) {
                     if let Ok(summary) = serde_json::from_value(answer["session"].clone()) {
                         chat.sessions.update(|list| list.insert(0, summary));
                     }
-                    chat.session_id.set(Some(id.clone()));
-                    if let Some(window) = web_sys::window() {
-                        let _ = window.history().and_then(|h| {
-                            h.replace_state_with_url(
-                                &wasm_bindgen::JsValue::NULL,
-                                "",
-                                Some(&format!("/s/{id}")),
-                            )
-                        });
+                    // If the reader went elsewhere meanwhile, the message still goes to the
+                    // new session, which stays in the background.
+                    let here = chat.epoch.get_value() == epoch
+                        && chat.session_id.get_untracked().is_none();
+                    if here {
+                        chat.session_id.set(Some(id.clone()));
+                        if let Some(window) = web_sys::window() {
+                            let _ = window.history().and_then(|h| {
+                                h.replace_state_with_url(
+                                    &wasm_bindgen::JsValue::NULL,
+                                    "",
+                                    Some(&format!("/s/{id}")),
+                                )
+                            });
+                        }
+                        crate::nav::shown_here();
                     }
                     id
                 }
@@ -343,7 +359,7 @@ fn send(chat: ChatState, text: String) {
             )
             .await
             {
-                Ok(answer) if answer["queued"] == true => {
+                Ok(answer) if answer["queued"] == true && still_shown(&session_id) => {
                     let item = QueuedData {
                         id: answer["item"]["id"].as_str().unwrap_or_default().to_owned(),
                         content: answer["item"]["content"]
@@ -354,7 +370,8 @@ fn send(chat: ChatState, text: String) {
                     chat.queued.update(|q| q.push(item));
                     chat.announcement.set("Message queued".into());
                 }
-                Ok(_) => reload_session(chat, &session_id).await,
+                Ok(answer) if answer["queued"] == true => {}
+                Ok(_) => reload_session(chat, &session_id, epoch).await,
                 Err(e) => chat.error.set(Some(e.message)),
             }
             return;
@@ -386,11 +403,15 @@ fn send(chat: ChatState, text: String) {
                     events: Vec::new(),
                     running: true,
                 };
-                chat.turns.update(|turns| {
-                    turns.push(TurnHandle::new(&session_id, &turn, chat.epoch.get_value()))
-                });
-                chat.mark_session(&session_id, Some(run_id));
-                chat.announcement.set("The assistant is responding".into());
+                chat.mark_session(&session_id, Some(run_id.clone()));
+                let known = chat
+                    .turns
+                    .with_untracked(|ts| ts.iter().any(|t| t.run_id == run_id));
+                if still_shown(&session_id) && !known {
+                    let handle = chat.new_turn(&session_id, &turn);
+                    chat.turns.update(|turns| turns.push(handle));
+                    chat.announcement.set("The assistant is responding".into());
+                }
             }
             Err(e) if e.status == 409 => {
                 // The session is busy (another tab started a turn): show it and queue this one.
@@ -399,17 +420,24 @@ fn send(chat: ChatState, text: String) {
                     &json!({"session_id": session_id, "message": text}),
                 )
                 .await;
-                reload_session(chat, &session_id).await;
+                reload_session(chat, &session_id, epoch).await;
             }
             Err(e) => chat.error.set(Some(e.message)),
         }
     });
 }
 
-/// Reloads the open session's page data (after another tab changed it).
+/// Reloads the open session's page data (after another tab changed it), unless the page has
+/// loaded other data since `epoch`.
 #[cfg(feature = "hydrate")]
-async fn reload_session(chat: ChatState, session_id: &str) {
-    match crate::nav::fetch_page(Some(session_id)).await {
+async fn reload_session(chat: ChatState, session_id: &str, epoch: u64) {
+    let page = crate::nav::fetch_page(Some(session_id)).await;
+    if chat.epoch.get_value() != epoch
+        || chat.session_id.get_untracked().as_deref() != Some(session_id)
+    {
+        return;
+    }
+    match page {
         Ok(page) => chat.load(&page),
         Err(e) => chat.error.set(Some(e)),
     }
