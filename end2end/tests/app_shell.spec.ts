@@ -187,6 +187,28 @@ test.describe("app shell", () => {
     expect(errors).toEqual([]);
   });
 
+  test("a conversation that cannot be loaded leaves the page and its address as they were", async ({ page, request }) => {
+    const first = await newSession(request);
+    const second = await newSession(request);
+    await page.goto(`/s/${first}`);
+    await hydrated(page);
+    await page.route("**/api/page*", (route) => route.abort());
+
+    if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+    await page.locator(`[data-session-id='${second}'] a.session-link`).click();
+    await expect(page.locator(".error-banner")).toBeVisible();
+    await expect(page).toHaveURL(new RegExp(`/s/${first}$`));
+    await expect(page.locator(`[data-session-id='${first}']`)).toHaveClass(/current/);
+    await expect(page.locator(".transcript")).toHaveAttribute("aria-busy", "false");
+
+    // Once the server answers again, the same click opens it.
+    await page.unroute("**/api/page*");
+    if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+    await page.locator(`[data-session-id='${second}'] a.session-link`).click();
+    await expect(page).toHaveURL(new RegExp(`/s/${second}$`));
+    await expect(page.locator(`[data-session-id='${second}']`)).toHaveClass(/current/);
+  });
+
   test("New chat opens an empty conversation in place", async ({ page, request }) => {
     await page.goto(`/s/${await newSession(request)}`);
     await hydrated(page);
