@@ -17,7 +17,7 @@ pub(crate) fn dynamic<T: 'static>(f: impl Fn() -> T + Send + Sync + 'static) -> 
 
 /// `"true"` or `"false"`, for ARIA states and data flags.
 pub(crate) fn flag(f: impl Fn() -> bool + Send + Sync + 'static) -> Dyn<&'static str> {
-    Arc::new(move || if f() { "true" } else { "false" })
+    either(f, "true", "false")
 }
 
 /// One of two words.

@@ -54,21 +54,6 @@ pub fn document_title(title: &str) -> String {
     }
 }
 
-/// `text` with `&`, `<` and `>` escaped, for markup written by hand.
-#[cfg(feature = "ssr")]
-fn escape_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// The head elements every document shares.
 #[cfg(feature = "ssr")]
 fn head_common() -> impl IntoView {
@@ -109,7 +94,7 @@ pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
                 {head_common()}
                 // Text written as markup: a text child would get a hydration marker, which
                 // a <title> shows literally.
-                <title inner_html=escape_text(&title)></title>
+                <title inner_html=markdown::escape(&title)></title>
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
                 <script type="application/json" id=PAGE_DATA_ID inner_html=data></script>
@@ -121,44 +106,42 @@ pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
     }
 }
 
-/// The document for an address the app does not know (static: no bundle is loaded).
+/// A document without the bundle (nothing to hydrate): `title`, then `body`.
 #[cfg(feature = "ssr")]
-pub fn not_found_shell(_options: LeptosOptions) -> impl IntoView {
+fn static_document(title: &'static str, body: impl IntoView) -> impl IntoView {
     view! {
         <!DOCTYPE html>
         <html lang="en">
             <head>
                 {head_common()}
-                <title>"Page not found · Anchorage"</title>
+                <title inner_html=markdown::escape(title)></title>
             </head>
-            <body>
-                <routes::NotFound />
-            </body>
+            <body>{body}</body>
         </html>
     }
 }
 
-/// The document for a page that could not be loaded (static: no bundle is loaded).
+/// The document for an address the app does not know.
+#[cfg(feature = "ssr")]
+pub fn not_found_shell(_options: LeptosOptions) -> impl IntoView {
+    static_document("Page not found · Anchorage", view! { <routes::NotFound /> })
+}
+
+/// The document for a page that could not be loaded.
 #[cfg(feature = "ssr")]
 pub fn error_shell(message: String) -> impl IntoView {
-    view! {
-        <!DOCTYPE html>
-        <html lang="en">
-            <head>
-                {head_common()}
-                <title>"Something went wrong · Anchorage"</title>
-            </head>
-            <body>
-                <main class="not-found">
-                    <h1>"Something went wrong"</h1>
-                    <p>{message}</p>
-                    <p>
-                        <a href="/">"Back to your conversations"</a>
-                    </p>
-                </main>
-            </body>
-        </html>
-    }
+    static_document(
+        "Something went wrong · Anchorage",
+        view! {
+            <main class="not-found">
+                <h1>"Something went wrong"</h1>
+                <p>{message}</p>
+                <p>
+                    <a href="/">"Back to your conversations"</a>
+                </p>
+            </main>
+        },
+    )
 }
 
 /// The page data the server wrote into the document, if it is there and readable.

@@ -191,6 +191,14 @@ impl ChatState {
         }
     }
 
+    /// Whether the page still shows `session_id` as loaded by load number `epoch` (a task that
+    /// waited on the server checks this before writing into the page).
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    pub fn shows(&self, session_id: &str, epoch: u64) -> bool {
+        self.epoch.get_value() == epoch
+            && self.session_id.get_untracked().as_deref() == Some(session_id)
+    }
+
     /// The turn still running, if any.
     pub fn running_turn(&self) -> Option<TurnHandle> {
         self.turns.with(|turns| {

@@ -312,10 +312,6 @@ fn send(chat: ChatState, text: String) {
         // The reader may open another conversation while this waits for the server: what
         // comes back then goes to the server's record only, not into the page shown.
         let epoch = chat.epoch.get_value();
-        let still_shown = move |session_id: &str| {
-            chat.epoch.get_value() == epoch
-                && chat.session_id.get_untracked().as_deref() == Some(session_id)
-        };
         let session_id = match chat.session_id.get_untracked() {
             Some(id) => id,
             None => match client::post("/api/session/new", &json!({})).await {
@@ -359,7 +355,7 @@ fn send(chat: ChatState, text: String) {
             )
             .await
             {
-                Ok(answer) if answer["queued"] == true && still_shown(&session_id) => {
+                Ok(answer) if answer["queued"] == true && chat.shows(&session_id, epoch) => {
                     let item = QueuedData {
                         id: answer["item"]["id"].as_str().unwrap_or_default().to_owned(),
                         content: answer["item"]["content"]
@@ -407,7 +403,7 @@ fn send(chat: ChatState, text: String) {
                 let known = chat
                     .turns
                     .with_untracked(|ts| ts.iter().any(|t| t.run_id == run_id));
-                if still_shown(&session_id) && !known {
+                if chat.shows(&session_id, epoch) && !known {
                     let handle = chat.new_turn(&session_id, &turn);
                     chat.turns.update(|turns| turns.push(handle));
                     chat.announcement.set("The assistant is responding".into());
@@ -432,9 +428,7 @@ fn send(chat: ChatState, text: String) {
 #[cfg(feature = "hydrate")]
 async fn reload_session(chat: ChatState, session_id: &str, epoch: u64) {
     let page = crate::nav::fetch_page(Some(session_id)).await;
-    if chat.epoch.get_value() != epoch
-        || chat.session_id.get_untracked().as_deref() != Some(session_id)
-    {
+    if !chat.shows(session_id, epoch) {
         return;
     }
     match page {
