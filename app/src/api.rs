@@ -4,6 +4,38 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Every event type the server journals.
+pub const EVENT_TYPES: [&str; 28] = [
+    "token",
+    "reasoning",
+    "interim_assistant",
+    "tool",
+    "tool_update",
+    "tool_complete",
+    "metering",
+    "usage",
+    "title",
+    "title_status",
+    "todo_state",
+    "approval",
+    "approval_resolved",
+    "clarify",
+    "clarify_resolved",
+    "compressing",
+    "compressed",
+    "state_saved",
+    "artifact_reference",
+    "pending_steer_leftover",
+    "goal_continue",
+    "warning",
+    "context_status",
+    "done",
+    "cancel",
+    "apperror",
+    "settled_message",
+    "stream_end",
+];
+
 /// A session in the sidebar.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {

@@ -52,3 +52,22 @@ pub fn encode(value: &str) -> String {
         .as_string()
         .unwrap_or_default()
 }
+
+/// Resolves after `ms` milliseconds.
+pub async fn sleep(ms: u32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
+                &resolve,
+                i32::try_from(ms).unwrap_or(i32::MAX),
+            );
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// A fresh id for a message the browser sends (the server starts each id once).
+pub fn client_id() -> String {
+    let random = || (js_sys::Math::random() * 4_294_967_296.0) as u64;
+    format!("c-{:08x}{:08x}{:08x}", random(), random(), random())
+}

@@ -144,6 +144,12 @@ pub fn error_shell(message: String) -> impl IntoView {
     )
 }
 
+/// This browser's local storage, when it has one.
+#[cfg(feature = "hydrate")]
+pub(crate) fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
 /// The page data the server wrote into the document, if it is there and readable.
 #[cfg(feature = "hydrate")]
 pub fn page_from_document() -> Result<api::SessionPage, String> {

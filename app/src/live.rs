@@ -9,38 +9,6 @@ use web_sys::{EventSource, MessageEvent};
 
 use crate::state::{ChatState, Connection, TurnHandle};
 
-/// Every event type the server journals.
-const EVENTS: [&str; 28] = [
-    "token",
-    "reasoning",
-    "interim_assistant",
-    "tool",
-    "tool_update",
-    "tool_complete",
-    "metering",
-    "usage",
-    "title",
-    "title_status",
-    "todo_state",
-    "approval",
-    "approval_resolved",
-    "clarify",
-    "clarify_resolved",
-    "compressing",
-    "compressed",
-    "state_saved",
-    "artifact_reference",
-    "pending_steer_leftover",
-    "goal_continue",
-    "warning",
-    "context_status",
-    "done",
-    "cancel",
-    "apperror",
-    "settled_message",
-    "stream_end",
-];
-
 /// An open follower; closing happens on drop.
 pub struct Follower {
     source: EventSource,
@@ -142,6 +110,10 @@ fn flush(
                 chat.connection.set(Connection::Idle);
                 chat.mark_session(session_id, None);
                 announce_end(chat, turn.state.with_untracked(|s| s.terminal_state()));
+                // A queued follow-up starts now on the server: the page shows it and follows.
+                if chat.queued.with_untracked(|q| !q.is_empty()) {
+                    crate::nav::catch_up(chat, session_id.to_owned());
+                }
             }
             _ => {}
         }
@@ -157,16 +129,23 @@ pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
     );
     let source = EventSource::new(&url).ok()?;
     let errored = std::rc::Rc::new(std::cell::Cell::new(false));
+    // Set as `stream_end` arrives (its frame is applied at the next paint): the server then
+    // closes the stream, and that close is the end, not a dropped connection.
+    let got_end = std::rc::Rc::new(std::cell::Cell::new(false));
     let inbox = std::rc::Rc::new(std::cell::RefCell::new(Inbox::default()));
-    let mut listeners = Vec::with_capacity(EVENTS.len());
-    for name in EVENTS {
+    let mut listeners = Vec::with_capacity(crate::api::EVENT_TYPES.len());
+    for name in crate::api::EVENT_TYPES {
         let turn = turn.clone();
         let session_id = session_id.clone();
         let source_for_flush = source.clone();
         let inbox = inbox.clone();
+        let got_end = got_end.clone();
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             let data = event.data().as_string().unwrap_or_default();
             let id = event.last_event_id();
+            if name == "stream_end" {
+                got_end.set(true);
+            }
             let mut queue = inbox.borrow_mut();
             queue.frames.push((name, data, id));
             if !queue.scheduled {
@@ -196,7 +175,7 @@ pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
     source.set_onopen(Some(open.as_ref().unchecked_ref()));
     let error_source = source.clone();
     let error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
-        if turn.state.with_untracked(|s| s.ended) {
+        if got_end.get() || turn.state.with_untracked(|s| s.ended) {
             return;
         }
         errored.set(true);

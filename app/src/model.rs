@@ -130,8 +130,6 @@ pub struct TurnState {
     pub first_at: Option<f64>,
     /// When the last event happened.
     pub last_at: Option<f64>,
-    /// Tool call ids that have a completion (a start row of one of them is not still running).
-    pub completed_calls: std::collections::HashSet<String>,
     /// How the user answered each approval or question, by its id ("Allowed once", …).
     pub answers: std::collections::HashMap<String, String>,
     next_key: u64,
@@ -169,6 +167,105 @@ fn target_of(args: &Value) -> String {
     }
 }
 
+/// The event types that end the prose an answer is made of: every activity but prose and the
+/// terminal event (reasoning, tool calls, notes, questions). Prose written before one of them
+/// led to that work and is interim; the answer is the prose after the last of them.
+/// Everything that is not activity (usage, title, todos, artifacts) leaves the answer going.
+pub const ANSWER_BREAKS: [&str; 10] = [
+    "reasoning",
+    "tool",
+    "tool_update",
+    "tool_complete",
+    "compressing",
+    "compressed",
+    "approval",
+    "clarify",
+    "pending_steer_leftover",
+    "goal_continue",
+];
+
+/// Whether an event of type `kind` ends the answer stream (see [`ANSWER_BREAKS`]).
+pub fn breaks_answer(kind: &str) -> bool {
+    ANSWER_BREAKS.contains(&kind.trim())
+}
+
+/// Whether events of type `kind` carry prose of the turn (token deltas or whole messages).
+pub fn is_prose(kind: &str) -> bool {
+    anchor::classify(kind.trim()).kind == Some(Kind::ProcessProse)
+}
+
+/// The text a prose event adds: its first non-empty `text`, `content` or `message`.
+pub fn prose_text(payload: &Value) -> &str {
+    ["text", "content", "message"]
+        .iter()
+        .filter_map(|k| payload.get(*k).and_then(Value::as_str))
+        .find(|t| !t.is_empty())
+        .unwrap_or_default()
+}
+
+/// Joins consecutive prose parts into one text: token deltas continue each other as sent; a
+/// whole message (`interim_assistant`) is a paragraph of its own.
+pub fn join_prose<'a>(parts: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut out = String::new();
+    let mut last_delta: Option<bool> = None;
+    for (kind, text) in parts {
+        if text.is_empty() {
+            continue;
+        }
+        let delta = kind == "token";
+        if last_delta.is_some() && !(delta && last_delta == Some(true)) {
+            let trimmed = out.trim_end_matches([' ', '\t']).len();
+            out.truncate(trimmed);
+            if !out.ends_with("\n\n") {
+                out.push_str(if out.ends_with('\n') { "\n" } else { "\n\n" });
+            }
+        }
+        out.push_str(text);
+        last_delta = Some(delta);
+    }
+    out
+}
+
+/// The answer a turn's events (in journal order) had streamed when they stopped: the prose
+/// after the last event that [`breaks_answer`]. The server stores it as the partial answer of
+/// a turn that ended without completing; the page shows the same text while it streams.
+pub fn answer_tail<'a>(events: impl IntoIterator<Item = (&'a str, &'a Value)>) -> String {
+    let mut parts: Vec<(&str, &str)> = Vec::new();
+    for (kind, payload) in events {
+        if breaks_answer(kind) {
+            parts.clear();
+        } else if is_prose(kind) {
+            parts.push((kind, prose_text(payload)));
+        }
+    }
+    join_prose(parts)
+}
+
+/// How a turn's answer stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerState {
+    /// The turn runs; the answer is taking shape.
+    Streaming,
+    /// The turn completed and its final answer is settled.
+    Final,
+    /// The turn completed; its settled message is on its way.
+    Settling,
+    /// The turn ended some other way (stopped, failed, interrupted): what was streamed stays,
+    /// marked as partial.
+    Partial,
+}
+
+impl AnswerState {
+    /// The `data-final-answer` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerState::Streaming | AnswerState::Settling => "streaming",
+            AnswerState::Final => "true",
+            AnswerState::Partial => "partial",
+        }
+    }
+}
+
 impl TurnState {
     /// A turn rebuilt from its journal.
     pub fn new(session_id: &str, turn: &TurnData) -> Self {
@@ -189,7 +286,6 @@ impl TurnState {
             ended: false,
             first_at: None,
             last_at: None,
-            completed_calls: std::collections::HashSet::new(),
             answers: std::collections::HashMap::new(),
             next_key: 0,
         };
@@ -319,16 +415,6 @@ impl TurnState {
         if let Some(RowChange::Appended(i)) = applied.change.row {
             if let Some(row) = self.registry.row(i) {
                 push_segment(&mut self.segments, &mut self.next_key, &row);
-                if let Some(Segment {
-                    kind: SegmentKind::ToolDone,
-                    tool: Some(tool),
-                    ..
-                }) = self.segments.last()
-                {
-                    if !tool.call_id.is_empty() {
-                        self.completed_calls.insert(tool.call_id.clone());
-                    }
-                }
             }
         }
     }
@@ -438,8 +524,8 @@ impl TurnState {
         Some(self.last_at? - self.first_at?).filter(|e| *e >= 0.0)
     }
 
-    /// Indices of the segments that stream the final answer: the prose after the last other
-    /// activity. Once the answer is settled they are shown as the answer, not as process.
+    /// Indices of the segments that stream the answer: the prose after the last segment that
+    /// breaks it (see [`breaks_answer`]), with a trailing terminal note left out.
     pub fn answer_stream(&self) -> std::ops::Range<usize> {
         let end = self
             .segments
@@ -453,22 +539,38 @@ impl TurnState {
         start..end
     }
 
-    /// Whether the trailing prose is (or is becoming) the answer: while the turn runs, once it
-    /// has a final answer, and in the moment between `done` and the settled message. A turn
-    /// that ended any other way without an answer keeps that prose as partial work instead.
-    pub fn prose_is_answer(&self) -> bool {
-        !self.final_answer().is_empty()
-            || matches!(self.terminal_state(), None | Some(TerminalState::Completed))
+    /// The answer as shown: the settled final answer once there is one, else the prose the
+    /// turn has streamed as its answer so far (see [`answer_tail`]: the server stores the same
+    /// text as the partial answer of a turn that did not complete).
+    pub fn answer_text(&self) -> String {
+        let settled = self.final_answer();
+        if !settled.is_empty() {
+            return settled.to_owned();
+        }
+        join_prose(
+            self.segments[self.answer_stream()]
+                .iter()
+                .filter(|s| s.kind == SegmentKind::Prose)
+                .map(|s| (s.source.as_str(), s.text.as_str())),
+        )
+    }
+
+    /// How the answer stands.
+    pub fn answer_state(&self) -> AnswerState {
+        match self.terminal_state() {
+            None => AnswerState::Streaming,
+            Some(TerminalState::Completed) if self.final_answer().is_empty() => {
+                AnswerState::Settling
+            }
+            Some(TerminalState::Completed) => AnswerState::Final,
+            Some(_) => AnswerState::Partial,
+        }
     }
 
     /// Segments that show as process (the worklog), in order: everything but the terminal note
-    /// and, while it is the answer, the answer stream.
+    /// and the answer stream, which the answer shows whatever the turn's ending.
     pub fn process(&self) -> Vec<&Segment> {
-        let hide = if self.prose_is_answer() {
-            self.answer_stream()
-        } else {
-            0..0
-        };
+        let hide = self.answer_stream();
         self.segments
             .iter()
             .enumerate()
@@ -507,9 +609,20 @@ impl WorkItem {
     }
 }
 
+/// Whether a segment is the start of a phase that a later note ends (context compression).
+fn opens_phase(segment: &Segment) -> bool {
+    segment.kind == SegmentKind::Lifecycle && segment.source == "compressing"
+}
+
+/// Whether a segment ends the phase [`opens_phase`] started.
+fn closes_phase(segment: &Segment) -> bool {
+    segment.kind == SegmentKind::Lifecycle && segment.source == "compressed"
+}
+
 /// How many items [`fold_tools`] makes of `segments`, without building them.
 pub fn step_count(segments: &[&Segment]) -> usize {
     let mut started = std::collections::HashSet::new();
+    let mut phase_open = false;
     let mut steps = 0;
     for segment in segments {
         let id = segment.tool.as_ref().map_or("", |t| t.call_id.as_str());
@@ -526,16 +639,24 @@ pub fn step_count(segments: &[&Segment]) -> usize {
                     steps += 1;
                 }
             }
-            _ => steps += 1,
+            _ if closes_phase(segment) && phase_open => phase_open = false,
+            _ => {
+                phase_open = opens_phase(segment);
+                steps += 1;
+            }
         }
     }
     steps
 }
 
-/// Folds tool starts and ends by call id (updates are dropped: the card shows progress).
+/// Folds what belongs together into one item: a tool call's start and end (by call id; its
+/// progress updates are dropped, the card shows its state), and a phase's start and end (the
+/// note that compression finished takes the place of the one that it began). A finished turn
+/// thus reads one line per thing it did.
 pub fn fold_tools(segments: &[&Segment]) -> Vec<WorkItem> {
     let mut items: Vec<WorkItem> = Vec::with_capacity(segments.len());
     let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut phase: Option<usize> = None;
     for segment in segments {
         let id = segment
             .tool
@@ -564,7 +685,15 @@ pub fn fold_tools(segments: &[&Segment]) -> Vec<WorkItem> {
                     done: Some(Box::new((*segment).clone())),
                 }),
             },
-            _ => items.push(WorkItem::Segment((*segment).clone())),
+            _ => match phase.take().filter(|_| closes_phase(segment)) {
+                Some(i) => items[i] = WorkItem::Segment((*segment).clone()),
+                None => {
+                    if opens_phase(segment) {
+                        phase = Some(items.len());
+                    }
+                    items.push(WorkItem::Segment((*segment).clone()));
+                }
+            },
         }
     }
     items
@@ -693,7 +822,6 @@ mod tests {
         for segments in [&process[..], &all[..], &all[2..], &all[..4]] {
             assert_eq!(step_count(segments), fold_tools(segments).len());
         }
-        assert!(state.completed_calls.contains("a") && state.completed_calls.contains("c"));
     }
 
     #[test]
@@ -703,26 +831,135 @@ mod tests {
         let between = TurnState::new("s1", &turn(all[..=done].to_vec()));
         assert_eq!(between.terminal_state(), Some(TerminalState::Completed));
         assert_eq!(between.final_answer(), "");
-        assert!(between.prose_is_answer());
+        assert_eq!(between.answer_state(), AnswerState::Settling);
+        assert_eq!(between.answer_text(), "The answer.");
         assert!(between
             .process()
             .iter()
             .all(|s| s.kind != SegmentKind::Prose));
+        let settled = TurnState::new("s1", &turn(all.clone()));
+        assert_eq!(settled.answer_state(), AnswerState::Final);
+        assert_eq!(settled.answer_text(), "The answer.");
+    }
 
-        // A cancelled turn without an answer keeps its prose as partial work in the worklog.
+    #[test]
+    fn a_turn_that_did_not_complete_keeps_its_streamed_answer_as_partial() {
+        let all = journal();
+        let done = all.iter().position(|e| e.kind == "done").unwrap();
         let mut cancelled = all[..done].to_vec();
         cancelled.push(ev(
             9,
             "cancel",
             json!({"message": "Cancelled", "created_at": 2.0}),
         ));
-        let cancelled = TurnState::new("s1", &turn(cancelled));
-        assert_eq!(cancelled.terminal_state(), Some(TerminalState::Cancelled));
-        assert!(!cancelled.prose_is_answer());
-        assert!(cancelled
+        // Before the settled message: the streamed prose.
+        let stopped = TurnState::new("s1", &turn(cancelled.clone()));
+        assert_eq!(stopped.terminal_state(), Some(TerminalState::Cancelled));
+        assert_eq!(stopped.answer_state(), AnswerState::Partial);
+        assert_eq!(stopped.answer_text(), "The answer.");
+        assert!(stopped
             .process()
             .iter()
-            .any(|s| s.kind == SegmentKind::Prose && s.text == "The answer."));
+            .all(|s| s.kind != SegmentKind::Prose));
+        // The server settles it with what the journal had streamed: the same text.
+        let rows: Vec<(&str, &Value)> = cancelled
+            .iter()
+            .map(|e| (e.kind.as_str(), &e.payload))
+            .collect();
+        let partial = answer_tail(rows);
+        assert_eq!(partial, "The answer.");
+        cancelled.push(ev(
+            10,
+            "settled_message",
+            json!({"role": "assistant", "id": "m1", "content": partial, "partial": true}),
+        ));
+        let settled = TurnState::new("s1", &turn(cancelled));
+        assert_eq!(settled.answer_state(), AnswerState::Partial);
+        assert_eq!(settled.answer_text(), "The answer.");
+    }
+
+    #[test]
+    fn the_answer_is_the_prose_after_the_last_other_activity() {
+        let payload = |t: &str| json!({ "text": t });
+        let (a, b, c, d) = (
+            payload("Let me look. "),
+            payload("Found it: "),
+            payload("the cache."),
+            json!({"content": "A whole message."}),
+        );
+        let tool = json!({"name": "terminal", "tid": "c1"});
+        let rows = vec![
+            ("token", &a),
+            ("tool", &tool),
+            ("metering", &tool),
+            ("token", &b),
+            ("usage", &tool),
+            ("token", &c),
+        ];
+        assert_eq!(answer_tail(rows.clone()), "Found it: the cache.");
+        let mut with_note = rows.clone();
+        with_note.push(("compressing", &tool));
+        assert_eq!(answer_tail(with_note), "", "a note ends the answer too");
+        let mut with_message = rows;
+        with_message.push(("interim_assistant", &d));
+        assert_eq!(
+            answer_tail(with_message),
+            "Found it: the cache.\n\nA whole message."
+        );
+        // Exactly the anchor's activity kinds other than prose and the terminal event.
+        for kind in crate::api::EVENT_TYPES {
+            let meta = anchor::classify(kind);
+            let activity = meta.classification == anchor::Classification::Activity
+                && !matches!(meta.kind, Some(Kind::ProcessProse | Kind::TerminalStatus));
+            assert_eq!(breaks_answer(kind), activity, "{kind}");
+        }
+        for kind in [
+            "token",
+            "interim_assistant",
+            "done",
+            "cancel",
+            "apperror",
+            "usage",
+            "metering",
+            "title",
+            "todo_state",
+            "settled_message",
+            "stream_end",
+            "artifact_reference",
+            "nonsense",
+        ] {
+            assert!(!breaks_answer(kind), "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_compression_and_its_end_are_one_item() {
+        let note = |seq, kind: &str| {
+            ev(
+                seq,
+                kind,
+                json!({"message": "Compressing context", "created_at": 1.0}),
+            )
+        };
+        let events = vec![
+            ev(1, "reasoning", json!({"text": "hm", "created_at": 1.0})),
+            note(2, "compressing"),
+            note(3, "compressed"),
+            note(4, "compressing"),
+        ];
+        let state = TurnState::new("s1", &turn(events));
+        let process = state.process();
+        let items = fold_tools(&process);
+        assert_eq!(items.len(), 3);
+        assert_eq!(step_count(&process), 3);
+        let sources: Vec<&str> = items
+            .iter()
+            .map(|i| match i {
+                WorkItem::Segment(s) => s.source.as_str(),
+                WorkItem::Tool { .. } => "tool",
+            })
+            .collect();
+        assert_eq!(sources, ["reasoning", "compressed", "compressing"]);
     }
 
     #[test]

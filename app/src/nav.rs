@@ -18,14 +18,82 @@ thread_local! {
     static SHOWN: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-/// The page data for a session (`None`: the newest).
-pub async fn fetch_page(session_id: Option<&str>) -> Result<SessionPage, String> {
-    let path = format!(
+/// The address of a new conversation (stored once its first message is sent).
+pub const NEW_CHAT: &str = "/new";
+
+/// The page data for a session (`None`: the newest), with only the turns after `after_run`
+/// when one is given.
+pub async fn fetch_page(
+    session_id: Option<&str>,
+    after_run: Option<&str>,
+) -> Result<SessionPage, client::Failure> {
+    let mut path = format!(
         "/api/page?session_id={}",
         client::encode(session_id.unwrap_or_default())
     );
-    let answer = client::get(&path).await.map_err(|e| e.message)?;
-    serde_json::from_value(answer).map_err(|e| format!("The page data is not readable ({e})."))
+    if let Some(after) = after_run {
+        path.push_str(&format!("&after_run_id={}", client::encode(after)));
+    }
+    let answer = client::get(&path).await?;
+    serde_json::from_value(answer).map_err(|e| client::Failure {
+        status: 200,
+        message: format!("The page data is not readable ({e})."),
+    })
+}
+
+/// The address of what the page shows: its session, or a new conversation.
+pub fn address_of(chat: ChatState) -> String {
+    match chat.session_id.get_untracked() {
+        Some(id) => format!("/s/{id}"),
+        None => NEW_CHAT.to_owned(),
+    }
+}
+
+/// Makes the address say what the page shows, without a new history entry (a link to a
+/// conversation that is gone shows the newest one, and then names it).
+pub fn correct_address(chat: ChatState) {
+    let path = address_of(chat);
+    if current_path() != path {
+        if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+            let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&path));
+        }
+    }
+    shown_here();
+}
+
+/// Fetches the turns of the shown session that came after the last one the page has (a queued
+/// follow-up the server started, a turn another tab started) and adds them, leaving the shown
+/// turns as they are. While the session still has a follow-up queued and no new turn has come,
+/// it asks again a few times: the server starts the follow-up just after the run ends.
+pub fn catch_up(chat: ChatState, session_id: String) {
+    let epoch = chat.epoch.get_value();
+    leptos::task::spawn_local(async move {
+        for attempt in 0..12u32 {
+            if attempt > 0 {
+                client::sleep(150 * attempt).await;
+            }
+            if !chat.shows(&session_id, epoch) {
+                return;
+            }
+            let after = chat
+                .turns
+                .with_untracked(|ts| ts.last().map(|t| t.run_id.clone()));
+            let Ok(page) = fetch_page(Some(&session_id), after.as_deref()).await else {
+                continue;
+            };
+            if !chat.shows(&session_id, epoch) {
+                return;
+            }
+            let (new, waiting) = page
+                .session
+                .as_ref()
+                .map_or((0, 0), |s| (s.turns.len(), s.queued.len()));
+            chat.append(&page);
+            if new > 0 || waiting == 0 {
+                return;
+            }
+        }
+    });
 }
 
 fn current_path() -> String {
@@ -60,30 +128,48 @@ fn open(chat: ChatState, path: String, push: bool) {
         n.set(n.get() + 1);
         n.get()
     });
+    if path == NEW_CHAT {
+        // Nothing to fetch: the sidebar as it is, no conversation yet.
+        let page = SessionPage {
+            sessions: chat.sessions.get_untracked(),
+            session: None,
+            missing: false,
+            agent: chat.agent.get_untracked(),
+        };
+        chat.loading.set(false);
+        push_address(&path, push);
+        SHOWN.with(|s| *s.borrow_mut() = Some(path));
+        chat.load(&page);
+        return;
+    }
     chat.loading.set(true);
     leptos::task::spawn_local(async move {
-        let page = fetch_page(session_in_path(&path)).await;
+        let page = fetch_page(session_in_path(&path), None).await;
         if LATEST.with(Cell::get) != ticket {
             return;
         }
         chat.loading.set(false);
         match page {
             Ok(page) => {
-                if push && current_path() != path {
-                    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-                        let _ = history.push_state_with_url(
-                            &wasm_bindgen::JsValue::NULL,
-                            "",
-                            Some(&path),
-                        );
-                    }
-                }
+                push_address(&path, push);
                 SHOWN.with(|s| *s.borrow_mut() = Some(path));
                 chat.load(&page);
+                if page.missing {
+                    correct_address(chat);
+                }
             }
             // The page and the address still agree (a pushed entry is only made on success;
             // after Back, the reader can go forward again or reload).
-            Err(e) => chat.error.set(Some(e)),
+            Err(e) => chat.fail(&e),
         }
     });
+}
+
+/// Makes `path` a new history entry (when `push` and the address differs).
+fn push_address(path: &str, push: bool) {
+    if push && current_path() != path {
+        if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+            let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(path));
+        }
+    }
 }

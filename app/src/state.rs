@@ -62,6 +62,9 @@ pub struct TurnHandle {
     pub mode: RwSignal<Option<Mode>>,
     /// The run was still producing events when the page learned of it.
     pub running: RwSignal<bool>,
+    /// The reader watched this turn run on this page (it was running when the page got it):
+    /// what the page showed while it ran stays in place when it settles.
+    pub watched: bool,
     /// Which loading of the page data made this handle: a reload makes new handles for the
     /// same runs, and the page must draw those (see [`TurnHandle::key`]).
     pub epoch: u64,
@@ -77,6 +80,7 @@ impl TurnHandle {
             state: RwSignal::new(TurnState::new(session_id, turn)),
             mode: RwSignal::new(None),
             running: RwSignal::new(turn.running),
+            watched: turn.running,
             epoch,
         }
     }
@@ -107,7 +111,9 @@ pub struct ChatState {
     /// The last status change, for screen readers.
     pub announcement: RwSignal<String>,
     /// An error to show above the composer.
-    pub error: RwSignal<Option<String>>,
+    pub error: RwSignal<Option<Problem>>,
+    /// The composer's text (kept per conversation, and across a reload, by the composer).
+    pub draft: RwSignal<String>,
     /// Who answers.
     pub agent: RwSignal<String>,
     /// How many times page data was loaded into this state.
@@ -119,6 +125,34 @@ pub struct ChatState {
     pub missing: RwSignal<bool>,
     /// Another conversation's data is on its way.
     pub loading: RwSignal<bool>,
+    /// A message on its way to the server (or waiting for it to come back).
+    pub outbox: RwSignal<Option<Outgoing>>,
+    /// The transcript follows new content at its bottom (the reader is there).
+    pub following: RwSignal<bool>,
+    /// Content arrived below while the reader was scrolled up.
+    pub unseen: RwSignal<bool>,
+}
+
+/// Something that went wrong, shown above the composer until it no longer holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    /// What to tell the reader.
+    pub message: String,
+    /// The server could not be reached: the page clears it once the server answers again.
+    pub network: bool,
+}
+
+/// A message the reader sent that the server has not taken yet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outgoing {
+    /// The conversation it was written in (`None`: a new one, created when it is sent).
+    pub session_id: Option<String>,
+    /// Its text.
+    pub text: String,
+    /// The id that makes a retry of it safe (the server starts it once).
+    pub client_id: String,
+    /// Why the last attempt failed, if it did; it is retried when the server answers again.
+    pub failed: Option<String>,
 }
 
 impl ChatState {
@@ -134,9 +168,13 @@ impl ChatState {
             connection: RwSignal::new(Connection::Idle),
             announcement: RwSignal::new(String::new()),
             error: RwSignal::new(None),
+            draft: RwSignal::new(String::new()),
             agent: RwSignal::new(String::new()),
             missing: RwSignal::new(false),
             loading: RwSignal::new(false),
+            outbox: RwSignal::new(None),
+            following: RwSignal::new(true),
+            unseen: RwSignal::new(false),
             epoch: StoredValue::new(0),
             turn_owner: StoredValue::new(None),
         };
@@ -175,9 +213,47 @@ impl ChatState {
             }
         }
         self.error.set(None);
+        self.following.set(true);
+        self.unseen.set(false);
         if let Some(previous) = previous {
             release(previous);
         }
+    }
+
+    /// Shows a failed call's problem.
+    #[cfg(feature = "hydrate")]
+    pub fn fail(&self, failure: &crate::client::Failure) {
+        self.error.set(Some(Problem {
+            message: failure.message.clone(),
+            network: failure.status == 0,
+        }));
+    }
+
+    #[cfg(feature = "hydrate")]
+    /// Adds the turns of `page` that the page does not show yet (page data fetched with
+    /// `after_run_id`), leaving the shown ones as they are; takes its queue and titles.
+    pub fn append(&self, page: &SessionPage) {
+        let Some(session) = &page.session else {
+            return;
+        };
+        if self.session_id.get_untracked().as_deref() != Some(session.id.as_str()) {
+            return;
+        }
+        self.sessions.set(page.sessions.clone());
+        self.title.set(session.title.clone());
+        let known: Vec<String> = self
+            .turns
+            .with_untracked(|ts| ts.iter().map(|t| t.run_id.clone()).collect());
+        let new: Vec<TurnHandle> = session
+            .turns
+            .iter()
+            .filter(|t| !known.contains(&t.run_id))
+            .map(|t| self.new_turn(&session.id, t))
+            .collect();
+        if !new.is_empty() {
+            self.turns.update(|turns| turns.extend(new));
+        }
+        self.queued.set(session.queued.clone());
     }
 
     /// A handle for a turn of the shown conversation, owned with the others.

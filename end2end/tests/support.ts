@@ -52,14 +52,14 @@ export async function waitRunEnd(request: APIRequestContext, run: string): Promi
   return status;
 }
 
-/** A run's journal (JSON Lines export of its session, filtered to the run). */
+/** A run's journal (JSON Lines export of its session, filtered to the run's journal rows). */
 export async function journal(request: APIRequestContext, session: string, run: string): Promise<any[]> {
   const text = await (await request.get(`/api/session/export?session_id=${session}&format=jsonl`)).text();
   return text
     .split("\n")
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l))
-    .filter((r) => r.run_id === run);
+    .filter((r) => r.run_id === run && r.seq !== undefined);
 }
 
 /** Activity rows the anchor keeps for a journal: every event whose type is an activity. */
@@ -78,4 +78,68 @@ export async function send(page: Page, text: string): Promise<void> {
 /** The last turn on the page. */
 export function lastTurn(page: Page) {
   return page.locator("article.turn").last();
+}
+
+/**
+ * Sends a message the way a script would, not a person: no input event, so every layout shift
+ * that follows counts (a person's click or key hides the shifts of the next 500 ms).
+ */
+export async function sendQuietly(page: Page, text: string): Promise<void> {
+  await page.evaluate((text) => {
+    const field = document.querySelector<HTMLTextAreaElement>("#composer-input")!;
+    field.value = text;
+    field.dispatchEvent(new Event("input", { bubbles: true }));
+    field.form!.requestSubmit();
+  }, text);
+}
+
+/**
+ * Watches what a person would see move: the layout shifts not caused by their own input
+ * (summed from now on), and the top edge of the last turn's answer in the frame before it
+ * settled and in the frame it settled.
+ */
+export async function watchLayout(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const w = window as any;
+    w.__shifts = [];
+    w.__settle = null;
+    if (!w.__observer) {
+      w.__observer = new PerformanceObserver((list) => {
+        for (const e of list.getEntries() as any[]) {
+          if (!e.hadRecentInput) {
+            w.__shifts.push({
+              value: e.value,
+              at: e.startTime,
+              sources: (e.sources || []).map((s: any) => `${s.node?.nodeName ?? "?"}.${(s.node as Element)?.className ?? ""} ${JSON.stringify(s.previousRect)} -> ${JSON.stringify(s.currentRect)}`),
+            });
+          }
+        }
+      });
+      w.__observer.observe({ type: "layout-shift" });
+    }
+    let previous: { state: string | null; top: number | null } | null = null;
+    const tick = () => {
+      const answer = document.querySelector("article.turn:last-of-type .answer");
+      const state = answer?.getAttribute("data-final-answer") ?? null;
+      // Where the answer is laid out in the conversation (its place on screen, less what the
+      // transcript scrolled: following the bottom scrolls, and scrolling is not moving).
+      const scrolled = document.querySelector(".transcript")?.scrollTop ?? 0;
+      const top = answer ? answer.getBoundingClientRect().top + scrolled : null;
+      if (w.__settle === null && previous?.state === "streaming" && state && state !== "streaming") {
+        w.__settle = { before: previous.top, after: top, state };
+      }
+      previous = { state, top };
+      requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+  });
+}
+
+/** The layout shifts seen since `watchLayout`: their sum and what moved. */
+export async function layoutShifts(page: Page): Promise<{ total: number; shifts: any[]; settle: any }> {
+  return page.evaluate(() => {
+    const w = window as any;
+    const shifts = w.__shifts as any[];
+    return { total: shifts.reduce((a, s) => a + s.value, 0), shifts, settle: w.__settle };
+  });
 }

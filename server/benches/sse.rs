@@ -124,7 +124,16 @@ async fn replay_benchmark() -> Value {
     let session = store.create_session("bench", 0.0).await.unwrap();
     let run_id = "replay-run";
     store
-        .start_run(&session.id, run_id, "turn-bench", "msg-bench", "bench", 0.0)
+        .start_run(server::store::NewTurn {
+            session_id: &session.id,
+            run_id,
+            turn_id: "turn-bench",
+            user_message_id: "msg-bench",
+            message: "bench",
+            client_id: None,
+            queued_id: None,
+            now: 0.0,
+        })
         .await
         .unwrap();
     // A realistic journal: token-sized payloads with timestamps, committed in batches.

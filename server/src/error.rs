@@ -74,6 +74,9 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Finished => ApiError::new(StatusCode::CONFLICT, "run already finished"),
             StoreError::AlreadyAnswered => ApiError::new(StatusCode::CONFLICT, "already answered"),
+            StoreError::Duplicate { run_id } => {
+                ApiError::new(StatusCode::CONFLICT, "message already sent").with("run_id", run_id)
+            }
             other => ApiError::internal(&other),
         }
     }

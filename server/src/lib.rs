@@ -121,6 +121,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::api())
         .route("/", get(pages::newest))
         .route("/s/{session_id}", get(pages::session))
+        .route("/new", get(pages::new_chat))
         .route("/api/page", get(pages::data))
         // Static files of the site root (icons, manifest); anything else is a 404 page.
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
@@ -149,6 +150,12 @@ pub async fn run(
         .context("reading the Leptos site configuration")?
         .leptos_options;
     let addr = config.addr.unwrap_or(leptos_options.site_addr);
+    // The port, then the data directory, before anything is touched: a second server started
+    // on the same port or directory stops here, leaving the first one's runs alone.
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    let _lock = DataDirLock::acquire(&config.data_dir)?;
     let token = CancellationToken::new();
     let pkg_dir =
         std::path::Path::new(&*leptos_options.site_root).join(&*leptos_options.site_pkg_dir);
@@ -169,15 +176,64 @@ pub async fn run(
         });
     }
     let state = AppState::open(&config, leptos_options, token.clone()).await?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
     tracing::info!(
         "listening on http://{} (agent: {})",
         listener.local_addr()?,
         state.runner.adapter_name()
     );
     serve(listener, state, shutdown).await
+}
+
+/// The claim of one server process on a data directory, held while it runs: a lock on
+/// `anchorage.lock` inside it, which the operating system releases when the process ends, however
+/// it ends.
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: std::fs::File,
+}
+
+impl DataDirLock {
+    /// Creates the directory if needed and locks it, or says which process holds it.
+    pub fn acquire(data_dir: &std::path::Path) -> anyhow::Result<Self> {
+        use std::io::{Read as _, Seek as _, Write as _};
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+        let path = data_dir.join("anchorage.lock");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                let who = if holder.is_empty() {
+                    "another Anchorage server".to_owned()
+                } else {
+                    format!("another Anchorage server (pid {holder})")
+                };
+                anyhow::bail!(
+                    "{who} is using the data directory {}; stop it first, or give this one \
+                     another --data-dir",
+                    data_dir.display()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+        // Who holds it, for the message above.
+        file.set_len(0)?;
+        file.rewind()?;
+        write!(file, "{}", std::process::id())?;
+        file.flush()?;
+        Ok(DataDirLock { _file: file })
+    }
 }
 
 /// Serves the app on an already bound listener until `shutdown` resolves. Open streams end

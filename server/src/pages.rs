@@ -35,9 +35,17 @@ impl PageBackend {
         PageBackend { store, agent }
     }
 
-    async fn detail(&self, session: &Session) -> Result<SessionDetail, StoreError> {
+    async fn detail(
+        &self,
+        session: &Session,
+        after_run: Option<&str>,
+    ) -> Result<SessionDetail, StoreError> {
         let messages = self.store.messages(&session.id).await?;
-        let runs = self.store.session_runs(&session.id).await?;
+        let mut runs = self.store.session_runs(&session.id).await?;
+        // Only the turns after one the page has (one it does not know: all of them).
+        if let Some(i) = after_run.and_then(|id| runs.iter().position(|r| r.id == id)) {
+            runs.drain(..=i);
+        }
         let mut turns = Vec::with_capacity(runs.len());
         for run in runs {
             let Some(user) = messages.iter().find(|m| m.id == run.user_message_id) else {
@@ -104,6 +112,31 @@ impl PageBackend {
     /// The sidebar and the session to show (the newest when `session_id` is `None` or names
     /// no session, which `missing` then says).
     pub async fn page(&self, session_id: Option<&str>) -> Result<SessionPage, String> {
+        self.page_after(session_id, None).await
+    }
+
+    /// The sidebar around a new conversation (none shown).
+    pub async fn new_page(&self) -> Result<SessionPage, String> {
+        let sessions = self
+            .store
+            .list_sessions()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(SessionPage {
+            sessions: sessions.iter().map(summary).collect(),
+            session: None,
+            missing: false,
+            agent: self.agent.clone(),
+        })
+    }
+
+    /// As [`PageBackend::page`], with only the turns after `after_run` (what a page that shows
+    /// the turns up to that run needs to catch up).
+    pub async fn page_after(
+        &self,
+        session_id: Option<&str>,
+        after_run: Option<&str>,
+    ) -> Result<SessionPage, String> {
         let sessions = self
             .store
             .list_sessions()
@@ -121,7 +154,11 @@ impl PageBackend {
             None => sessions.first().cloned(),
         };
         let session = match chosen {
-            Some(s) => Some(self.detail(&s).await.map_err(|e| e.to_string())?),
+            Some(s) => Some(
+                self.detail(&s, after_run)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
             None => None,
         };
         Ok(SessionPage {
@@ -142,7 +179,8 @@ impl PageBackend {
 
 /// `GET /`: the newest session (or the empty state).
 pub async fn newest(State(state): State<AppState>, req: Request<Body>) -> Response {
-    render(state, None, req).await
+    let page = PageBackend::of(&state).page(None).await;
+    render(state, page, req).await
 }
 
 /// `GET /s/{session_id}`: that session (or the newest, with a notice, when it is gone).
@@ -151,11 +189,22 @@ pub async fn session(
     Path(session_id): Path<String>,
     req: Request<Body>,
 ) -> Response {
-    render(state, Some(session_id), req).await
+    let page = PageBackend::of(&state).page(Some(&session_id)).await;
+    render(state, page, req).await
 }
 
-async fn render(state: AppState, session_id: Option<String>, req: Request<Body>) -> Response {
-    let page = match PageBackend::of(&state).page(session_id.as_deref()).await {
+/// `GET /new`: a new conversation, not stored until its first message is sent.
+pub async fn new_chat(State(state): State<AppState>, req: Request<Body>) -> Response {
+    let page = PageBackend::of(&state).new_page().await;
+    render(state, page, req).await
+}
+
+async fn render(
+    state: AppState,
+    page: Result<SessionPage, String>,
+    req: Request<Body>,
+) -> Response {
+    let page = match page {
         Ok(page) => page,
         Err(e) => {
             tracing::error!("cannot load the chat page: {e}");
@@ -177,15 +226,17 @@ async fn render(state: AppState, session_id: Option<String>, req: Request<Body>)
     handler(req).await
 }
 
-/// `GET /api/page?session_id=`: what the chat page renders from, as JSON (an empty or unknown
-/// id gives the newest session, as the page does).
+/// `GET /api/page?session_id=&after_run_id=`: what the chat page renders from, as JSON (an
+/// empty or unknown id gives the newest session, as the page does); with `after_run_id`, only
+/// the session's turns after that run (a page catching up on turns started since it loaded).
 pub async fn data(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<SessionPage>, ApiError> {
     let id = q.session_id.as_deref().filter(|s| !s.is_empty());
+    let after = q.after_run_id.as_deref().filter(|s| !s.is_empty());
     PageBackend::of(&state)
-        .page(id)
+        .page_after(id, after)
         .await
         .map(Json)
         .map_err(|e| {
@@ -199,4 +250,6 @@ pub async fn data(
 pub struct PageQuery {
     /// The session to open.
     pub session_id: Option<String>,
+    /// Only the turns after this run.
+    pub after_run_id: Option<String>,
 }

@@ -11,7 +11,9 @@ use tokio_util::sync::CancellationToken;
 use crate::hub::Hub;
 use crate::journal::{self, Journal, JournalError};
 use crate::runtime::{ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnRequest, Waiters};
-use crate::store::{Interaction, Message, SettledAnswer, Store, StoreError};
+use crate::store::{
+    Interaction, Message, NewTurn, QueuedMessage, SettledAnswer, Store, StoreError,
+};
 
 /// How often the reaper looks for runs without a worker.
 const REAP_INTERVAL: Duration = Duration::from_secs(10);
@@ -39,6 +41,9 @@ pub struct Started {
     /// The stored user message.
     #[serde(skip)]
     pub user_message: Option<Message>,
+    /// The message was sent before (same client id): this is the run it started then, and
+    /// nothing new was started.
+    pub duplicate: bool,
 }
 
 /// Why a turn could not be started or answered.
@@ -116,8 +121,55 @@ impl Runner {
         self.adapter.label()
     }
 
-    /// Stores the user message, creates the run and starts the agent on it.
-    pub async fn start(&self, session_id: &str, message: &str) -> Result<Started, RunError> {
+    /// Stores the user message, creates the run and starts the agent on it. A `client_id`
+    /// sent before starts nothing and reports the run it started then.
+    pub async fn start(
+        &self,
+        session_id: &str,
+        message: &str,
+        client_id: Option<&str>,
+    ) -> Result<Started, RunError> {
+        self.start_turn(session_id, message, client_id, None).await
+    }
+
+    /// Starts a queued follow-up: it leaves the queue in the transaction that stores it as the
+    /// turn's user message, so a reader sees it either queued or started, never neither.
+    pub async fn start_queued(&self, queued: &QueuedMessage) -> Result<Started, RunError> {
+        self.start_turn(
+            &queued.session_id,
+            &queued.content,
+            queued.client_id.as_deref(),
+            Some(&queued.id),
+        )
+        .await
+    }
+
+    /// The run an earlier send of the same message started.
+    async fn started_before(&self, session_id: &str, run_id: &str) -> Result<Started, RunError> {
+        let run = self.store.run(run_id).await?;
+        let user_message = self
+            .store
+            .messages(session_id)
+            .await?
+            .into_iter()
+            .find(|m| m.id == run.user_message_id);
+        Ok(Started {
+            session_id: session_id.to_owned(),
+            run_id: run.id.clone(),
+            stream_id: run.id,
+            turn_id: run.turn_id,
+            user_message,
+            duplicate: true,
+        })
+    }
+
+    async fn start_turn(
+        &self,
+        session_id: &str,
+        message: &str,
+        client_id: Option<&str>,
+        queued_id: Option<&str>,
+    ) -> Result<Started, RunError> {
         let run_id = uuid::Uuid::new_v4().simple().to_string();
         let turn_id = format!("turn-{run_id}");
         let user_message_id = format!("msg-{}", uuid::Uuid::new_v4().simple());
@@ -133,21 +185,28 @@ impl Runner {
         let history = self.store.messages(session_id).await;
         let started = self
             .store
-            .start_run(
+            .start_run(NewTurn {
                 session_id,
-                &run_id,
-                &turn_id,
-                &user_message_id,
+                run_id: &run_id,
+                turn_id: &turn_id,
+                user_message_id: &user_message_id,
                 message,
-                journal::now(),
-            )
+                client_id,
+                queued_id,
+                now: journal::now(),
+            })
             .await;
         let (history, user_message) = match (history, started) {
             (Ok(history), Ok((_, user_message))) => (history, user_message),
             (Err(e), _) | (_, Err(e)) => {
                 self.active().remove(&run_id);
                 self.hub.close(&run_id);
-                return Err(e.into());
+                return match e {
+                    StoreError::Duplicate { run_id } => {
+                        self.started_before(session_id, &run_id).await
+                    }
+                    e => Err(e.into()),
+                };
             }
         };
         let first_turn = history.is_empty();
@@ -191,6 +250,7 @@ impl Runner {
             stream_id: run_id,
             turn_id,
             user_message: Some(user_message),
+            duplicate: false,
         })
     }
 
@@ -274,12 +334,12 @@ impl Runner {
     }
 
     async fn drain_queue(&self, session_id: &str) {
-        match self.store.pop_queued(session_id).await {
-            Ok(Some(next)) => {
-                if let Err(e) = self.start(session_id, &next.content).await {
-                    tracing::warn!(session_id, "queued follow-up not started: {e}");
-                }
-            }
+        match self.store.next_queued(session_id).await {
+            Ok(Some(next)) => match self.start_queued(&next).await {
+                // Started by someone else meanwhile, or the session runs a turn already.
+                Ok(_) | Err(RunError::Store(StoreError::NotFound | StoreError::Busy { .. })) => {}
+                Err(e) => tracing::warn!(session_id, "queued follow-up not started: {e}"),
+            },
             Ok(None) => {}
             Err(e) => tracing::warn!(session_id, "reading the queue failed: {e}"),
         }

@@ -39,11 +39,62 @@ fn respond(
 ) {
 }
 
+/// A card that asks the reader something takes the focus when it appears (keyboard and
+/// screen-reader users land on the question); when it goes, answered, the focus goes back to
+/// the message field unless the reader has moved it elsewhere meanwhile.
+fn take_focus(card: NodeRef<leptos::html::Div>) {
+    #[cfg(feature = "hydrate")]
+    {
+        Effect::new(move |_| {
+            if let Some(el) = card.get() {
+                let _ = el.focus();
+            }
+        });
+        // The element, kept for the cleanup (the node reference is gone by then).
+        let element = StoredValue::new_local(None::<web_sys::HtmlElement>);
+        Effect::new(move |_| {
+            if let Some(el) = card.get() {
+                let el: &web_sys::HtmlElement = &el;
+                element.set_value(Some(el.clone()));
+            }
+        });
+        on_cleanup(move || {
+            let document = web_sys::window().and_then(|w| w.document());
+            let active = document.as_ref().and_then(|d| d.active_element());
+            let body = document.as_ref().and_then(|d| d.body());
+            let inside = element
+                .try_with_value(|el| {
+                    el.as_ref().is_some_and(|el| {
+                        let el: &web_sys::Node = el;
+                        active.as_ref().is_some_and(|a| el.contains(Some(a)))
+                    })
+                })
+                .unwrap_or(false);
+            let nowhere = match (&active, &body) {
+                (None, _) => true,
+                (Some(a), Some(b)) => {
+                    let a: &web_sys::Element = a;
+                    let b: &web_sys::Element = b;
+                    a == b
+                }
+                _ => false,
+            };
+            if (inside || nowhere) && !crate::components::touch_only() {
+                crate::routes::focus_composer();
+            }
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = card;
+}
+
 /// An approval request: allow once, for the session, always, or deny.
 #[component]
 fn ApprovalCard(run_id: String, id: String, command: String, description: String) -> impl IntoView {
     let busy = RwSignal::new(false);
     let failed = RwSignal::new(None::<String>);
+    let card = NodeRef::<leptos::html::Div>::new();
+    take_focus(card);
     let choice = move |choice: &'static str| {
         let run_id = run_id.clone();
         let id = id.clone();
@@ -58,7 +109,7 @@ fn ApprovalCard(run_id: String, id: String, command: String, description: String
         }
     };
     view! {
-        <div class="card approval-card" role="alertdialog" aria-labelledby="approval-title" data-pending="approval">
+        <div class="card approval-card" role="alertdialog" aria-labelledby="approval-title" data-pending="approval" tabindex="-1" node_ref=card>
             <div class="card-title" id="approval-title">"Approval required"</div>
             <p class="card-text">{description}</p>
             <pre class="card-command">{command}</pre>
@@ -84,6 +135,8 @@ fn ClarifyCard(
     let busy = RwSignal::new(false);
     let failed = RwSignal::new(None::<String>);
     let answer = RwSignal::new(String::new());
+    let card = NodeRef::<leptos::html::Div>::new();
+    take_focus(card);
     let send = {
         let run_id = run_id.clone();
         let id = id.clone();
@@ -101,7 +154,7 @@ fn ClarifyCard(
     };
     let send_choice = send.clone();
     view! {
-        <div class="card clarify-card" role="dialog" aria-labelledby="clarify-title" data-pending="clarify">
+        <div class="card clarify-card" role="dialog" aria-labelledby="clarify-title" data-pending="clarify" tabindex="-1" node_ref=card>
             <div class="card-title" id="clarify-title">"Question"</div>
             <p class="card-text">{question}</p>
             <div class="card-actions">

@@ -3,51 +3,64 @@ use leptos::prelude::*;
 use crate::dynamic::dynamic;
 use crate::state::use_chat;
 
+/// The id of the message field (the skip link and focus moves go to it).
+pub(crate) const COMPOSER_ID: &str = "composer-input";
+
 /// The message composer: Send when idle, Stop while a turn runs, Queue when there is text
 /// while a turn runs. Enter sends (Shift+Enter for a new line); on touch screens Enter is a new
-/// line and the button sends.
+/// line and the button sends. Enter never stops a turn: Stop is the button.
+///
+/// The text stays in the field until the server has taken it: a send that cannot reach the
+/// server leaves it there (and retries, see the chat page). The draft of each conversation is
+/// kept in this browser, so a reload or a visit to another conversation does not lose it.
 #[component]
 pub(crate) fn Composer(
     #[prop(into)] on_send: Callback<String>,
     #[prop(into)] on_stop: Callback<()>,
+    /// Sends the waiting message again now.
+    #[prop(into)]
+    on_retry: Callback<()>,
 ) -> impl IntoView {
     let chat = use_chat();
-    let (draft, set_draft) = signal(String::new());
+    let draft = chat.draft;
     let blank = move || draft.with(|text| text.trim().is_empty());
     // Which turn runs (a reload makes a new handle for the same run).
     let running_turn = Memo::new(move |_| chat.running_turn().map(|t| t.key()));
     let running = Memo::new(move |_| running_turn.with(Option::is_some));
     let stopping = RwSignal::new(false);
-    // A draft belongs to its conversation: opening another one puts it aside, coming back
-    // brings it back.
-    let drafts = StoredValue::new(Vec::<(Option<String>, String)>::new());
-    Effect::new(move |previous: Option<Option<String>>| {
-        let session = chat.session_id.get();
-        if let Some(previous) = previous.filter(|p| *p != session) {
-            let text = draft.get_untracked();
-            let restored = drafts
-                .try_update_value(|d| {
-                    d.retain(|(s, _)| *s != previous);
-                    if !text.is_empty() {
-                        d.push((previous, text));
-                    }
-                    let i = d.iter().position(|(s, _)| *s == session)?;
-                    Some(d.swap_remove(i).1)
-                })
-                .flatten()
-                .unwrap_or_default();
-            set_draft.set(restored);
-        }
-        session
-    });
+    let sending = Memo::new(move |_| chat.outbox.with(|o| o.as_ref().map(|o| o.failed.is_some())));
+
+    #[cfg(feature = "hydrate")]
+    {
+        // A draft belongs to its conversation, in this browser's storage: opening another one
+        // puts it aside, coming back (or reloading) brings it back.
+        Effect::new(move |previous: Option<Option<String>>| {
+            let session = chat.session_id.get();
+            if previous.as_ref() != Some(&session) {
+                draft.set(stored_draft(session.as_deref()));
+            }
+            session
+        });
+        // Kept as it changes (not on the first run: that would overwrite the stored draft
+        // with the empty field before it was read back).
+        Effect::new(move |first: Option<()>| {
+            let text = draft.get();
+            if first.is_some() {
+                store_draft(chat.session_id.get_untracked().as_deref(), &text);
+            }
+        });
+    }
+
     let submit = move || {
         let text = draft.get_untracked();
-        if !text.trim().is_empty() {
-            on_send.run(text);
-            set_draft.set(String::new());
-        } else if running.get_untracked() {
-            stopping.set(true);
-            on_stop.run(());
+        if text.trim().is_empty() {
+            return;
+        }
+        match sending.get_untracked() {
+            // Sent already and waiting for the server: the button retries now.
+            Some(true) => on_retry.run(()),
+            Some(false) => {}
+            None => on_send.run(text),
         }
     };
     // Stopping… lasts until the turn it was for ends (or another turn is shown).
@@ -55,21 +68,21 @@ pub(crate) fn Composer(
         running_turn.track();
         stopping.set(false);
     });
-    let label = move || {
-        if !blank() {
-            if running.get() {
-                "Queue"
-            } else {
-                "Send"
-            }
-        } else if running.get() {
-            if stopping.get() {
-                "Stopping…"
-            } else {
-                "Stop"
-            }
-        } else {
-            "Send"
+    let label = move || match (blank(), sending.get(), running.get()) {
+        (false, Some(false), _) => "Sending…",
+        (false, Some(true), _) => "Retry",
+        (false, None, true) => "Queue",
+        (false, None, false) => "Send",
+        (true, _, true) if stopping.get() => "Stopping…",
+        (true, _, true) => "Stop",
+        (true, _, false) => "Send",
+    };
+    let on_button = move |ev: leptos::ev::MouseEvent| {
+        // Stop is this button, clicked, and nothing else (never Enter in the field).
+        if blank() && running.get_untracked() {
+            ev.prevent_default();
+            stopping.set(true);
+            on_stop.run(());
         }
     };
     view! {
@@ -80,17 +93,23 @@ pub(crate) fn Composer(
                 submit();
             }
         >
-            <label for="composer-input" class="visually-hidden">"Message"</label>
+            <label for=COMPOSER_ID class="visually-hidden">"Message"</label>
             <textarea
-                id="composer-input"
+                id=COMPOSER_ID
                 name="message"
                 rows="1"
                 placeholder="Message Anchorage…"
                 enterkeyhint="send"
                 prop:value=dynamic(move || draft.get())
-                on:input=move |ev| set_draft.set(event_target_value(&ev))
+                on:input=move |ev| {
+                    draft.set(event_target_value(&ev));
+                    // A changed text is a new message: the waiting one is not sent any more.
+                    if chat.outbox.with_untracked(|o| o.as_ref().is_some_and(|o| o.failed.is_some())) {
+                        chat.outbox.set(None);
+                    }
+                }
                 on:keydown=move |ev| {
-                    if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() && !crate::components::composer::touch_only() {
+                    if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() && !touch_only() {
                         ev.prevent_default();
                         submit();
                     }
@@ -99,12 +118,42 @@ pub(crate) fn Composer(
             <button
                 type="submit"
                 class="composer-send"
-                data-action=dynamic(move || label().to_lowercase())
-                disabled=dynamic(move || (blank() && !running.get()) || stopping.get())
+                data-action=dynamic(move || label().trim_end_matches('…').to_lowercase())
+                disabled=dynamic(move || {
+                    (blank() && !running.get()) || stopping.get() || sending.get() == Some(false)
+                })
+                on:click=on_button
             >
                 {label}
             </button>
         </form>
+    }
+}
+
+/// Where a conversation's draft is kept (`None`: a new conversation).
+#[cfg(feature = "hydrate")]
+fn draft_key(session: Option<&str>) -> String {
+    format!("anchorage.draft.{}", session.unwrap_or("new"))
+}
+
+/// The draft kept for `session`.
+#[cfg(feature = "hydrate")]
+pub(crate) fn stored_draft(session: Option<&str>) -> String {
+    crate::storage()
+        .and_then(|s| s.get_item(&draft_key(session)).ok().flatten())
+        .unwrap_or_default()
+}
+
+/// Keeps `text` as the draft of `session` (an empty text removes it).
+#[cfg(feature = "hydrate")]
+pub(crate) fn store_draft(session: Option<&str>, text: &str) {
+    if let Some(storage) = crate::storage() {
+        let key = draft_key(session);
+        let _ = if text.is_empty() {
+            storage.remove_item(&key)
+        } else {
+            storage.set_item(&key, text)
+        };
     }
 }
 

@@ -11,6 +11,8 @@ mod turn;
 
 pub(crate) use cards::PendingCards;
 pub(crate) use composer::Composer;
+#[cfg(feature = "hydrate")]
+pub(crate) use composer::{store_draft, stored_draft, touch_only, COMPOSER_ID};
 pub(crate) use empty_chat::EmptyChat;
 pub(crate) use sidebar::Sidebar;
 

@@ -15,12 +15,30 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
         move || chat.session_id.with(|s| s.as_deref() == Some(id.as_str()))
     };
     let editing = RwSignal::new(false);
-    let draft = RwSignal::new(session.title.clone());
+    let title = session.title.clone();
+    let draft = RwSignal::new(title.clone());
     let running = session.active_run_id.is_some();
     let href = format!("/s/{}", session.id);
+    let input = NodeRef::<leptos::html::Input>::new();
+    // The title field takes the focus, its text selected, as soon as it is shown.
+    Effect::new(move |_| {
+        if let Some(el) = input.get() {
+            let _ = el.focus();
+            el.select();
+        }
+    });
+    // Escape leaves the title as it was.
+    let cancel = move || {
+        editing.set(false);
+        draft.set(title.clone());
+    };
     let rename = {
         let id = id.clone();
         move || {
+            // Only once: Enter saves and hides the field, whose blur must not save again.
+            if !editing.get_untracked() {
+                return;
+            }
             editing.set(false);
             let title = draft.get_untracked();
             if title.trim().is_empty() {
@@ -46,7 +64,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                                 chat.title.set(title);
                             }
                         }
-                        Err(e) => chat.error.set(Some(e.message)),
+                        Err(e) => chat.fail(&e),
                     }
                 });
             }
@@ -82,7 +100,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                                 crate::nav::go(chat, "/");
                             }
                         }
-                        Err(e) => chat.error.set(Some(e.message)),
+                        Err(e) => chat.fail(&e),
                     }
                 });
             }
@@ -97,17 +115,22 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
             {move || if editing.get() {
                 let rename = rename_on_key.clone();
                 let rename_on_blur = rename_on_key.clone();
+                let cancel = cancel.clone();
                 Either::Left(view! {
                     <input
                         class="rename-input"
                         aria-label="Conversation title"
+                        node_ref=input
                         prop:value=dynamic(move || draft.get())
                         on:input=move |ev| draft.set(event_target_value(&ev))
                         on:keydown=move |ev| {
                             if ev.key() == "Enter" {
+                                ev.prevent_default();
                                 rename();
                             } else if ev.key() == "Escape" {
-                                editing.set(false);
+                                // Not the drawer's Escape: this one only leaves the field.
+                                ev.stop_propagation();
+                                cancel();
                             }
                         }
                         on:blur=move |_| rename_on_blur()
@@ -177,19 +200,12 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             });
         }
     };
+    // A new conversation is stored with its first message, not before: an empty one never
+    // lands in the list.
     let new_chat = move |_| {
         on_close.run(());
         #[cfg(feature = "hydrate")]
-        leptos::task::spawn_local(async move {
-            match crate::client::post("/api/session/new", &serde_json::json!({})).await {
-                Ok(answer) => {
-                    if let Some(id) = answer["session"]["id"].as_str() {
-                        crate::nav::go(chat, &format!("/s/{id}"));
-                    }
-                }
-                Err(e) => chat.error.set(Some(e.message)),
-            }
-        });
+        crate::nav::go(chat, crate::nav::NEW_CHAT);
     };
     // Search results as the sidebar knows them now: renamed, running or deleted since.
     let list = move || match results.get() {

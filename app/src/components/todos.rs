@@ -4,16 +4,18 @@ use serde_json::Value;
 use crate::dynamic::flag;
 use crate::state::use_chat;
 
-/// The latest todo list of the session's turns, from `todo_state` events.
+/// The todo list of the turn at work, from its `todo_state` events, docked above the
+/// composer: while that turn runs, and after it ends until the next message (the reader
+/// watched it finish). A list of an earlier turn, or of a turn loaded finished, is not docked.
 #[component]
 pub(crate) fn TodoPanel() -> impl IntoView {
     let chat = use_chat();
     let todos = Memo::new(move |_| {
         chat.turns.with(|turns| {
             turns
-                .iter()
-                .rev()
-                .find_map(|t| t.state.with(|s| s.todos.clone()))
+                .last()
+                .filter(|t| t.watched || t.running.get())
+                .and_then(|t| t.state.with(|s| s.todos.clone()))
                 .and_then(|v| v.get("todos").and_then(Value::as_array).cloned())
                 .unwrap_or_default()
         })

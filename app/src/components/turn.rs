@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
 use crate::dynamic::{dynamic, either, flag};
-use crate::model::{fold_tools, step_count, Segment, SegmentKind, WorkItem};
+use crate::model::{fold_tools, step_count, AnswerState, Segment, SegmentKind, WorkItem};
 use crate::state::{use_chat, Connection, TurnHandle};
 
 /// How many trace rows a turn shows before "Show earlier".
@@ -56,37 +56,91 @@ fn trace_summary(events: usize, tools: usize) -> String {
     )
 }
 
-fn tool_verb(name: &str, failed: bool, running: bool) -> String {
-    // Known tools read as a sentence about their target ("Read notes.txt"); others name
-    // themselves ("Called fetch_weather").
-    let known = match name {
-        "terminal" | "shell" | "bash" => Some(("Running", "Ran", "Command failed:")),
-        "read_file" => Some(("Reading", "Read", "Could not read")),
-        "write_file" => Some(("Writing", "Wrote", "Could not write")),
-        "search_text" | "search_files" => Some(("Searching for", "Searched for", "Search failed:")),
-        "list_files" => Some(("Listing", "Listed", "Could not list")),
-        "ask_user" => Some(("Asking", "Asked", "Could not ask")),
-        _ => None,
-    };
-    match (known, failed, running) {
-        (Some((_, _, failed)), true, _) => failed.to_owned(),
-        (Some((running, _, _)), false, true) => running.to_owned(),
-        (Some((_, done, _)), false, false) => done.to_owned(),
-        (None, true, _) => format!("Failed: {name}"),
-        (None, false, true) => format!("Calling {name}"),
-        (None, false, false) => format!("Called {name}"),
+/// Where a tool call stands, for its wording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ToolPhase {
+    /// It runs.
+    Running,
+    /// It finished.
+    Done,
+    /// It finished with an error.
+    Failed,
+    /// The turn ended before it finished.
+    Stopped,
+}
+
+impl ToolPhase {
+    fn of(finished: bool, failed: bool, turn_over: bool) -> Self {
+        match (finished, failed, turn_over) {
+            (true, true, _) => ToolPhase::Failed,
+            (true, false, _) => ToolPhase::Done,
+            (false, _, true) => ToolPhase::Stopped,
+            (false, _, false) => ToolPhase::Running,
+        }
+    }
+
+    /// The `data-tool-state` value.
+    fn as_str(self) -> &'static str {
+        match self {
+            ToolPhase::Running => "running",
+            ToolPhase::Done => "done",
+            ToolPhase::Failed => "failed",
+            ToolPhase::Stopped => "interrupted",
+        }
+    }
+
+    /// The status at the end of the row (nothing for a call that simply finished).
+    fn status(self) -> &'static str {
+        match self {
+            ToolPhase::Running => "Running",
+            ToolPhase::Done => "",
+            ToolPhase::Failed => "Failed",
+            ToolPhase::Stopped => "Interrupted",
+        }
     }
 }
 
-/// One tool call (Compact Worklog: start and end folded into one card).
+/// What a tool row says it did: known tools read as a sentence about their target ("Read
+/// notes.txt"), others name themselves ("Called fetch_weather"). Only a running call is in the
+/// present tense.
+fn tool_verb(name: &str, phase: ToolPhase) -> String {
+    let known = match name {
+        "terminal" | "shell" | "bash" => {
+            Some(("Running", "Ran", "Command failed:", "Stopped running"))
+        }
+        "read_file" => Some(("Reading", "Read", "Could not read", "Stopped reading")),
+        "write_file" => Some(("Writing", "Wrote", "Could not write", "Stopped writing")),
+        "search_text" | "search_files" => Some((
+            "Searching for",
+            "Searched for",
+            "Search failed:",
+            "Stopped searching for",
+        )),
+        "list_files" => Some(("Listing", "Listed", "Could not list", "Stopped listing")),
+        "ask_user" => Some(("Asking", "Asked", "Could not ask", "Stopped asking")),
+        _ => None,
+    };
+    match (known, phase) {
+        (Some((running, ..)), ToolPhase::Running) => running.to_owned(),
+        (Some((_, done, ..)), ToolPhase::Done) => done.to_owned(),
+        (Some((_, _, failed, _)), ToolPhase::Failed) => failed.to_owned(),
+        (Some((.., stopped)), ToolPhase::Stopped) => stopped.to_owned(),
+        (None, ToolPhase::Running) => format!("Calling {name}"),
+        (None, ToolPhase::Done) => format!("Called {name}"),
+        (None, ToolPhase::Failed) => format!("Failed: {name}"),
+        (None, ToolPhase::Stopped) => format!("Stopped calling {name}"),
+    }
+}
+
+/// One tool call: its start and its end in one row.
 #[component]
 fn ToolCard(
     first: Segment,
     done: Option<Segment>,
     turn_over: Signal<bool>,
-    /// A start row of the Transparent Stream whose completion is another row.
+    /// The Transparent Stream shows the result's first line in the row itself.
     #[prop(optional)]
-    completed_elsewhere: bool,
+    inline_result: bool,
 ) -> impl IntoView {
     let tool = first.tool.clone().unwrap_or_default();
     let result = done
@@ -102,23 +156,12 @@ fn ToolCard(
     let row_id = first.row_id.clone();
     let name = tool.name.clone();
     let args = tool.args.clone();
-    let state = move || {
-        if finished {
-            if failed {
-                "failed"
-            } else {
-                "done"
-            }
-        } else if completed_elsewhere {
-            "started"
-        } else if turn_over.get() {
-            "interrupted"
-        } else {
-            "running"
-        }
-    };
+    let phase = move || ToolPhase::of(finished, failed, turn_over.get());
+    let result_line = inline_result
+        .then(|| result.lines().next().unwrap_or_default().to_owned())
+        .filter(|line| !line.is_empty());
     view! {
-        <div class="tool-card" data-row-id=row_id data-tool-state=dynamic(state)>
+        <div class="tool-card" data-row-id=row_id data-tool-state=dynamic(move || phase().as_str())>
             <button
                 type="button"
                 class="tool-head"
@@ -127,18 +170,11 @@ fn ToolCard(
                 on:click=move |_| open.update(|o| *o = !*o)
             >
                 <span class="tool-dot" aria-hidden="true"></span>
-                <span class="tool-action">{dynamic(move || tool_verb(&name, failed, matches!(state(), "running" | "started")))}</span>
+                <span class="tool-action">{dynamic(move || tool_verb(&name, phase()))}</span>
                 <span class="tool-target">{tool.target.clone()}</span>
-                <span class="tool-status">
-                    {dynamic(move || match state() {
-                        "failed" => "Failed",
-                        "interrupted" => "Interrupted",
-                        "running" => "Running",
-                        "started" => "Started",
-                        _ => "",
-                    })}
-                </span>
+                <span class="tool-status">{dynamic(move || phase().status())}</span>
             </button>
+            {result_line.map(|line| view! { <div class="tool-result-line">{line}</div> })}
             // The detail is built when opened, never for a folded card.
             {move || open.get().then(|| view! {
                 <div class="tool-detail">
@@ -187,26 +223,62 @@ fn ThinkingRow(segment: Segment) -> impl IntoView {
     }
 }
 
-/// A lifecycle, control or terminal note.
-#[component]
-fn NoteRow(turn: TurnHandle, segment: Segment) -> impl IntoView {
-    let label = match (segment.kind, segment.source.as_str()) {
-        (SegmentKind::Lifecycle, "compressing") => "Compressing context".to_owned(),
-        (SegmentKind::Lifecycle, "compressed") => "Context compressed".to_owned(),
+/// What a note says: its label (in the tense of where the turn stands) and, when it says more
+/// than the label, its own message.
+fn note_label(kind: SegmentKind, source: &str, turn_over: bool) -> String {
+    match (kind, source) {
+        // A compression that finished is folded into the "compressed" note.
+        (SegmentKind::Lifecycle, "compressing") if turn_over => {
+            "Context compression did not finish".to_owned()
+        }
+        (SegmentKind::Lifecycle, "compressing") => "Compressing context…".to_owned(),
+        (SegmentKind::Lifecycle, "compressed") => "Compressed the context".to_owned(),
         (SegmentKind::Control, "approval") => "Asked for approval".to_owned(),
         (SegmentKind::Control, "clarify") => "Asked a question".to_owned(),
         (SegmentKind::Terminal, source) => format!("Ended ({source})"),
-        (_, source) => source.replace('_', " "),
+        (_, source) => {
+            let mut label = source.replace('_', " ");
+            if let Some(first) = label.get(..1) {
+                label = first.to_uppercase() + &label[1..];
+            }
+            label
+        }
+    }
+}
+
+/// Whether a note's own text adds to its label (it is not the label said again).
+fn says_more(label: &str, text: &str) -> bool {
+    let plain = |s: &str| {
+        s.trim()
+            .trim_end_matches(['.', '…'])
+            .to_lowercase()
+            .replace("the ", "")
     };
+    let text = plain(text);
+    !text.is_empty() && !plain(label).contains(&text)
+}
+
+/// A lifecycle, control or terminal note.
+#[component]
+fn NoteRow(turn: TurnHandle, segment: Segment, turn_over: Signal<bool>) -> impl IntoView {
+    let (kind, source) = (segment.kind, segment.source.clone());
+    let label = Memo::new(move |_| note_label(kind, &source, turn_over.get()));
     let class = match segment.kind {
         SegmentKind::Lifecycle => "note lifecycle",
         SegmentKind::Control => "note control",
         _ => "note terminal",
     };
+    let text = segment.text.clone();
+    let detail = move || {
+        let text = text.clone();
+        label
+            .with(|l| says_more(l, &text))
+            .then(|| view! { <span class="note-detail">{text}</span> })
+    };
     view! {
         <div class=class data-row-id=segment.row_id.clone()>
-            <span class="note-label">{label}</span>
-            {(!segment.text.is_empty()).then(|| view! { <span class="note-detail">{segment.text.clone()}</span> })}
+            <span class="note-label">{dynamic(move || label.get())}</span>
+            {detail}
             {segment.interaction.clone().map(|id| {
                 let answer = Memo::new(move |_| turn.state.with(|s| s.answers.get(&id).cloned()));
                 move || answer.get().map(|a| view! { <span class="note-answer" data-answer="">{a}</span> })
@@ -234,48 +306,44 @@ fn ProseRow(turn: TurnHandle, key: u64, row_id: String) -> impl IntoView {
     }
 }
 
-fn segment_view(
+/// One item of the process, as the worklog and the trace show it.
+fn item_view(
     turn: TurnHandle,
-    segment: Segment,
+    item: WorkItem,
     turn_over: Signal<bool>,
-    completed_elsewhere: bool,
+    trace: bool,
 ) -> impl IntoView {
-    match segment.kind {
-        SegmentKind::Prose => EitherOf4::A(
-            view! { <ProseRow turn=turn key=segment.key row_id=segment.row_id.clone() /> },
-        ),
-        SegmentKind::Thinking => EitherOf4::B(view! { <ThinkingRow segment=segment /> }),
-        SegmentKind::ToolStart | SegmentKind::ToolUpdate | SegmentKind::ToolDone => {
-            let done = (segment.kind == SegmentKind::ToolDone).then(|| segment.clone());
-            EitherOf4::C(
-                view! { <ToolCard first=segment done=done turn_over=turn_over completed_elsewhere=completed_elsewhere /> },
-            )
-        }
-        _ => EitherOf4::D(view! { <NoteRow turn=turn segment=segment /> }),
+    match item {
+        WorkItem::Tool { first, done } => EitherOf4::A(view! {
+            <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over inline_result=trace />
+        }),
+        WorkItem::Segment(segment) => match segment.kind {
+            SegmentKind::Prose => EitherOf4::B(
+                view! { <ProseRow turn=turn key=segment.key row_id=segment.row_id.clone() /> },
+            ),
+            SegmentKind::Thinking => EitherOf4::C(view! { <ThinkingRow segment=segment /> }),
+            _ => EitherOf4::D(view! { <NoteRow turn=turn segment=segment turn_over=turn_over /> }),
+        },
     }
 }
 
-/// The Compact Worklog: process folded under a summary line, the answer primary.
+/// The kind of an item, for the trace's row class.
+fn item_kind(item: &WorkItem) -> &'static str {
+    match item {
+        WorkItem::Tool { .. } => "tool",
+        WorkItem::Segment(s) => match s.kind {
+            SegmentKind::Prose => "prose",
+            SegmentKind::Thinking => "thinking",
+            _ => "note",
+        },
+    }
+}
+
+/// The process of a turn, windowed to its latest items: one item per thing it did.
 #[component]
-fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
-    let user_choice = RwSignal::new(None::<bool>);
-    let steps = Memo::new(move |_| turn.state.with(|s| step_count(&s.process())));
-    // Like the Transparent Stream, a long worklog materializes only its latest items.
+fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl IntoView {
+    // A long process materializes only its latest items; the reader asks for more.
     let shown = RwSignal::new(TRACE_WINDOW);
-    let elapsed = Memo::new(move |_| turn.state.with(|s| s.elapsed()));
-    let error_family = Memo::new(move |_| {
-        turn.state.with(|s| {
-            s.terminal_state()
-                .is_some_and(|t| !matches!(t, TerminalState::Completed | TerminalState::Cancelled))
-        })
-    });
-    // Open while the turn runs; folded once it settles (errors stay open); the user's choice wins.
-    let open = Memo::new(move |_| {
-        user_choice
-            .get()
-            .unwrap_or_else(|| !turn_over.get() || error_family.get())
-    });
-    let has_steps = Memo::new(move |_| steps.get() > 0);
     let items = Memo::new(move |_| {
         let limit = shown.get();
         turn.state.with(|s| {
@@ -289,80 +357,110 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
             .saturating_sub(shown.get())
     });
     let any_hidden = Memo::new(move |_| hidden.get() > 0);
+    let class = if trace { "trace-rows" } else { "worklog-items" };
+    view! {
+        <div class=class>
+            {move || any_hidden.get().then(|| view! {
+                <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
+                    {dynamic(move || format!("Show {} earlier", hidden.get().min(TRACE_WINDOW)))}
+                </button>
+            })}
+            <For
+                each=move || items.get()
+                key=|item| item.key()
+                children=move |item| {
+                    let kind = item_kind(&item);
+                    let view = item_view(turn.clone(), item, turn_over, trace);
+                    if trace {
+                        Either::Left(view! { <div class=format!("trace-row row-{kind}")>{view}</div> })
+                    } else {
+                        Either::Right(view)
+                    }
+                }
+            />
+        </div>
+    }
+}
+
+/// The Compact Worklog: the process folded under a summary line, the answer primary. A turn
+/// the reader watched run keeps what it showed when it settles (nothing folds under the
+/// reader); a turn loaded settled comes folded (errors open).
+#[component]
+fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
+    let user_choice = RwSignal::new(None::<bool>);
+    let steps = Memo::new(move |_| turn.state.with(|s| step_count(&s.process())));
+    let elapsed = Memo::new(move |_| turn.state.with(|s| s.elapsed()));
+    let ending = Memo::new(move |_| turn.state.with(|s| s.terminal_state()));
+    let error_family = Memo::new(move |_| {
+        ending
+            .get()
+            .is_some_and(|t| !matches!(t, TerminalState::Completed | TerminalState::Cancelled))
+    });
+    let watched = turn.watched;
+    let open = Memo::new(move |_| {
+        user_choice
+            .get()
+            .unwrap_or_else(|| watched || !turn_over.get() || error_family.get())
+    });
+    let has_steps = Memo::new(move |_| steps.get() > 0);
+    // While a turn runs (and afterwards, for one the reader watched) the summary line holds its
+    // place from the first moment, so the process and the answer never push each other down.
+    let shown = Memo::new(move |_| has_steps.get() || watched || !turn_over.get());
     let summary = move || {
         let n = steps.get();
         let time = elapsed.get().map(fmt_duration);
-        match (turn_over.get(), time) {
-            (false, _) => format!("Working · {}", counted(n, "step")),
-            (true, Some(t)) => format!("Processed {t} · {}", counted(n, "step")),
-            (true, None) => format!("Processed · {}", counted(n, "step")),
-        }
+        worklog_summary(ending.get(), n, time.as_deref())
     };
-    let stored_turn = StoredValue::new(turn.clone());
-    let render_items = move || {
-        let turn = stored_turn.get_value();
-        view! {
-            <div class="worklog-items">
-                {move || any_hidden.get().then(|| view! {
-                    <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
-                        {dynamic(move || format!("Show {} earlier", hidden.get().min(TRACE_WINDOW)))}
-                    </button>
-                })}
-                <For
-                    each=move || items.get()
-                    key=|item| item.key()
-                    children=move |item| match item {
-                        WorkItem::Segment(segment) => Either::Left(segment_view(turn.clone(), segment, turn_over, false)),
-                        WorkItem::Tool { first, done } => Either::Right(view! { <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over /> }),
-                    }
-                />
-            </div>
-        }
-    };
+    let stored_turn = StoredValue::new(turn);
     move || {
-        has_steps.get().then(|| {
+        shown.get().then(|| {
             view! {
-                <div class="worklog" data-open=flag(move || open.get())>
+                <div class="worklog" data-open=flag(move || open.get() && has_steps.get())>
                     <button
                         type="button"
                         class="worklog-summary"
-                        aria-expanded=flag(move || open.get())
+                        disabled=dynamic(move || !has_steps.get())
+                        aria-expanded=flag(move || open.get() && has_steps.get())
                         on:click=move |_| user_choice.set(Some(!open.get_untracked()))
                     >
-                        <span class="worklog-text">{summary}</span>
+                        // The chevron leads and the dots keep to the far end: a summary that
+                        // changes its length moves neither.
                         <span class="chevron" aria-hidden="true"></span>
+                        <span class="worklog-text">{summary}</span>
+                        {move || (!turn_over.get()).then(|| view! {
+                            <span class="working" aria-hidden="true"><span></span><span></span><span></span></span>
+                        })}
                     </button>
-                    {move || open.get().then(render_items)}
+                    {move || (open.get() && has_steps.get()).then(|| view! {
+                        <ProcessItems turn=stored_turn.get_value() turn_over=turn_over trace=false />
+                    })}
                 </div>
             }
         })
     }
 }
 
-/// The Transparent Stream: every event its own row, in order (token and reasoning deltas
-/// merged into their segment), windowed.
+/// The worklog's summary line.
+fn worklog_summary(ending: Option<TerminalState>, steps: usize, time: Option<&str>) -> String {
+    match (ending, steps, time) {
+        (None, 0, _) => "Working".to_owned(),
+        (None, n, _) => format!("Working · {}", counted(n, "step")),
+        (Some(TerminalState::Completed), 0, Some(t)) => format!("Answered in {t}"),
+        (Some(TerminalState::Completed), 0, None) => "Answered".to_owned(),
+        (Some(TerminalState::Cancelled), 0, Some(t)) => format!("Stopped after {t}"),
+        (Some(TerminalState::Cancelled), 0, None) => "Stopped".to_owned(),
+        (Some(_), 0, Some(t)) => format!("Ended after {t}"),
+        (Some(_), 0, None) => "Ended".to_owned(),
+        (Some(_), n, Some(t)) => format!("Processed {t} · {}", counted(n, "step")),
+        (Some(_), n, None) => format!("Processed · {}", counted(n, "step")),
+    }
+}
+
+/// The Transparent Stream: everything the turn did, in order, one row per thing (a tool call's
+/// start and end are one row, with its result), windowed.
 #[component]
 fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
-    let shown = RwSignal::new(TRACE_WINDOW);
     let total = Memo::new(move |_| turn.state.with(|s| s.process().len()));
-    let rows = Memo::new(move |_| {
-        let limit = shown.get();
-        turn.state.with(|s| {
-            let process = s.process();
-            let start = process.len().saturating_sub(limit);
-            process[start..]
-                .iter()
-                .map(|seg| {
-                    let completed = seg.kind == SegmentKind::ToolStart
-                        && seg
-                            .tool
-                            .as_ref()
-                            .is_some_and(|t| s.completed_calls.contains(&t.call_id));
-                    ((*seg).clone(), completed)
-                })
-                .collect::<Vec<_>>()
-        })
-    });
     let tools = Memo::new(move |_| {
         turn.state.with(|s| {
             s.segments
@@ -371,38 +469,15 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
                 .count()
         })
     });
-    let turn_for_rows = turn.clone();
-    let any_hidden = Memo::new(move |_| total.get() > shown.get());
     view! {
         <div class="trace">
             <div class="trace-head">
-                {dynamic(move || trace_summary(total.get(), tools.get()))}
+                <span>{dynamic(move || trace_summary(total.get(), tools.get()))}</span>
+                {move || (!turn_over.get()).then(|| view! {
+                    <span class="working" aria-hidden="true"><span></span><span></span><span></span></span>
+                })}
             </div>
-            {move || any_hidden.get().then(|| view! {
-                <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
-                    {dynamic(move || format!("Show {} earlier", total.get().saturating_sub(shown.get()).min(TRACE_WINDOW)))}
-                </button>
-            })}
-            <div class="trace-rows">
-                <For
-                    each=move || rows.get()
-                    key=|(seg, completed)| (seg.key, seg.rev, *completed)
-                    children={
-                        let turn = turn_for_rows.clone();
-                        move |(segment, completed): (Segment, bool)| {
-                            let kind = match segment.kind {
-                                SegmentKind::ToolStart => "tool-start",
-                                SegmentKind::ToolUpdate => "tool-update",
-                                SegmentKind::ToolDone => "tool-done",
-                                SegmentKind::Prose => "prose",
-                                SegmentKind::Thinking => "thinking",
-                                _ => "note",
-                            };
-                            view! { <div class=format!("trace-row {kind}")>{segment_view(turn.clone(), segment, turn_over, completed)}</div> }
-                        }
-                    }
-                />
-            </div>
+            <ProcessItems turn=turn turn_over=turn_over trace=true />
         </div>
     }
 }
@@ -413,28 +488,13 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     let chat = use_chat();
     let mode = Memo::new(move |_| turn.mode.get().unwrap_or_else(|| chat.mode.get()));
     let turn_over = Signal::derive(move || turn.state.with(|s| s.terminal_state().is_some()));
-    let final_answer = Memo::new(move |_| turn.state.with(|s| s.final_answer().to_owned()));
-    // While streaming, the prose after the last tool is the answer taking shape; once settled
-    // the final answer takes its place, in the same element.
-    let answer_text = Signal::derive(move || {
-        let settled = final_answer.get();
-        if !settled.is_empty() {
-            return settled;
-        }
-        turn.state.with(|s| {
-            if !s.prose_is_answer() {
-                return String::new();
-            }
-            s.segments[s.answer_stream()]
-                .iter()
-                .filter(|seg| seg.kind == SegmentKind::Prose)
-                .map(|seg| seg.text.as_str())
-                .collect::<Vec<_>>()
-                .join("\n\n")
-        })
-    });
-    let settled = Memo::new(move |_| !final_answer.get().is_empty());
+    // The answer takes shape in one element while it streams, and stays in that element when
+    // it settles: as the final answer, or as what was streamed (partial) when the turn ended
+    // any other way.
+    let answer_text = Memo::new(move |_| turn.state.with(|s| s.answer_text()));
+    let answer_state = Memo::new(move |_| turn.state.with(|s| s.answer_state()));
     let has_answer = Memo::new(move |_| !answer_text.with(String::is_empty));
+    let partial = Memo::new(move |_| answer_state.get() == AnswerState::Partial);
     let terminal = Memo::new(move |_| {
         turn.state.with(|s| {
             let state = s.terminal_state()?;
@@ -463,7 +523,31 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             })
         })
     });
-    // Never an empty "running" shell: a turn that is not over says why it is not moving.
+    // Never an empty "running" shell: a turn that is not over says why it is not moving. A
+    // blip the browser reconnects from at once shows in the header only; the card comes when
+    // the connection stays down.
+    let down = Memo::new(move |_| {
+        matches!(
+            chat.connection.get(),
+            Connection::Reconnecting | Connection::Offline
+        )
+    });
+    let down_long = RwSignal::new(false);
+    Effect::new(move |_| {
+        if !down.get() {
+            down_long.set(false);
+        } else {
+            #[cfg(feature = "hydrate")]
+            set_timeout(
+                move || {
+                    if down.try_get_untracked() == Some(true) {
+                        let _ = down_long.try_set(true);
+                    }
+                },
+                std::time::Duration::from_millis(1500),
+            );
+        }
+    });
     let evidence = Memo::new(move |_| {
         let (over, last_seq) = turn
             .state
@@ -472,10 +556,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             None
         } else if !turn.running.get() {
             Some(Evidence::Incomplete)
-        } else if matches!(
-            chat.connection.get(),
-            Connection::Reconnecting | Connection::Offline
-        ) {
+        } else if down_long.get() {
             Some(Evidence::Restoring(last_seq))
         } else {
             None
@@ -488,12 +569,6 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             let output = usage.get("output_tokens")?.as_u64()?;
             Some(usage_label(input, output))
         })
-    });
-    let waiting = Memo::new(move |_| {
-        turn.running.get()
-            && turn
-                .state
-                .with(|s| s.segments.is_empty() && s.terminal_state().is_none())
     });
     let toggle_mode = move |_| {
         let next = match mode.get_untracked() {
@@ -534,9 +609,6 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                         {either(move || mode.get() == Mode::TransparentStream, "Worklog", "Trace")}
                     </button>
                 </div>
-                {move || waiting.get().then(|| view! {
-                    <div class="waiting" aria-hidden="true"><span></span><span></span><span></span></div>
-                })}
                 {move || match mode.get() {
                     Mode::TransparentStream => EitherOf3::A(view! { <Trace turn=turn_for_trace.clone() turn_over=turn_over /> }),
                     Mode::HideAllActivity => EitherOf3::B(()),
@@ -545,9 +617,12 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                 {move || has_answer.get().then(|| view! {
                     <div
                         class="answer"
-                        data-final-answer=either(move || settled.get(), "true", "streaming")
+                        data-final-answer=dynamic(move || answer_state.get().as_str())
                     >
                         <Prose text=answer_text />
+                        {move || partial.get().then(|| view! {
+                            <p class="partial-note">"Partial answer: the turn ended before it finished."</p>
+                        })}
                     </div>
                 })}
                 {move || terminal.get().map(|(state, message, hint)| view! { <TerminalCard state=state message=message hint=hint /> })}
@@ -562,7 +637,9 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use super::{tool_verb, trace_summary, usage_label};
+    use super::{
+        note_label, says_more, tool_verb, trace_summary, usage_label, worklog_summary, ToolPhase,
+    };
 
     #[test]
     fn usage_reads_as_tokens_with_thousands_grouped() {
@@ -582,22 +659,73 @@ mod tests {
     }
 
     #[test]
-    fn known_tools_read_as_a_sentence_and_others_name_themselves() {
-        assert_eq!(tool_verb("write_file", false, true), "Writing");
-        assert_eq!(tool_verb("write_file", false, false), "Wrote");
-        assert_eq!(tool_verb("read_file", true, false), "Could not read");
-        assert_eq!(tool_verb("terminal", false, false), "Ran");
+    fn known_tools_read_as_a_sentence_and_only_a_running_call_is_in_the_present() {
+        use ToolPhase::*;
+        assert_eq!(tool_verb("write_file", Running), "Writing");
+        assert_eq!(tool_verb("write_file", Done), "Wrote");
+        assert_eq!(tool_verb("read_file", Failed), "Could not read");
+        assert_eq!(tool_verb("read_file", Stopped), "Stopped reading");
+        assert_eq!(tool_verb("terminal", Done), "Ran");
+        assert_eq!(tool_verb("fetch_weather", Running), "Calling fetch_weather");
+        assert_eq!(tool_verb("fetch_weather", Done), "Called fetch_weather");
+        assert_eq!(tool_verb("fetch_weather", Failed), "Failed: fetch_weather");
         assert_eq!(
-            tool_verb("fetch_weather", false, true),
-            "Calling fetch_weather"
+            tool_verb("fetch_weather", Stopped),
+            "Stopped calling fetch_weather"
+        );
+        for phase in [Done, Failed, Stopped] {
+            for name in ["terminal", "read_file", "search_text", "x"] {
+                let verb = tool_verb(name, phase);
+                assert!(
+                    !verb.contains("ing ") && !verb.ends_with("ing") || verb.starts_with("Stopped"),
+                    "{verb}"
+                );
+            }
+            assert_ne!(phase.status(), "Running");
+        }
+    }
+
+    #[test]
+    fn notes_speak_in_the_tense_of_the_turn_and_never_repeat_themselves() {
+        use crate::model::SegmentKind::*;
+        assert_eq!(
+            note_label(Lifecycle, "compressing", false),
+            "Compressing context…"
         );
         assert_eq!(
-            tool_verb("fetch_weather", false, false),
-            "Called fetch_weather"
+            note_label(Lifecycle, "compressing", true),
+            "Context compression did not finish"
         );
         assert_eq!(
-            tool_verb("fetch_weather", true, false),
-            "Failed: fetch_weather"
+            note_label(Lifecycle, "compressed", true),
+            "Compressed the context"
+        );
+        assert_eq!(note_label(Control, "goal_continue", true), "Goal continue");
+        assert!(!says_more("Compressing context…", "Compressing context"));
+        assert!(!says_more("Compressed the context", "compressed context."));
+        assert!(says_more(
+            "Compressed the context",
+            "42 messages summarized into 1"
+        ));
+        assert!(!says_more("Asked a question", ""));
+    }
+
+    #[test]
+    fn the_summary_says_what_the_turn_did_in_its_tense() {
+        use anchor::TerminalState::*;
+        assert_eq!(worklog_summary(None, 0, None), "Working");
+        assert_eq!(worklog_summary(None, 2, Some("3s")), "Working · 2 steps");
+        assert_eq!(
+            worklog_summary(Some(Completed), 0, Some("3s")),
+            "Answered in 3s"
+        );
+        assert_eq!(
+            worklog_summary(Some(Cancelled), 0, Some("3s")),
+            "Ended after 3s"
+        );
+        assert_eq!(
+            worklog_summary(Some(Completed), 1, Some("4s")),
+            "Processed 4s · 1 step"
         );
     }
 }

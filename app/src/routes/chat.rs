@@ -23,8 +23,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     Effect::new(move |_| crate::markdown::preload(move || set_renderer_ready.set(true)));
     let (drawer_open, set_drawer_open) = signal(false);
     let transcript = NodeRef::<leptos::html::Section>::new();
-    // Whether the reader is at the bottom of the transcript (then new content keeps them there).
-    let pinned = StoredValue::new(true);
+    let menu_button = NodeRef::<leptos::html::Button>::new();
+    let export_menu = NodeRef::<leptos::html::Details>::new();
 
     #[cfg(feature = "hydrate")]
     {
@@ -32,7 +32,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
 
         // The display mode is a preference of this browser.
         Effect::new(move |_| {
-            if let Some(mode) = storage().and_then(|s| s.get_item("anchorage.mode").ok().flatten())
+            if let Some(mode) =
+                crate::storage().and_then(|s| s.get_item("anchorage.mode").ok().flatten())
             {
                 chat.mode.set(Mode::parse_or_default(&mode));
             }
@@ -40,7 +41,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         Effect::new(move |prev: Option<()>| {
             let mode = chat.mode.get();
             if prev.is_some() {
-                if let Some(s) = storage() {
+                if let Some(s) = crate::storage() {
                     let _ = s.set_item("anchorage.mode", mode.as_str());
                 }
             }
@@ -85,24 +86,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         });
         on_cleanup(move || follower.update_value(|slot| *slot = None));
 
-        // Keep a pinned reader at the bottom as turns grow; leave a reader who scrolled up alone.
-        // Another session opens at its bottom.
-        Effect::new(move |prev: Option<Option<String>>| {
-            let session = chat.session_id.get();
-            if prev.is_some_and(|p| p != session) {
-                pinned.set_value(true);
-            }
-            chat.turns
-                .with(|turns| turns.iter().for_each(|t| t.state.track()));
-            if pinned.get_value() {
-                request_animation_frame(move || {
-                    if let Some(el) = transcript.get_untracked() {
-                        el.set_scroll_top(el.scroll_height());
-                    }
-                });
-            }
-            session
-        });
+        follow_bottom(chat, transcript);
+        watch_server(chat);
 
         // The tab says which conversation it shows.
         Effect::new(move |_| {
@@ -112,20 +97,48 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
             }
         });
 
-        // Back and forward between sessions opened in the page.
+        // Back and forward between sessions opened in the page; a link to a conversation that
+        // is gone names the one shown instead.
         crate::nav::shown_here();
+        if chat.missing.get_untracked() {
+            crate::nav::correct_address(chat);
+        }
         let on_popstate = window_event_listener(leptos::ev::popstate, move |_| {
             crate::nav::load_current(chat);
         });
         on_cleanup(move || on_popstate.remove());
-    }
 
-    let on_scroll = move |_| {
-        if let Some(el) = transcript.get_untracked() {
-            let gap = el.scroll_height() - el.scroll_top() - el.client_height();
-            pinned.set_value(gap < 80);
-        }
-    };
+        // On a desktop the message field has the focus from the start, and after another
+        // conversation opens (a phone would open its keyboard: not there).
+        Effect::new(move |_| {
+            chat.session_id.track();
+            if !crate::components::touch_only() {
+                focus_composer();
+            }
+        });
+
+        // The drawer is a modal on a phone: the focus goes into it and comes back to the menu
+        // button when it closes (the rest of the page is inert meanwhile, see the view).
+        Effect::new(move |was_open: Option<bool>| {
+            let open = drawer_open.get();
+            if open {
+                if let Some(el) = web_sys::window()
+                    .and_then(|w| w.document())
+                    .and_then(|d| d.query_selector(".drawer-close").ok().flatten())
+                {
+                    use wasm_bindgen::JsCast;
+                    if let Ok(el) = el.dyn_into::<web_sys::HtmlElement>() {
+                        let _ = el.focus();
+                    }
+                }
+            } else if was_open == Some(true) {
+                if let Some(button) = menu_button.get_untracked() {
+                    let _ = button.focus();
+                }
+            }
+            open
+        });
+    }
 
     // Copy buttons of code blocks (delegated: the blocks are rendered Markdown).
     let on_transcript_click = move |ev: leptos::ev::MouseEvent| {
@@ -162,13 +175,17 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         #[cfg(not(feature = "hydrate"))]
         let _ = text;
     });
+    let on_retry = Callback::new(move |_: ()| {
+        #[cfg(feature = "hydrate")]
+        attempt(chat);
+    });
     let on_stop = Callback::new(move |_: ()| {
         #[cfg(feature = "hydrate")]
         if let Some(turn) = chat.running_turn() {
             leptos::task::spawn_local(async move {
                 let body = serde_json::json!({"run_id": turn.run_id});
                 if let Err(e) = crate::client::post("/api/chat/cancel", &body).await {
-                    chat.error.set(Some(e.message));
+                    chat.fail(&e);
                 }
             });
         }
@@ -181,7 +198,30 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 .map(|id| format!("/api/session/export?session_id={id}&format={format}"))
         }
     };
+    // A download leaves the page as it was: the menu closes.
+    let close_export = move |_| {
+        if let Some(menu) = export_menu.get_untracked() {
+            menu.set_open(false);
+        }
+    };
     let has_turns = Memo::new(move |_| chat.turns.with(|t| !t.is_empty()));
+    let set_mode = move |mode: Mode| {
+        chat.mode.set(mode);
+        chat.turns
+            .with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
+    };
+    let skip_to_composer = move |ev: leptos::ev::MouseEvent| {
+        ev.prevent_default();
+        #[cfg(feature = "hydrate")]
+        focus_composer();
+    };
+    let jump = move |_| {
+        chat.following.set(true);
+        chat.unseen.set(false);
+        if let Some(el) = transcript.get_untracked() {
+            el.set_scroll_top(el.scroll_height());
+        }
+    };
 
     view! {
         <div
@@ -196,9 +236,10 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 }
             }
         >
+            <a class="skip-link" href="#composer-input" on:click=skip_to_composer>"Skip to the message box"</a>
             <Sidebar on_close=move || set_drawer_open.set(false) />
             <div class="drawer-scrim" aria-hidden="true" on:click=move |_| set_drawer_open.set(false)></div>
-            <main class="chat">
+            <main class="chat" inert=dynamic(move || drawer_open.get().then_some(""))>
                 <header class="chat-header">
                     <button
                         type="button"
@@ -206,6 +247,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         aria-label="Open sessions"
                         aria-controls="sidebar"
                         aria-expanded=flag(move || drawer_open.get())
+                        node_ref=menu_button
                         on:click=move |_| set_drawer_open.update(|open| *open = !*open)
                     >
                         <span aria-hidden="true">"☰"</span>
@@ -217,31 +259,33 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     <div class="mode-switch" role="group" aria-label="Display mode" data-mode-switch="">
                         <button
                             type="button"
+                            title="Worklog: the work folded, the answer first"
                             aria-pressed=flag(move || chat.mode.get() == Mode::CompactWorklog)
-                            on:click=move |_| {
-                                chat.mode.set(Mode::CompactWorklog);
-                                chat.turns.with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
-                            }
+                            on:click=move |_| set_mode(Mode::CompactWorklog)
                         >
-                            "Worklog"
+                            <svg class="icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
+                                <path d="M5 7h14 M5 12h9 M5 17h14" />
+                            </svg>
+                            <span class="mode-label">"Worklog"</span>
                         </button>
                         <button
                             type="button"
+                            title="Trace: every step, in order"
                             aria-pressed=flag(move || chat.mode.get() == Mode::TransparentStream)
-                            on:click=move |_| {
-                                chat.mode.set(Mode::TransparentStream);
-                                chat.turns.with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
-                            }
+                            on:click=move |_| set_mode(Mode::TransparentStream)
                         >
-                            "Trace"
+                            <svg class="icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
+                                <path d="M6 4v16 M6 7h12 M6 12h9 M6 17h12" />
+                            </svg>
+                            <span class="mode-label">"Trace"</span>
                         </button>
                     </div>
                     {move || chat.session_id.with(Option::is_some).then(|| view! {
-                        <details class="export-menu">
+                        <details class="export-menu" node_ref=export_menu>
                             <summary aria-label="Export">"⋯"</summary>
                             <div class="export-links">
-                                <a href=export("md") download="">"Export Markdown"</a>
-                                <a href=export("jsonl") download="">"Export journal (JSONL)"</a>
+                                <a href=export("md") download="" on:click=close_export>"Export Markdown"</a>
+                                <a href=export("jsonl") download="" on:click=close_export>"Export journal (JSONL)"</a>
                             </div>
                         </details>
                     })}
@@ -249,9 +293,9 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 <section
                     class="transcript"
                     aria-label="Conversation"
+                    tabindex="-1"
                     aria-busy=either(move || chat.loading.get(), "true", "false")
                     node_ref=transcript
-                    on:scroll=on_scroll
                     on:click=on_transcript_click
                 >
                     {move || chat.missing.get().then(|| view! { <p class="notice" role="alert">"That conversation does not exist (any more). Here is your newest one."</p> })}
@@ -276,17 +320,37 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                             </div>
                         }
                     />
+                    // What waits on the reader, at the end of the conversation and kept in view
+                    // at the bottom edge: a card that comes or goes here moves nothing above it.
+                    <div class="transcript-dock">
+                        {move || (!chat.following.get()).then(|| view! {
+                            <button type="button" class="jump-latest" on:click=jump>
+                                {move || chat.unseen.get().then(|| view! { <span class="unseen-dot" aria-label="new content"></span> })}
+                                "Jump to latest"
+                                <span aria-hidden="true">" ↓"</span>
+                            </button>
+                        })}
+                        <TodoPanel />
+                        <PendingCards />
+                        {move || chat.outbox.get().filter(|o| o.session_id == chat.session_id.get()).and_then(|o| o.failed).map(|reason| view! {
+                            <div class="error-banner send-failed" role="alert">
+                                <span>
+                                    "Not sent yet: " {reason}
+                                    " Your message is kept and goes out when the server answers again."
+                                </span>
+                                <button type="button" class="banner-action" on:click=move |_| on_retry.run(())>"Retry now"</button>
+                            </div>
+                        })}
+                        {move || chat.error.get().map(|e| view! {
+                            <div class="error-banner" role="alert" data-network=either(move || e.network, "true", "false")>
+                                <span>{e.message.clone()}</span>
+                                <button type="button" class="icon-button small" aria-label="Dismiss" on:click=move |_| chat.error.set(None)>"✕"</button>
+                            </div>
+                        })}
+                    </div>
                 </section>
                 <div class="dock">
-                    <TodoPanel />
-                    <PendingCards />
-                    {move || chat.error.get().map(|e| view! {
-                        <div class="error-banner" role="alert">
-                            <span>{e}</span>
-                            <button type="button" class="icon-button small" aria-label="Dismiss" on:click=move |_| chat.error.set(None)>"✕"</button>
-                        </div>
-                    })}
-                    <Composer on_send=on_send on_stop=on_stop />
+                    <Composer on_send=on_send on_stop=on_stop on_retry=on_retry />
                 </div>
                 <div class="visually-hidden" aria-live="polite" aria-atomic="true">{dynamic(move || chat.announcement.get())}</div>
             </main>
@@ -294,145 +358,358 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     }
 }
 
+/// Moves the focus to the message field.
 #[cfg(feature = "hydrate")]
-fn storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
+pub(crate) fn focus_composer() {
+    use wasm_bindgen::JsCast;
+    if let Some(el) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(crate::components::COMPOSER_ID))
+        .and_then(|el| el.dyn_into::<web_sys::HtmlElement>().ok())
+    {
+        let _ = el.focus();
+    }
 }
 
-/// Sends a message: starts a turn (creating the session first on the empty page), or queues it
-/// while a turn runs.
+/// Keeps the transcript at its bottom while the reader is there, and only then: any scroll up
+/// by the reader (a wheel step, a drag, a key) stops it, coming back to the bottom (or "Jump to
+/// latest") starts it again. A transcript that gets smaller (the phone keyboard opens, a card
+/// docks above the composer) keeps its bottom in view while following.
 #[cfg(feature = "hydrate")]
-fn send(chat: ChatState, text: String) {
-    use crate::api::{MessageData, QueuedData, TurnData};
-    use crate::client;
-    use serde_json::json;
+fn follow_bottom(chat: ChatState, transcript: NodeRef<leptos::html::Section>) {
+    use wasm_bindgen::closure::Closure;
+    use wasm_bindgen::JsCast;
 
-    leptos::task::spawn_local(async move {
-        chat.error.set(None);
-        // The reader may open another conversation while this waits for the server: what
-        // comes back then goes to the server's record only, not into the page shown.
-        let epoch = chat.epoch.get_value();
-        let session_id = match chat.session_id.get_untracked() {
-            Some(id) => id,
-            None => match client::post("/api/session/new", &json!({})).await {
-                Ok(answer) => {
-                    let id = answer["session"]["id"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned();
-                    if let Ok(summary) = serde_json::from_value(answer["session"].clone()) {
-                        chat.sessions.update(|list| list.insert(0, summary));
-                    }
-                    // If the reader went elsewhere meanwhile, the message still goes to the
-                    // new session, which stays in the background.
-                    let here = chat.epoch.get_value() == epoch
-                        && chat.session_id.get_untracked().is_none();
-                    if here {
-                        chat.session_id.set(Some(id.clone()));
-                        if let Some(window) = web_sys::window() {
-                            let _ = window.history().and_then(|h| {
-                                h.replace_state_with_url(
-                                    &wasm_bindgen::JsValue::NULL,
-                                    "",
-                                    Some(&format!("/s/{id}")),
-                                )
-                            });
-                        }
-                        crate::nav::shown_here();
-                    }
-                    id
-                }
-                Err(e) => {
-                    chat.error.set(Some(e.message));
-                    return;
-                }
-            },
+    let to_bottom = move || {
+        if let Some(el) = transcript.get_untracked() {
+            el.set_scroll_top(el.scroll_height());
+        }
+    };
+    // Scheduled for the next frame: by then the reader may have scrolled away.
+    let follow = move || {
+        if chat.following.get_untracked() {
+            to_bottom();
+        }
+    };
+    // New content: follow it, or note that it is there.
+    Effect::new(move |_| {
+        chat.turns
+            .with(|turns| turns.iter().for_each(|t| t.state.track()));
+        chat.queued.track();
+        if chat.following.get_untracked() {
+            request_animation_frame(follow);
+        } else {
+            chat.unseen.set(true);
+        }
+    });
+    // Following again (a send, Jump to latest, another conversation) goes to the bottom.
+    Effect::new(move |_| {
+        if chat.following.get() {
+            chat.unseen.set(false);
+            request_animation_frame(follow);
+        }
+    });
+    // The listeners go on the element once it exists (after hydration).
+    Effect::new(move |done: Option<bool>| {
+        if done == Some(true) {
+            return true;
+        }
+        let Some(el) = transcript.get() else {
+            return false;
         };
-        if chat.running_turn().is_some() {
-            match client::post(
-                "/api/chat/queue",
-                &json!({"session_id": session_id, "message": text}),
-            )
-            .await
-            {
-                Ok(answer) if answer["queued"] == true && chat.shows(&session_id, epoch) => {
-                    let item = QueuedData {
-                        id: answer["item"]["id"].as_str().unwrap_or_default().to_owned(),
-                        content: answer["item"]["content"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned(),
-                    };
-                    chat.queued.update(|q| q.push(item));
-                    chat.announcement.set("Message queued".into());
+        let last_top = std::rc::Rc::new(std::cell::Cell::new(el.scroll_top()));
+        let scroller = el.clone();
+        let on_scroll = Closure::<dyn FnMut()>::new(move || {
+            let top = scroller.scroll_top();
+            let gap = scroller.scroll_height() - top - scroller.client_height();
+            if gap <= 2 {
+                if !chat.following.get_untracked() {
+                    chat.following.set(true);
                 }
-                Ok(answer) if answer["queued"] == true => {}
-                Ok(_) => reload_session(chat, &session_id, epoch).await,
-                Err(e) => chat.error.set(Some(e.message)),
+            } else if top < last_top.get() && chat.following.get_untracked() {
+                chat.following.set(false);
             }
+            last_top.set(top);
+        });
+        let _ = el.add_event_listener_with_callback("scroll", on_scroll.as_ref().unchecked_ref());
+        on_scroll.forget();
+        let on_wheel =
+            Closure::<dyn FnMut(web_sys::WheelEvent)>::new(move |ev: web_sys::WheelEvent| {
+                if ev.delta_y() < 0.0 && chat.following.get_untracked() {
+                    chat.following.set(false);
+                }
+            });
+        let _ = el.add_event_listener_with_callback("wheel", on_wheel.as_ref().unchecked_ref());
+        on_wheel.forget();
+        let on_key =
+            Closure::<dyn FnMut(web_sys::KeyboardEvent)>::new(move |ev: web_sys::KeyboardEvent| {
+                if matches!(ev.key().as_str(), "ArrowUp" | "PageUp" | "Home") {
+                    chat.following.set(false);
+                }
+            });
+        let _ = el.add_event_listener_with_callback("keydown", on_key.as_ref().unchecked_ref());
+        on_key.forget();
+        let on_resize = Closure::<dyn FnMut()>::new(move || {
+            if chat.following.get_untracked() {
+                to_bottom();
+            }
+        });
+        if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
+            observer.observe(&el);
+        }
+        on_resize.forget();
+        true
+    });
+}
+
+/// While the server cannot be reached (a send waits, or a problem says so), asks it every few
+/// seconds (and at once when the browser is back online); once it answers, the waiting message
+/// goes out and the problem is cleared.
+#[cfg(feature = "hydrate")]
+fn watch_server(chat: ChatState) {
+    let unreachable = Memo::new(move |_| {
+        chat.outbox
+            .with(|o| o.as_ref().is_some_and(|o| o.failed.is_some()))
+            || chat.error.with(|e| e.as_ref().is_some_and(|e| e.network))
+    });
+    let online = window_event_listener(leptos::ev::online, move |_| {
+        if unreachable.get_untracked() {
+            leptos::task::spawn_local(probe(chat));
+        }
+    });
+    on_cleanup(move || online.remove());
+    // One asking loop at a time: a newer one ends the older.
+    let generation = StoredValue::new(0u32);
+    Effect::new(move |_| {
+        if !unreachable.get() {
             return;
         }
-        match client::post(
-            "/api/chat/start",
-            &json!({"session_id": session_id, "message": text}),
-        )
-        .await
-        {
-            Ok(answer) => {
-                let run_id = answer["run_id"].as_str().unwrap_or_default().to_owned();
-                let turn = TurnData {
-                    user: MessageData {
-                        id: answer["user_message"]["id"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned(),
-                        content: answer["user_message"]["content"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned(),
-                        created_at: answer["user_message"]["created_at"]
-                            .as_f64()
-                            .unwrap_or_default(),
-                    },
-                    run_id: run_id.clone(),
-                    turn_id: answer["turn_id"].as_str().unwrap_or_default().to_owned(),
-                    events: Vec::new(),
-                    running: true,
-                };
-                chat.mark_session(&session_id, Some(run_id.clone()));
-                let known = chat
-                    .turns
-                    .with_untracked(|ts| ts.iter().any(|t| t.run_id == run_id));
-                if chat.shows(&session_id, epoch) && !known {
-                    let handle = chat.new_turn(&session_id, &turn);
-                    chat.turns.update(|turns| turns.push(handle));
-                    chat.announcement.set("The assistant is responding".into());
+        generation.update_value(|g| *g += 1);
+        let mine = generation.get_value();
+        leptos::task::spawn_local(async move {
+            let mut wait = 1000;
+            while unreachable.get_untracked() && generation.get_value() == mine {
+                crate::client::sleep(wait).await;
+                wait = (wait * 2).min(8000);
+                probe(chat).await;
+            }
+        });
+    });
+}
+
+/// Asks the server whether it answers; if it does, clears what only said it did not and sends
+/// the waiting message.
+#[cfg(feature = "hydrate")]
+async fn probe(chat: ChatState) {
+    if crate::client::get("/healthz").await.is_err() {
+        return;
+    }
+    if chat
+        .error
+        .with_untracked(|e| e.as_ref().is_some_and(|e| e.network))
+    {
+        chat.error.set(None);
+    }
+    if chat
+        .outbox
+        .with_untracked(|o| o.as_ref().is_some_and(|o| o.failed.is_some()))
+    {
+        attempt(chat);
+    }
+}
+
+/// Sends a message: starts a turn (creating the session first on a new conversation), or
+/// queues it while a turn runs. The text stays in the composer until the server has it.
+#[cfg(feature = "hydrate")]
+fn send(chat: ChatState, text: String) {
+    if chat.outbox.with_untracked(Option::is_some) {
+        return;
+    }
+    let out = crate::state::Outgoing {
+        session_id: chat.session_id.get_untracked(),
+        text,
+        client_id: crate::client::client_id(),
+        failed: None,
+    };
+    chat.outbox.set(Some(out.clone()));
+    dispatch(chat, out);
+}
+
+/// Sends the waiting message again, unless an attempt is on its way. A retry carries the same
+/// client id, so a first attempt that reached the server but whose answer was lost does not
+/// start a second turn.
+#[cfg(feature = "hydrate")]
+fn attempt(chat: ChatState) {
+    let Some(mut out) = chat.outbox.get_untracked() else {
+        return;
+    };
+    if out.failed.take().is_none() {
+        return;
+    }
+    chat.outbox.set(Some(out.clone()));
+    dispatch(chat, out);
+}
+
+/// One attempt of `out`, marked in flight in the outbox.
+#[cfg(feature = "hydrate")]
+fn dispatch(chat: ChatState, mut out: crate::state::Outgoing) {
+    chat.error.set(None);
+    leptos::task::spawn_local(async move {
+        let result = deliver(chat, &out).await;
+        let still_ours = chat
+            .outbox
+            .with_untracked(|o| o.as_ref().is_some_and(|o| o.client_id == out.client_id));
+        match result {
+            Ok(session) => {
+                if still_ours {
+                    chat.outbox.set(None);
+                }
+                // The text leaves the field (or the kept draft of a conversation the reader
+                // has left meanwhile) once the server has it.
+                if chat.session_id.get_untracked().as_deref() == Some(session.as_str()) {
+                    if chat.draft.with_untracked(|d| *d == out.text) {
+                        chat.draft.set(String::new());
+                    }
+                    chat.following.set(true);
+                } else if crate::components::stored_draft(Some(&session)) == out.text {
+                    crate::components::store_draft(Some(&session), "");
                 }
             }
-            Err(e) if e.status == 409 => {
-                // The session is busy (another tab started a turn): show it and queue this one.
-                let _ = client::post(
-                    "/api/chat/queue",
-                    &json!({"session_id": session_id, "message": text}),
-                )
-                .await;
-                reload_session(chat, &session_id, epoch).await;
+            Err(e) if e.status == 0 => {
+                if still_ours {
+                    out.failed = Some("the server cannot be reached.".to_owned());
+                    chat.outbox.set(Some(out));
+                }
             }
-            Err(e) => chat.error.set(Some(e.message)),
+            Err(e) => {
+                // Refused (too long, say): the text stays to be changed; nothing retries it.
+                if still_ours {
+                    chat.outbox.set(None);
+                }
+                chat.fail(&e);
+            }
         }
     });
 }
 
-/// Reloads the open session's page data (after another tab changed it), unless the page has
-/// loaded other data since `epoch`.
+/// One attempt at getting a message to the server; the session it went to.
 #[cfg(feature = "hydrate")]
-async fn reload_session(chat: ChatState, session_id: &str, epoch: u64) {
-    let page = crate::nav::fetch_page(Some(session_id)).await;
-    if !chat.shows(session_id, epoch) {
-        return;
+async fn deliver(
+    chat: ChatState,
+    out: &crate::state::Outgoing,
+) -> Result<String, crate::client::Failure> {
+    use crate::api::{MessageData, QueuedData, TurnData};
+    use crate::client;
+    use serde_json::json;
+
+    // The reader may open another conversation while this waits for the server: what
+    // comes back then goes to the server's record only, not into the page shown.
+    let epoch = chat.epoch.get_value();
+    let session_id = match out.session_id.clone() {
+        Some(id) => id,
+        None => {
+            let answer = client::post("/api/session/new", &json!({})).await?;
+            let id = answer["session"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if let Ok(summary) = serde_json::from_value(answer["session"].clone()) {
+                chat.sessions.update(|list| list.insert(0, summary));
+            }
+            // If the reader went elsewhere meanwhile, the message still goes to the new
+            // session, which stays in the background.
+            let here = chat.epoch.get_value() == epoch && chat.session_id.get_untracked().is_none();
+            // Retries go to this session from now on.
+            chat.outbox.update(|o| {
+                if let Some(o) = o.as_mut().filter(|o| o.client_id == out.client_id) {
+                    o.session_id = Some(id.clone());
+                }
+            });
+            if here {
+                // The draft moves with it: it is this conversation's until the server has it.
+                crate::components::store_draft(Some(&id), &chat.draft.get_untracked());
+                crate::components::store_draft(None, "");
+                chat.session_id.set(Some(id.clone()));
+                crate::nav::correct_address(chat);
+            }
+            id
+        }
+    };
+    let body = json!({"session_id": session_id, "message": out.text, "client_id": out.client_id});
+    let shown = chat.shows(&session_id, epoch);
+    if shown && chat.running_turn().is_some() {
+        let answer = client::post("/api/chat/queue", &body).await?;
+        if !chat.shows(&session_id, epoch) {
+            return Ok(session_id);
+        }
+        if answer["queued"] == true {
+            let item = QueuedData {
+                id: answer["item"]["id"].as_str().unwrap_or_default().to_owned(),
+                content: answer["item"]["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
+            let known = chat
+                .queued
+                .with_untracked(|q| q.iter().any(|q| q.id == item.id));
+            if !known {
+                chat.queued.update(|q| q.push(item));
+            }
+            chat.announcement.set("Message queued".into());
+        } else {
+            // The run ended meanwhile and this started at once: show it.
+            crate::nav::catch_up(chat, session_id.clone());
+        }
+        return Ok(session_id);
     }
-    match page {
-        Ok(page) => chat.load(&page),
-        Err(e) => chat.error.set(Some(e)),
+    let answer = match client::post("/api/chat/start", &body).await {
+        Ok(answer) => answer,
+        Err(e) if e.status == 409 => {
+            // The session is busy (another tab started a turn): queue this one, and show both.
+            client::post("/api/chat/queue", &body).await?;
+            if chat.shows(&session_id, epoch) {
+                crate::nav::catch_up(chat, session_id.clone());
+            }
+            return Ok(session_id);
+        }
+        Err(e) => return Err(e),
+    };
+    let run_id = answer["run_id"].as_str().unwrap_or_default().to_owned();
+    let turn = TurnData {
+        user: MessageData {
+            id: answer["user_message"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            content: answer["user_message"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            created_at: answer["user_message"]["created_at"]
+                .as_f64()
+                .unwrap_or_default(),
+        },
+        run_id: run_id.clone(),
+        turn_id: answer["turn_id"].as_str().unwrap_or_default().to_owned(),
+        events: Vec::new(),
+        running: true,
+    };
+    if answer["duplicate"] == true {
+        // An earlier attempt started it: the page learns of it as of the journal.
+        if chat.shows(&session_id, epoch) {
+            crate::nav::catch_up(chat, session_id.clone());
+        }
+        return Ok(session_id);
     }
+    chat.mark_session(&session_id, Some(run_id.clone()));
+    let known = chat
+        .turns
+        .with_untracked(|ts| ts.iter().any(|t| t.run_id == run_id));
+    if chat.shows(&session_id, epoch) && !known {
+        let handle = chat.new_turn(&session_id, &turn);
+        chat.turns.update(|turns| turns.push(handle));
+        chat.announcement.set("The assistant is responding".into());
+    }
+    Ok(session_id)
 }

@@ -4,6 +4,8 @@ mod chat;
 #[cfg(feature = "ssr")]
 mod not_found;
 
+#[cfg(feature = "hydrate")]
+pub(crate) use chat::focus_composer;
 pub use chat::{ChatPage, ChatPageProps};
 #[cfg(feature = "ssr")]
 pub(crate) use not_found::NotFound;

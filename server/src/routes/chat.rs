@@ -28,27 +28,53 @@ fn checked_message(message: &str) -> Result<&str, ApiError> {
     Ok(message)
 }
 
+/// The longest client id accepted, in bytes.
+const MAX_CLIENT_ID_BYTES: usize = 128;
+
+fn checked_client_id(client_id: Option<&str>) -> Result<Option<&str>, ApiError> {
+    match client_id.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(id) if id.len() > MAX_CLIENT_ID_BYTES => Err(ApiError::bad_request(
+            "client_id is too long (the limit is 128 bytes)",
+        )),
+        Some(id) => Ok(Some(id)),
+    }
+}
+
 /// `POST /api/chat/start` body.
 #[derive(Debug, Deserialize)]
 pub struct StartBody {
     session_id: String,
     message: String,
+    /// The browser's id for the message: a retry of the same send starts nothing new.
+    client_id: Option<String>,
 }
 
-/// `POST /api/chat/start`: stores the user message and starts a run.
-pub async fn start(
-    State(state): State<AppState>,
-    ApiJson(body): ApiJson<StartBody>,
-) -> Result<Json<Value>, ApiError> {
-    let message = checked_message(&body.message)?;
-    let started = state.runner.start(&body.session_id, message).await?;
-    Ok(Json(json!({
+/// What a start answers.
+fn started_json(started: &crate::runner::Started) -> Value {
+    json!({
         "session_id": started.session_id,
         "run_id": started.run_id,
         "stream_id": started.stream_id,
         "turn_id": started.turn_id,
         "user_message": started.user_message,
-    })))
+        "duplicate": started.duplicate,
+    })
+}
+
+/// `POST /api/chat/start`: stores the user message and starts a run. The same `client_id`
+/// again answers the run the first request started (a send retried after a lost answer).
+pub async fn start(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<StartBody>,
+) -> Result<Json<Value>, ApiError> {
+    let message = checked_message(&body.message)?;
+    let client_id = checked_client_id(body.client_id.as_deref())?;
+    let started = state
+        .runner
+        .start(&body.session_id, message, client_id)
+        .await?;
+    Ok(Json(started_json(&started)))
 }
 
 /// A body naming a run.
@@ -73,6 +99,8 @@ pub async fn cancel(
 pub struct QueueBody {
     session_id: String,
     message: String,
+    /// As for `start`: a retry finds what the first request did.
+    client_id: Option<String>,
 }
 
 /// `POST /api/chat/queue`: a follow-up for when the session's run ends (started at once when
@@ -82,26 +110,46 @@ pub async fn queue(
     ApiJson(body): ApiJson<QueueBody>,
 ) -> Result<Json<Value>, ApiError> {
     let message = checked_message(&body.message)?;
+    let client_id = checked_client_id(body.client_id.as_deref())?;
     let session = state.store.session(&body.session_id).await?;
+    let started = |started: crate::runner::Started| {
+        Json(json!({"queued": false, "started": started_json(&started)}))
+    };
     if session.active_run_id.is_none() {
-        let started = state.runner.start(&session.id, message).await?;
-        return Ok(Json(json!({"queued": false, "started": {
-            "session_id": started.session_id, "run_id": started.run_id, "stream_id": started.stream_id, "turn_id": started.turn_id,
-        }})));
+        return Ok(started(
+            state.runner.start(&session.id, message, client_id).await?,
+        ));
     }
-    let id = format!("q-{}", uuid::Uuid::new_v4().simple());
-    let queued = state
-        .store
-        .queue_message(&session.id, &id, message, journal::now())
-        .await?;
+    let item = crate::store::QueuedMessage {
+        id: format!("q-{}", uuid::Uuid::new_v4().simple()),
+        session_id: session.id.clone(),
+        content: message.to_owned(),
+        client_id: client_id.map(str::to_owned),
+        created_at: journal::now(),
+    };
+    let queued = match state.store.queue_message(&item).await {
+        Ok(queued) => queued,
+        // Sent before and started since: the run it became.
+        Err(crate::store::StoreError::Duplicate { .. }) => {
+            return Ok(started(
+                state.runner.start(&session.id, message, client_id).await?,
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
     // The run may have ended between the check and the insert; then nobody would drain it.
     let session = state.store.session(&session.id).await?;
     if session.active_run_id.is_none() {
-        if let Some(next) = state.store.pop_queued(&session.id).await? {
-            let started = state.runner.start(&session.id, &next.content).await?;
-            return Ok(Json(json!({"queued": false, "started": {
-                "session_id": started.session_id, "run_id": started.run_id, "stream_id": started.stream_id, "turn_id": started.turn_id,
-            }})));
+        if let Some(next) = state.store.next_queued(&session.id).await? {
+            match state.runner.start_queued(&next).await {
+                Ok(run) if next.id == queued.id => return Ok(started(run)),
+                Ok(_) => {}
+                // The queue worker started it meanwhile.
+                Err(crate::runner::RunError::Store(
+                    crate::store::StoreError::NotFound | crate::store::StoreError::Busy { .. },
+                )) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
     }
     Ok(Json(json!({"queued": true, "item": queued})))

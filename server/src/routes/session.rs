@@ -191,14 +191,72 @@ pub async fn export(
     let mut response = (StatusCode::OK, body).into_response();
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    let name = format!(
-        "attachment; filename=\"session-{}.{extension}\"",
-        session.id
-    );
-    if let Ok(value) = HeaderValue::from_str(&name) {
+    if let Ok(value) = HeaderValue::from_str(&attachment(&session, extension)) {
         h.insert(header::CONTENT_DISPOSITION, value);
     }
     Ok(response)
+}
+
+/// The civil date (UTC) of a time in seconds since the epoch, as `YYYY-MM-DD`.
+fn date_of(seconds: f64) -> String {
+    // Days to a proleptic Gregorian date (Howard Hinnant's days_from_civil, inverted).
+    let days = (seconds / 86_400.0).floor() as i64 + 719_468;
+    let era = days.div_euclid(146_097);
+    let doe = days.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// `Content-Disposition` of an export: the conversation's title and date, as a readable UTF-8
+/// name (`filename*`) and an ASCII one for older clients.
+fn attachment(session: &crate::store::Session, extension: &str) -> String {
+    let date = date_of(session.updated_at);
+    // Characters no file system takes (and controls) become spaces; runs of spaces one.
+    let title: String = session
+        .title
+        .chars()
+        .map(|c| {
+            if c.is_control() || "/\\:*?\"<>|".contains(c) {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let mut title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    title = title.trim_matches('.').trim().chars().take(80).collect();
+    if title.is_empty() {
+        title = "Conversation".to_owned();
+    }
+    let readable = format!("{title} {date}.{extension}");
+    let mut ascii = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            ascii.push(c.to_ascii_lowercase());
+        } else if !ascii.is_empty() && !ascii.ends_with('-') {
+            ascii.push('-');
+        }
+    }
+    let ascii = ascii.trim_end_matches('-');
+    let ascii = if ascii.is_empty() {
+        "conversation"
+    } else {
+        ascii
+    };
+    let mut encoded = String::new();
+    for byte in readable.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("attachment; filename=\"{ascii}-{date}.{extension}\"; filename*=UTF-8''{encoded}")
 }
 
 async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<String, ApiError> {
@@ -206,20 +264,38 @@ async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<
     for m in store.messages(&session.id).await? {
         let who = if m.role == "user" { "You" } else { "Assistant" };
         out.push_str(&format!("\n## {who}\n\n"));
+        let state = m.terminal_state.as_deref().unwrap_or("no answer");
         if m.content.is_empty() {
-            let state = m.terminal_state.as_deref().unwrap_or("no answer");
             out.push_str(&format!("_(no final answer: {state})_\n"));
         } else {
             out.push_str(&m.content);
             out.push('\n');
+            if m.partial {
+                out.push_str(&format!("\n_(partial answer: the turn ended {state})_\n"));
+            }
         }
     }
     Ok(out)
 }
 
 async fn jsonl(store: &dyn Store, session_id: &str) -> Result<String, ApiError> {
+    let messages = store.messages(session_id).await?;
     let mut out = String::new();
     for run in store.session_runs(session_id).await? {
+        // The user's message that started the run, then the run's journal.
+        if let Some(m) = messages.iter().find(|m| m.id == run.user_message_id) {
+            let line = json!({
+                "version": 1,
+                "run_id": run.id,
+                "session_id": session_id,
+                "event": "user_message",
+                "type": "user_message",
+                "created_at": m.created_at,
+                "payload": {"role": "user", "id": m.id, "content": m.content, "created_at": m.created_at},
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
         let mut after = 0;
         loop {
             let rows = store.events(&run.id, after, None, 2000).await?;
@@ -232,4 +308,50 @@ async fn jsonl(store: &dyn Store, session_id: &str) -> Result<String, ApiError> 
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{attachment, date_of};
+
+    #[test]
+    fn dates_are_civil_utc_days() {
+        assert_eq!(date_of(0.0), "1970-01-01");
+        assert_eq!(date_of(1_796_083_200.0), "2026-12-01");
+        assert_eq!(date_of(951_868_740.0), "2000-02-29");
+        assert_eq!(date_of(951_868_740.0 + 60.0), "2000-03-01");
+    }
+
+    fn session(title: &str) -> crate::store::Session {
+        crate::store::Session {
+            id: "abc".into(),
+            title: title.into(),
+            title_source: "manual".into(),
+            created_at: 0.0,
+            updated_at: 1_796_083_200.0,
+            active_run_id: None,
+        }
+    }
+
+    #[test]
+    fn exports_are_named_after_the_title_and_date() {
+        assert_eq!(
+            attachment(&session("Fix: the cache / v2"), "md"),
+            "attachment; filename=\"fix-the-cache-v2-2026-12-01.md\"; \
+             filename*=UTF-8''Fix%20the%20cache%20v2%202026-12-01.md"
+        );
+        let unicode = attachment(&session("Résumé \"draft\""), "jsonl");
+        assert!(
+            unicode.starts_with("attachment; filename=\"r-sum-draft-2026-12-01.jsonl\""),
+            "{unicode}"
+        );
+        assert!(
+            unicode.ends_with("UTF-8''R%C3%A9sum%C3%A9%20draft%202026-12-01.jsonl"),
+            "{unicode}"
+        );
+        assert!(
+            attachment(&session("../.."), "md").contains("filename=\"conversation-2026-12-01.md\""),
+            "nothing but dots is no name"
+        );
+    }
 }

@@ -353,19 +353,27 @@ impl Turn<'_> {
                 self.finish(answer).await
             }
             "compress" => {
-                self.say("This conversation is long; ").await?;
+                // As an agent does it: compression comes between model calls, never inside
+                // a sentence, so the answer is whole and comes after it.
+                self.say(
+                    "This conversation is getting long, so I will compress the context first.\n",
+                )
+                .await?;
                 self.io
-                    .emit("compressing", json!({"message": "Compressing context"}))
+                    .emit(
+                        "compressing",
+                        json!({"message": "Summarizing 42 earlier messages"}),
+                    )
                     .await?;
                 self.pause().await?;
                 self.io
                     .emit(
                         "compressed",
-                        json!({"message": "Compression finished", "status": "completed"}),
+                        json!({"message": "42 messages summarized into 1", "status": "completed"}),
                     )
                     .await?;
                 let answer = self
-                    .say("the context was compressed and I can continue.")
+                    .say("The context is compressed and I can continue where we left off.")
                     .await?;
                 self.finish(answer).await
             }
@@ -398,7 +406,10 @@ impl Turn<'_> {
             }
             "exhausted" => {
                 self.io
-                    .emit("compressing", json!({"message": "Compressing context"}))
+                    .emit(
+                        "compressing",
+                        json!({"message": "Summarizing 180 earlier messages"}),
+                    )
                     .await?;
                 self.pause().await?;
                 Ok(RunEnd::CompressionExhausted)

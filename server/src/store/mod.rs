@@ -37,8 +37,14 @@ pub struct Message {
     pub position: i64,
     /// `user` or `assistant`.
     pub role: String,
-    /// Its text (an assistant message's final answer; empty when the turn ended without one).
+    /// Its text: an assistant message's final answer, or for a turn that did not complete,
+    /// what it had streamed as its answer (then `partial`); empty when there is neither.
     pub content: String,
+    /// The assistant's turn did not complete: `content` is what it had streamed by then.
+    pub partial: bool,
+    /// The id the browser gave the user's message (a retried send finds it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
     /// The run that produced it, or that it started.
     pub run_id: Option<String>,
     /// How the assistant's turn ended.
@@ -157,7 +163,9 @@ pub enum JournalOp {
 pub struct SettledAnswer {
     /// The message id.
     pub message_id: String,
-    /// The final answer (may be empty).
+    /// The final answer (may be empty). A run that did not complete and has no answer of its
+    /// own settles with the prose it had streamed as its answer (`app::model::answer_tail` of
+    /// its journal, read in the settling transaction), flagged partial.
     pub content: String,
     /// Token usage.
     pub usage: Option<Value>,
@@ -181,6 +189,12 @@ pub enum StoreError {
     /// The interaction was already answered.
     #[error("already answered")]
     AlreadyAnswered,
+    /// A message with this client id was already sent; its run is `run_id`.
+    #[error("message already sent")]
+    Duplicate {
+        /// The run the first send started.
+        run_id: String,
+    },
     /// The database failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -228,8 +242,33 @@ pub struct QueuedMessage {
     pub session_id: String,
     /// The message.
     pub content: String,
+    /// The id the browser gave it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
     /// Seconds since the epoch.
     pub created_at: f64,
+}
+
+/// A turn to start: its user message and its run.
+#[derive(Clone, Copy, Debug)]
+pub struct NewTurn<'a> {
+    /// The session.
+    pub session_id: &'a str,
+    /// The run to create.
+    pub run_id: &'a str,
+    /// The assistant turn it produces.
+    pub turn_id: &'a str,
+    /// The user message to store.
+    pub user_message_id: &'a str,
+    /// Its text.
+    pub message: &'a str,
+    /// The browser's id for the message: `Duplicate` when it was stored before.
+    pub client_id: Option<&'a str>,
+    /// The queued follow-up this turn starts: removed from the queue in the same transaction
+    /// (`NotFound` when it is no longer queued).
+    pub queued_id: Option<&'a str>,
+    /// Seconds since the epoch.
+    pub now: f64,
 }
 
 /// Durable storage for sessions, transcripts, runs and their journal.
@@ -259,16 +298,8 @@ pub trait Store: Send + Sync + 'static {
     async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError>;
 
     /// Stores the user message and creates a running run, atomically; `Busy` when the session
-    /// already runs one.
-    async fn start_run(
-        &self,
-        session_id: &str,
-        run_id: &str,
-        turn_id: &str,
-        user_message_id: &str,
-        message: &str,
-        now: f64,
-    ) -> Result<(Run, Message), StoreError>;
+    /// already runs one, `Duplicate` when its client id was sent before.
+    async fn start_run(&self, turn: NewTurn<'_>) -> Result<(Run, Message), StoreError>;
     /// One run.
     async fn run(&self, run_id: &str) -> Result<Run, StoreError>;
     /// Every run still marked running.
@@ -312,16 +343,11 @@ pub trait Store: Send + Sync + 'static {
     /// A run's interactions.
     async fn interactions(&self, run_id: &str) -> Result<Vec<Interaction>, StoreError>;
 
-    /// Queues a follow-up.
-    async fn queue_message(
-        &self,
-        session_id: &str,
-        id: &str,
-        content: &str,
-        now: f64,
-    ) -> Result<QueuedMessage, StoreError>;
+    /// Queues a follow-up. With a client id sent before, the follow-up queued then (or
+    /// `Duplicate` with its run, once it started) and nothing new.
+    async fn queue_message(&self, message: &QueuedMessage) -> Result<QueuedMessage, StoreError>;
     /// A session's queued follow-ups, oldest first.
     async fn queued_messages(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError>;
-    /// Removes and returns the oldest queued follow-up.
-    async fn pop_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError>;
+    /// The oldest queued follow-up (it stays queued until a turn starts it, see [`NewTurn`]).
+    async fn next_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError>;
 }

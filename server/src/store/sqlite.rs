@@ -12,8 +12,8 @@ use sqlx::sqlite::{
 use sqlx::{Row, SqlitePool};
 
 use super::{
-    Frames, Interaction, JournalOp, JournalRow, Message, NewEvent, QueuedMessage, Run, Session,
-    Store, StoreError,
+    Frames, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn, QueuedMessage, Run,
+    Session, Store, StoreError,
 };
 
 /// Sessions, transcripts and the run journal in one SQLite file.
@@ -78,10 +78,83 @@ fn message_from(row: &SqliteRow) -> Message {
         role: row.get("role"),
         content: row.get("content"),
         run_id: row.get("run_id"),
+        partial: row.get::<i64, _>("partial") != 0,
+        client_id: row.get("client_id"),
         terminal_state: row.get("terminal_state"),
         usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
         created_at: row.get("created_at"),
     }
+}
+
+fn queued_from(row: &SqliteRow) -> QueuedMessage {
+    QueuedMessage {
+        id: row.get("id"),
+        session_id: row.get("session_id"),
+        content: row.get("content"),
+        client_id: row.get("client_id"),
+        created_at: row.get("created_at"),
+    }
+}
+
+/// The run a message with this client id started, if one was stored.
+async fn sent_before(
+    conn: &mut sqlx::SqliteConnection,
+    session_id: &str,
+    client_id: Option<&str>,
+) -> Result<Option<String>, sqlx::Error> {
+    let Some(client_id) = client_id else {
+        return Ok(None);
+    };
+    let row = sqlx::query("SELECT run_id FROM messages WHERE session_id = ?1 AND client_id = ?2")
+        .bind(session_id)
+        .bind(client_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.map(|r| r.get::<Option<String>, _>("run_id").unwrap_or_default()))
+}
+
+/// Event types that end the answer stream (see `app::model::breaks_answer`), for SQL.
+fn answer_breaks_sql() -> &'static str {
+    static LIST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        app::model::ANSWER_BREAKS
+            .iter()
+            .map(|k| format!("'{k}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// What a run had streamed as its answer, read from its journal inside the settling
+/// transaction: the prose after the last event that ends the answer stream.
+async fn streamed_answer(
+    conn: &mut sqlx::SqliteConnection,
+    run_id: &str,
+) -> Result<String, sqlx::Error> {
+    let rows = sqlx::query(&format!(
+        "SELECT type, payload FROM run_events WHERE run_id = ?1 AND type IN ('token', 'interim_assistant') \
+         AND seq > COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = ?1 AND type IN ({})), 0) \
+         ORDER BY seq",
+        answer_breaks_sql()
+    ))
+    .bind(run_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let events: Vec<(String, Value)> = rows
+        .iter()
+        .map(|row| {
+            let payload: String = row.get("payload");
+            (
+                row.get("type"),
+                serde_json::from_str(&payload).unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    Ok(app::model::answer_tail(
+        events
+            .iter()
+            .map(|(kind, payload)| (kind.as_str(), payload)),
+    ))
 }
 
 fn run_from(row: &SqliteRow) -> Run {
@@ -313,15 +386,17 @@ impl Store for SqliteStore {
         Ok(rows.iter().map(run_from).collect())
     }
 
-    async fn start_run(
-        &self,
-        session_id: &str,
-        run_id: &str,
-        turn_id: &str,
-        user_message_id: &str,
-        message: &str,
-        now: f64,
-    ) -> Result<(Run, Message), StoreError> {
+    async fn start_run(&self, turn: NewTurn<'_>) -> Result<(Run, Message), StoreError> {
+        let NewTurn {
+            session_id,
+            run_id,
+            turn_id,
+            user_message_id,
+            message,
+            client_id,
+            queued_id,
+            now,
+        } = turn;
         let mut tx = self.write_tx().await?;
         if sqlx::query("SELECT 1 FROM sessions WHERE id = ?1")
             .bind(session_id)
@@ -330,6 +405,9 @@ impl Store for SqliteStore {
             .is_none()
         {
             return Err(StoreError::NotFound);
+        }
+        if let Some(run_id) = sent_before(&mut tx, session_id, client_id).await? {
+            return Err(StoreError::Duplicate { run_id });
         }
         if let Some(row) =
             sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
@@ -341,14 +419,26 @@ impl Store for SqliteStore {
                 active_run_id: row.get("id"),
             });
         }
+        if let Some(queued_id) = queued_id {
+            let taken =
+                sqlx::query("DELETE FROM queued_messages WHERE id = ?1 AND session_id = ?2")
+                    .bind(queued_id)
+                    .bind(session_id)
+                    .execute(&mut *tx)
+                    .await?;
+            if taken.rows_affected() == 0 {
+                return Err(StoreError::NotFound);
+            }
+        }
         sqlx::query(
-            "INSERT INTO messages (id, session_id, position, role, content, run_id, created_at) \
-             VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'user', ?3, ?4, ?5)",
+            "INSERT INTO messages (id, session_id, position, role, content, run_id, client_id, created_at) \
+             VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'user', ?3, ?4, ?5, ?6)",
         )
         .bind(user_message_id)
         .bind(session_id)
         .bind(message)
         .bind(run_id)
+        .bind(client_id)
         .bind(now)
         .execute(&mut *tx)
         .await?;
@@ -434,13 +524,22 @@ impl Store for SqliteStore {
                     };
                     let session_id = terminal_row.session_id.clone();
                     let usage = answer.usage.as_ref().map(Value::to_string);
+                    // A turn that did not complete keeps what it had streamed as its answer.
+                    let completed = terminal.terminal_state.as_deref() == Some("completed");
+                    let content = if completed || !answer.content.is_empty() {
+                        answer.content.clone()
+                    } else {
+                        streamed_answer(&mut tx, &run_id).await?
+                    };
+                    let partial = !completed && !content.is_empty();
                     sqlx::query(
-                        "INSERT INTO messages (id, session_id, position, role, content, run_id, terminal_state, usage, created_at) \
-                         VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'assistant', ?3, ?4, ?5, ?6, ?7)",
+                        "INSERT INTO messages (id, session_id, position, role, content, partial, run_id, terminal_state, usage, created_at) \
+                         VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'assistant', ?3, ?4, ?5, ?6, ?7, ?8)",
                     )
                     .bind(&answer.message_id)
                     .bind(&session_id)
-                    .bind(&answer.content)
+                    .bind(&content)
+                    .bind(i64::from(partial))
                     .bind(&run_id)
                     .bind(&terminal.terminal_state)
                     .bind(&usage)
@@ -450,7 +549,10 @@ impl Store for SqliteStore {
                     let mut payload = Map::new();
                     payload.insert("role".into(), Value::from("assistant"));
                     payload.insert("id".into(), Value::from(answer.message_id.clone()));
-                    payload.insert("content".into(), Value::from(answer.content.clone()));
+                    payload.insert("content".into(), Value::from(content));
+                    if partial {
+                        payload.insert("partial".into(), Value::Bool(true));
+                    }
                     if let Some(usage) = &answer.usage {
                         payload.insert("usage".into(), usage.clone());
                     }
@@ -618,32 +720,44 @@ impl Store for SqliteStore {
         Ok(rows.iter().map(interaction_from).collect())
     }
 
-    async fn queue_message(
-        &self,
-        session_id: &str,
-        id: &str,
-        content: &str,
-        now: f64,
-    ) -> Result<QueuedMessage, StoreError> {
-        let done = sqlx::query(
-            "INSERT INTO queued_messages (id, session_id, content, created_at) \
-             SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?2)",
-        )
-        .bind(id)
-        .bind(session_id)
-        .bind(content)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() == 0 {
+    async fn queue_message(&self, message: &QueuedMessage) -> Result<QueuedMessage, StoreError> {
+        let mut tx = self.write_tx().await?;
+        if sqlx::query("SELECT 1 FROM sessions WHERE id = ?1")
+            .bind(&message.session_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_none()
+        {
             return Err(StoreError::NotFound);
         }
-        Ok(QueuedMessage {
-            id: id.to_owned(),
-            session_id: session_id.to_owned(),
-            content: content.to_owned(),
-            created_at: now,
-        })
+        let client_id = message.client_id.as_deref();
+        if let Some(run_id) = sent_before(&mut tx, &message.session_id, client_id).await? {
+            return Err(StoreError::Duplicate { run_id });
+        }
+        if let Some(client_id) = client_id {
+            let queued = sqlx::query(
+                "SELECT * FROM queued_messages WHERE session_id = ?1 AND client_id = ?2",
+            )
+            .bind(&message.session_id)
+            .bind(client_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(row) = queued {
+                return Ok(queued_from(&row));
+            }
+        }
+        sqlx::query(
+            "INSERT INTO queued_messages (id, session_id, content, client_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .bind(&message.id)
+        .bind(&message.session_id)
+        .bind(&message.content)
+        .bind(client_id)
+        .bind(message.created_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(message.clone())
     }
 
     async fn queued_messages(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError> {
@@ -653,30 +767,17 @@ impl Store for SqliteStore {
         .bind(session_id)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|row| QueuedMessage {
-                id: row.get("id"),
-                session_id: row.get("session_id"),
-                content: row.get("content"),
-                created_at: row.get("created_at"),
-            })
-            .collect())
+        Ok(rows.iter().map(queued_from).collect())
     }
 
-    async fn pop_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError> {
+    async fn next_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError> {
         let row = sqlx::query(
-            "DELETE FROM queued_messages WHERE id = (SELECT id FROM queued_messages WHERE session_id = ?1 ORDER BY created_at, rowid LIMIT 1) RETURNING *",
+            "SELECT * FROM queued_messages WHERE session_id = ?1 ORDER BY created_at, rowid LIMIT 1",
         )
         .bind(session_id)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map(|row| QueuedMessage {
-            id: row.get("id"),
-            session_id: row.get("session_id"),
-            content: row.get("content"),
-            created_at: row.get("created_at"),
-        }))
+        Ok(row.as_ref().map(queued_from))
     }
 }
 

@@ -306,3 +306,222 @@ async fn the_demo_agent_covers_todo_artifact_and_long_scenarios() {
     let events = app.stream(&run, None).await;
     assert_eq!(events.iter().filter(|e| e.event == "token").count(), 500);
 }
+
+/// The answer a run's events had streamed (the tokens after its last other activity).
+fn streamed(events: &[SseEvent]) -> String {
+    let mut text = String::new();
+    for e in events {
+        match e.event.as_str() {
+            "token" => text.push_str(e.data["text"].as_str().unwrap()),
+            "reasoning" | "tool" | "tool_complete" | "compressing" | "compressed" | "approval"
+            | "clarify" => text.clear(),
+            _ => {}
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_stopped_turn_settles_with_what_it_streamed_flagged_partial() {
+    let app = spawn_app_with(Duration::from_millis(2)).await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo long 5000").await;
+    // Let it stream a while, then Stop.
+    let mut seen = 0;
+    while seen < 40 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let (_, status) = app
+            .get(&format!("/api/chat/stream/status?run_id={run}"))
+            .await;
+        seen = status["last_seq"].as_u64().unwrap_or(0);
+    }
+    app.post("/api/chat/cancel", json!({"run_id": run})).await;
+    app.wait_finished(&run).await;
+    let events = app.stream(&run, None).await;
+    let partial = streamed(&events);
+    assert!(partial.starts_with("w0 w1 w2 "), "{partial}");
+    let settled = events
+        .iter()
+        .find(|e| e.event == "settled_message")
+        .unwrap();
+    assert_eq!(
+        settled.data["content"],
+        partial.as_str(),
+        "every streamed word"
+    );
+    assert_eq!(settled.data["partial"], true);
+
+    let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    let message = &s["session"]["messages"][1];
+    assert_eq!(message["content"], partial.as_str());
+    assert_eq!(message["partial"], true);
+    assert_eq!(message["terminal_state"], "cancelled");
+
+    let md = app
+        .client
+        .get(app.url(&format!(
+            "/api/session/export?session_id={session}&format=md"
+        )))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(md.contains(partial.trim_end()), "{md}");
+    assert!(
+        md.contains("partial answer: the turn ended cancelled"),
+        "{md}"
+    );
+    assert!(!md.contains("no final answer"), "{md}");
+
+    // A completed turn's answer is not partial.
+    let run = app.start(&session, "/demo prose").await;
+    app.wait_finished(&run).await;
+    let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    assert_eq!(s["session"]["messages"][3]["partial"], false);
+}
+
+#[tokio::test]
+async fn every_ending_that_is_not_completion_keeps_the_streamed_answer() {
+    let app = spawn_app().await;
+    for (scenario, state, expected) in [
+        ("/demo error", "error", "Let me check"),
+        ("/demo no_response", "no_response", ""),
+        ("/demo tool_limit", "tool_limit_reached", ""),
+        ("/demo exhausted", "compression_exhausted", ""),
+    ] {
+        let session = app.new_session().await;
+        let run = app.start(&session, scenario).await;
+        app.wait_finished(&run).await;
+        let events = app.stream(&run, None).await;
+        assert_eq!(streamed(&events), expected, "{scenario}");
+        let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+        let message = &s["session"]["messages"][1];
+        assert_eq!(message["terminal_state"], state, "{scenario}");
+        assert_eq!(message["content"], expected, "{scenario}");
+        assert_eq!(message["partial"], !expected.is_empty(), "{scenario}");
+    }
+}
+
+#[tokio::test]
+async fn a_send_retried_with_the_same_client_id_starts_one_turn() {
+    let app = spawn_app_with(Duration::from_millis(5)).await;
+    let session = app.new_session().await;
+    let body = json!({"session_id": session, "message": "/demo long 200", "client_id": "c-1"});
+    let (code, first) = app.post("/api/chat/start", body.clone()).await;
+    assert_eq!(code, 200, "{first}");
+    assert_eq!(first["duplicate"], false);
+    let (code, again) = app.post("/api/chat/start", body.clone()).await;
+    assert_eq!(code, 200, "a retry is not a conflict: {again}");
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(again["run_id"], first["run_id"]);
+    assert_eq!(again["user_message"]["id"], first["user_message"]["id"]);
+
+    // While it runs, a queued follow-up retried twice is queued once.
+    let queue = json!({"session_id": session, "message": "after that", "client_id": "c-2"});
+    let (_, q1) = app.post("/api/chat/queue", queue.clone()).await;
+    let (_, q2) = app.post("/api/chat/queue", queue.clone()).await;
+    assert_eq!(q1["queued"], true, "{q1}");
+    assert_eq!(q2["item"]["id"], q1["item"]["id"]);
+    let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    assert_eq!(s["session"]["queued"].as_array().unwrap().len(), 1);
+
+    // Once the follow-up started, a retry of it answers that turn.
+    let run = first["run_id"].as_str().unwrap();
+    app.wait_finished(run).await;
+    let mut started = Value::Null;
+    for _ in 0..200 {
+        let (_, q) = app.post("/api/chat/queue", queue.clone()).await;
+        if q["queued"] == false {
+            started = q;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(started["started"]["duplicate"], true, "{started}");
+    let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    let users: Vec<&str> = s["session"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["/demo long 200", "after that"]);
+
+    let (code, _) = app
+        .post(
+            "/api/chat/start",
+            json!({"session_id": session, "message": "x", "client_id": "c".repeat(200)}),
+        )
+        .await;
+    assert_eq!(code, 400);
+}
+
+#[tokio::test]
+async fn a_follow_up_is_always_either_queued_or_started() {
+    let app = spawn_app_with(Duration::from_millis(1)).await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo long 40").await;
+    app.post(
+        "/api/chat/queue",
+        json!({"session_id": session, "message": "next"}),
+    )
+    .await;
+    // Watch the session from the moment the first run ends until the follow-up runs: the
+    // follow-up never vanishes in between (it used to, between leaving the queue and starting).
+    let mut checks = 0;
+    loop {
+        // The queue is read first, the transcript after it: a follow-up that leaves the queue
+        // between the two reads is already in the transcript by the second.
+        let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+        let queued = s["session"]["queued"].as_array().unwrap().len();
+        let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+        let users = s["session"]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .count();
+        assert!(
+            queued == 1 || users == 2,
+            "queued {queued}, user messages {users}"
+        );
+        checks += 1;
+        if users == 2 {
+            break;
+        }
+        assert!(checks < 2000, "the follow-up never started");
+    }
+    app.wait_finished(&run).await;
+}
+
+#[tokio::test]
+async fn page_data_after_a_run_holds_only_the_turns_that_came_after_it() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let first = app.start(&session, "/demo prose").await;
+    app.wait_finished(&first).await;
+    let second = app.start(&session, "/demo tools").await;
+    app.wait_finished(&second).await;
+    let (code, all) = app.get(&format!("/api/page?session_id={session}")).await;
+    assert_eq!(code, 200);
+    assert_eq!(all["session"]["turns"].as_array().unwrap().len(), 2);
+    let (_, tail) = app
+        .get(&format!(
+            "/api/page?session_id={session}&after_run_id={first}"
+        ))
+        .await;
+    let turns = tail["session"]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0]["run_id"], second.as_str());
+    assert_eq!(turns[0], all["session"]["turns"][1]);
+    let (_, none) = app
+        .get(&format!(
+            "/api/page?session_id={session}&after_run_id={second}"
+        ))
+        .await;
+    assert_eq!(none["session"]["turns"], json!([]));
+    assert_eq!(none["session"]["id"], session.as_str());
+}

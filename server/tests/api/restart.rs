@@ -173,5 +173,108 @@ async fn a_run_cut_off_by_a_crash_is_interrupted_after_restart_and_keeps_what_wa
         .await
         .unwrap();
     assert_eq!(s["session"]["active_run_id"], Value::Null);
-    assert_eq!(s["session"]["messages"][1]["terminal_state"], "interrupted");
+    let message = &s["session"]["messages"][1];
+    assert_eq!(message["terminal_state"], "interrupted");
+    // What it had streamed is its partial answer.
+    let streamed: String = events
+        .iter()
+        .filter(|e| e.event == "token")
+        .map(|e| e.data["text"].as_str().unwrap())
+        .collect();
+    assert!(streamed.starts_with("Working on it."), "{streamed}");
+    assert_eq!(message["content"], streamed.as_str());
+    assert_eq!(message["partial"], true);
+}
+
+/// Runs the server binary to its exit (it must not start); returns whether it failed and what
+/// it printed.
+fn run_to_exit(port: u16, data: &std::path::Path, site: &std::path::Path) -> (bool, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(data)
+        .env("LEPTOS_SITE_ROOT", site)
+        .env("LEPTOS_OUTPUT_NAME", "anchorage")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the server binary starts");
+    for _ in 0..200 {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            use std::io::Read as _;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return (!status.success(), err);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!("a second server kept running");
+}
+
+#[tokio::test]
+async fn a_second_server_on_the_same_directory_or_port_stops_before_touching_anything() {
+    let data = tempfile::tempdir().unwrap();
+    let site = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let server = launch(data.path(), site.path()).await;
+    let session: Value = client
+        .post(format!("{}/api/session/new", server.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = session["session"]["id"].as_str().unwrap().to_owned();
+    let started: Value = client
+        .post(format!("{}/api/chat/start", server.base))
+        .json(&json!({"session_id": session, "message": "/demo slow"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    let status = |client: reqwest::Client, base: String, run: String| async move {
+        client
+            .get(format!("{base}/api/chat/stream/status?run_id={run}"))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+
+    // The same data directory on another port: refused, and the running turn is not reaped.
+    let (failed, err) = run_to_exit(free_port(), data.path(), site.path());
+    assert!(failed, "{err}");
+    assert!(err.contains("is using the data directory"), "{err}");
+    assert!(err.contains(&format!("pid {}", server.child.id())), "{err}");
+    // The same port with another data directory: refused before the directory is made.
+    let port = server.base.rsplit(':').next().unwrap().parse().unwrap();
+    let fresh = data.path().join("never-made");
+    let (failed, err) = run_to_exit(port, &fresh, site.path());
+    assert!(failed, "{err}");
+    assert!(err.contains("binding"), "{err}");
+    assert!(!fresh.exists());
+
+    let now = status(client.clone(), server.base.clone(), run.clone()).await;
+    assert_eq!(now["active"], true, "{now}");
+    assert_eq!(now["terminal_state"], Value::Null, "{now}");
+    client
+        .post(format!("{}/api/chat/cancel", server.base))
+        .json(&json!({"run_id": run}))
+        .send()
+        .await
+        .unwrap();
 }

@@ -110,10 +110,13 @@ async fn export_gives_markdown_and_the_journal_as_json_lines() {
         .to_str()
         .unwrap()
         .starts_with("text/markdown"));
-    assert!(res.headers()["content-disposition"]
-        .to_str()
-        .unwrap()
-        .contains("attachment"));
+    let disposition = res.headers()["content-disposition"].to_str().unwrap();
+    // Named after the conversation (titled after its first message) and its date.
+    assert!(
+        disposition.starts_with("attachment; filename=\"demo-prose-20"),
+        "{disposition}"
+    );
+    assert!(disposition.ends_with(".md"), "{disposition}");
     let md = res.text().await.unwrap();
     assert!(md.contains("## You\n\n/demo prose"));
     assert!(md.contains("## Assistant"));
@@ -133,8 +136,13 @@ async fn export_gives_markdown_and_the_journal_as_json_lines() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let events = app.stream(&run, None).await;
-    assert_eq!(rows.len(), events.len());
-    for (i, row) in rows.iter().enumerate() {
+    // The user's message, then the run's journal.
+    assert_eq!(rows.len(), events.len() + 1);
+    assert_eq!(rows[0]["type"], "user_message");
+    assert_eq!(rows[0]["run_id"], run.as_str());
+    assert_eq!(rows[0]["payload"]["role"], "user");
+    assert_eq!(rows[0]["payload"]["content"], "/demo prose");
+    for (i, row) in rows[1..].iter().enumerate() {
         assert_eq!(row["seq"], i as u64 + 1);
         assert_eq!(row["event_id"], format!("{run}:{}", i + 1));
         assert_eq!(row["payload"], events[i].data);

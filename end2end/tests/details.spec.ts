@@ -1,0 +1,226 @@
+import { test, expect } from "@playwright/test";
+import { hydrated, isPhone, lastTurn, newSession, openNewSession, send, startTurn, waitRunEnd } from "./support";
+
+// The small things a person notices in the first minutes: renaming, new chats, the todo dock,
+// the phone keyboard, dead links, exports, the phone header, the keyboard and the focus.
+
+async function openDrawer(page: import("@playwright/test").Page) {
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+}
+
+test("renaming: the field takes the focus, Escape keeps the old title, Enter saves", async ({ page, request }) => {
+  const session = await newSession(request, "Harbour log");
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  await openDrawer(page);
+  const row = page.locator(`[data-session-id='${session}']`);
+  await row.getByRole("button", { name: "Rename" }).click();
+  const input = row.getByRole("textbox", { name: "Conversation title" });
+  await expect(input).toBeFocused();
+  await page.keyboard.type("Something else");
+  await page.keyboard.press("Escape");
+  await expect(input).toHaveCount(0);
+  await expect(row).toContainText("Harbour log");
+  await page.waitForTimeout(300);
+  const s = await (await request.get(`/api/session?session_id=${session}`)).json();
+  expect(s.session.title).toBe("Harbour log");
+  // The drawer stays open on a phone: Escape left the field only.
+  if (isPhone(page)) await expect(page.locator(".app")).toHaveAttribute("data-drawer", "open");
+  await row.getByRole("button", { name: "Rename" }).click();
+  await expect(input).toBeFocused();
+  await input.fill("Harbour notes");
+  await input.press("Enter");
+  await expect(row).toContainText("Harbour notes");
+  await expect.poll(async () => (await (await request.get(`/api/session?session_id=${session}`)).json()).session.title).toBe("Harbour notes");
+});
+
+test("New chat stores nothing until its first message", async ({ page, request }) => {
+  const count = async () => (await (await request.get("/api/sessions")).json()).sessions.length;
+  await page.goto(`/s/${await newSession(request)}`);
+  await hydrated(page);
+  await page.evaluate(() => ((window as any).__samePage = true));
+  const before = await count();
+  await openDrawer(page);
+  await page.getByRole("button", { name: "New chat" }).click();
+  await expect(page).toHaveURL(/\/new$/);
+  await expect(page.getByRole("heading", { name: "Start a conversation" })).toBeVisible();
+  await expect(page.locator(".session-row.current")).toHaveCount(0);
+  await openDrawer(page);
+  await page.getByRole("button", { name: "New chat" }).click();
+  expect(await count()).toBe(before);
+  // A reload of the address shows the same empty conversation.
+  await page.reload();
+  await hydrated(page);
+  await expect(page.getByRole("heading", { name: "Start a conversation" })).toBeVisible();
+  expect(await count()).toBe(before);
+  await send(page, "/demo prose");
+  await expect(page).toHaveURL(/\/s\/[^/]+$/);
+  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible();
+  expect(await count()).toBe(before + 1);
+});
+
+test("a finished todo list leaves the dock with the next message and is not docked after a reload", async ({ page, request }) => {
+  await openNewSession(page, request);
+  await send(page, "/demo todo");
+  const dock = page.locator(".transcript-dock .todos");
+  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible();
+  await expect(dock).toContainText("Todos · 3/3");
+  await page.reload();
+  await hydrated(page);
+  await expect(dock).toHaveCount(0);
+  await send(page, "/demo todo");
+  await expect(dock).toBeVisible();
+  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible();
+  await send(page, "thanks");
+  await expect(dock).toHaveCount(0);
+});
+
+test("the phone keyboard opening keeps the end of the answer in view", async ({ page, request }) => {
+  test.skip(!isPhone(page), "phone viewport");
+  const session = await newSession(request);
+  await waitRunEnd(request, await startTurn(request, session, "/demo long 600"));
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  const answer = lastTurn(page).locator("[data-final-answer='true']");
+  const transcript = page.locator(".transcript");
+  const bottomInView = async () => {
+    const a = (await answer.boundingBox())!;
+    const t = (await transcript.boundingBox())!;
+    return a.y + a.height <= t.y + t.height + 1;
+  };
+  await expect.poll(bottomInView).toBe(true);
+  await page.getByRole("textbox", { name: "Message" }).tap();
+  // The keyboard takes the lower half of the screen.
+  await page.setViewportSize({ width: 390, height: 470 });
+  await expect.poll(bottomInView).toBe(true);
+  await page.setViewportSize({ width: 390, height: 844 });
+});
+
+test("a link to a deleted conversation shows the newest one under its own address", async ({ page, request }) => {
+  const gone = await newSession(request, "Soon gone");
+  await request.post("/api/session/delete", { data: { session_id: gone } });
+  const newest = await newSession(request, "Still here");
+  await page.goto(`/s/${gone}`);
+  await hydrated(page);
+  await expect(page.getByRole("alert").filter({ hasText: "does not exist" })).toBeVisible();
+  await expect(page).toHaveURL(new RegExp(`/s/${newest}$`));
+  await expect(page.locator(".chat-title")).toHaveText("Still here");
+});
+
+test("exports are named after the conversation and its date; the menu closes after a download", async ({ page, request }) => {
+  test.skip(isPhone(page), "downloads: desktop");
+  const session = await newSession(request);
+  await request.post("/api/session/rename", { data: { session_id: session, title: "Lighthouse keeping" } });
+  await waitRunEnd(request, await startTurn(request, session, "/demo prose"));
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  const menu = page.locator(".export-menu");
+  await menu.locator("summary").click();
+  await expect(menu).toHaveAttribute("open", "");
+  const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Export Markdown" }).click()]);
+  expect(download.suggestedFilename()).toMatch(/^Lighthouse keeping \d{4}-\d{2}-\d{2}\.md$/);
+  await expect(menu).not.toHaveAttribute("open", "");
+  await expect(page.getByRole("link", { name: "Export Markdown" })).toBeHidden();
+  await menu.locator("summary").click();
+  const [journal] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Export journal (JSONL)" }).click()]);
+  expect(journal.suggestedFilename()).toMatch(/^Lighthouse keeping \d{4}-\d{2}-\d{2}\.jsonl$/);
+  const lines = (await (await request.get(`/api/session/export?session_id=${session}&format=jsonl`)).text()).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  expect(lines[0].type).toBe("user_message");
+  expect(lines[0].payload.content).toBe("/demo prose");
+});
+
+test("on a phone the header leaves the title its room", async ({ page, request }, testInfo) => {
+  test.skip(!isPhone(page), "phone header");
+  const session = await newSession(request);
+  await waitRunEnd(request, await startTurn(request, session, "/demo trace 10"));
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  const title = page.locator(".chat-title");
+  await expect(title).toHaveText("/demo trace 10");
+  const fits = await title.evaluate((el) => el.scrollWidth <= el.clientWidth);
+  expect(fits).toBe(true);
+  const modes = (await page.locator("[data-mode-switch]").boundingBox())!;
+  expect(modes.width).toBeLessThanOrEqual(100);
+  for (const button of await page.locator("[data-mode-switch] button").all()) {
+    const box = (await button.boundingBox())!;
+    expect(box.height).toBeGreaterThanOrEqual(44);
+    expect(box.width).toBeGreaterThanOrEqual(44);
+  }
+  await page.screenshot({ path: testInfo.outputPath("phone-header.png") });
+});
+
+test("the keyboard: the message field has the focus, a skip link leads to it", async ({ page, request }) => {
+  test.skip(isPhone(page), "keyboard: desktop");
+  // 30 conversations in the sidebar: without the skip link, the field is far down the tab order.
+  for (let i = 0; i < 30; i++) await newSession(request, `Keyboard ${i}`);
+  const session = await newSession(request);
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  const input = page.getByRole("textbox", { name: "Message" });
+  await expect(input).toBeFocused();
+  // The first stop of the tab order, hidden until it has the focus.
+  const skip = page.getByRole("link", { name: "Skip to the message box" });
+  await expect(skip).not.toBeInViewport();
+  const first = await page.evaluate(() => {
+    const all = Array.from(document.querySelectorAll<HTMLElement>("a[href], button, input, textarea, select, [tabindex]"));
+    const tabbable = all.filter((el) => el.tabIndex >= 0 && !el.closest("[inert]") && el.getClientRects().length > 0);
+    tabbable[0].focus();
+    return tabbable[0].textContent;
+  });
+  expect(first).toBe("Skip to the message box");
+  await expect(skip).toBeFocused();
+  await expect(skip).toBeInViewport();
+  // One key from there to the message field; through the sidebar it would take 30 and more.
+  await page.keyboard.press("Enter");
+  await expect(input).toBeFocused();
+  const stops = await page.evaluate(() => Array.from(document.querySelectorAll<HTMLElement>("#sidebar a[href], #sidebar button, #sidebar input")).filter((el) => el.tabIndex >= 0 && el.getClientRects().length > 0).length);
+  expect(stops).toBeGreaterThan(30);
+});
+
+test("a question takes the focus when it appears and gives it back to the message field", async ({ page, request }) => {
+  test.skip(isPhone(page), "keyboard: desktop");
+  await openNewSession(page, request);
+  await send(page, "/demo approval");
+  const card = page.locator("[data-pending='approval']");
+  await expect(card).toBeFocused();
+  await page.keyboard.press("Tab");
+  await expect(card.getByRole("button", { name: "Allow once" })).toBeFocused();
+  await page.keyboard.press("Enter");
+  await expect(card).toHaveCount(0);
+  await expect(page.getByRole("textbox", { name: "Message" })).toBeFocused();
+  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible();
+
+  await send(page, "/demo clarify");
+  const question = page.locator("[data-pending='clarify']");
+  await expect(question).toBeFocused();
+  await question.getByRole("button", { name: /staging/ }).click();
+  await expect(question).toHaveCount(0);
+  await expect(page.getByRole("textbox", { name: "Message" })).toBeFocused();
+});
+
+test("the phone drawer is a modal: the focus is inside, the rest is inert, Escape and a tap outside close it", async ({ page, request }) => {
+  test.skip(!isPhone(page), "phone drawer");
+  await openNewSession(page, request);
+  const menu = page.getByRole("button", { name: "Open sessions" });
+  await menu.tap();
+  const drawer = page.getByRole("navigation", { name: "Sessions" });
+  await expect(page.getByRole("button", { name: "Close sessions" })).toBeFocused();
+  await expect(page.locator("main.chat")).toHaveAttribute("inert", "");
+  // Tab stays in the drawer.
+  for (let i = 0; i < 6; i++) {
+    await page.keyboard.press("Tab");
+    const inside = await page.evaluate(() => !!document.activeElement?.closest("#sidebar") || document.activeElement === document.body);
+    expect(inside).toBe(true);
+  }
+  await page.keyboard.press("Escape");
+  await expect(drawer).not.toBeInViewport();
+  await expect(menu).toBeFocused();
+  await expect(page.locator("main.chat")).not.toHaveAttribute("inert", "");
+  // A closed drawer cannot be reached with Tab.
+  await menu.tap();
+  await expect(drawer).toBeInViewport({ ratio: 0.9 });
+  await page.touchscreen.tap(370, 400);
+  await expect(drawer).not.toBeInViewport();
+  await expect(menu).toHaveAttribute("aria-expanded", "false");
+  await expect.poll(() => page.locator(".session-search").evaluate((el) => getComputedStyle(el).visibility)).toBe("hidden");
+});

@@ -1,0 +1,357 @@
+import { test, expect, type Page } from "@playwright/test";
+import {
+  hydrated,
+  isPhone,
+  journal,
+  lastTurn,
+  layoutShifts,
+  newSession,
+  openNewSession,
+  send,
+  sendQuietly,
+  startTurn,
+  waitRunEnd,
+  watchLayout,
+} from "./support";
+
+// The turn keeps its promise where people look: nothing jumps, nothing vanishes, nothing is lost.
+
+/** Every word the run streamed as its answer: the tokens after its last other activity. */
+function streamedAnswer(rows: any[]): string {
+  let text = "";
+  for (const r of rows) {
+    if (r.event === "token") text += r.payload.text;
+    else if (["reasoning", "tool", "tool_update", "tool_complete", "compressing", "compressed", "approval", "clarify"].includes(r.event)) text = "";
+  }
+  return text;
+}
+
+async function setMode(page: Page, mode: "Worklog" | "Trace") {
+  await page.locator("[data-mode-switch] button", { hasText: mode }).click();
+}
+
+/** Waits until the last turn has ended, on the page. */
+async function settled(page: Page) {
+  await expect(lastTurn(page).locator(".assistant")).toHaveAttribute("data-state", "settled", { timeout: 60_000 });
+  // The settled message and the follower's last frames land in the next frames.
+  await page.waitForTimeout(400);
+}
+
+const SCENARIOS: [string, boolean][] = [
+  // [message, its answer streams over many frames before it settles (then its place at settle
+  // is checked too)]
+  ["/demo prose", true],
+  ["/demo tools", false],
+  ["/demo compress", false],
+  ["/demo todo", false],
+  ["/demo artifact", false],
+  ["/demo long 300", true],
+  ["/demo trace 400", true],
+  ["tell me about lighthouses", true],
+  ["/demo error", false],
+  ["/demo no_response", false],
+  ["/demo tool_limit", false],
+  ["/demo exhausted", false],
+  ["/demo degraded", false],
+];
+
+for (const mode of ["Worklog", "Trace"] as const) {
+  test(`${mode}: no /demo scenario moves what is on screen, from send to settle`, async ({ page, request }, testInfo) => {
+    test.setTimeout(180_000);
+    await openNewSession(page, request);
+    await setMode(page, mode);
+    const failures: string[] = [];
+    for (const [message, answers] of SCENARIOS) {
+      await openNewSession(page, request);
+      await watchLayout(page);
+      await sendQuietly(page, message);
+      await settled(page);
+      const { total, shifts, settle } = await layoutShifts(page);
+      if (total > 0.01) failures.push(`${message}: layout shift ${total.toFixed(4)} ${JSON.stringify(shifts.slice(0, 4))}`);
+      if (answers) {
+        if (!settle) failures.push(`${message}: the answer never settled in view`);
+        else if (Math.abs(settle.after - settle.before) > 1) failures.push(`${message}: the answer moved ${settle.before} -> ${settle.after} at settle`);
+      }
+    }
+    await page.screenshot({ path: testInfo.outputPath(`settled-${mode}.png`) });
+    expect(failures).toEqual([]);
+  });
+}
+
+test("an approval and Stop move nothing that the reader did not move", async ({ page, request }) => {
+  await openNewSession(page, request);
+  await watchLayout(page);
+  await sendQuietly(page, "/demo approval");
+  const card = page.locator("[data-pending='approval']");
+  await expect(card).toBeVisible();
+  await card.getByRole("button", { name: "Allow once" }).click();
+  await settled(page);
+  expect((await layoutShifts(page)).total).toBeLessThanOrEqual(0.01);
+
+  await openNewSession(page, request);
+  await watchLayout(page);
+  await sendQuietly(page, "/demo long 5000");
+  await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
+  await page.waitForTimeout(1500);
+  await page.getByRole("button", { name: "Stop" }).click();
+  await settled(page);
+  const { total, shifts } = await layoutShifts(page);
+  expect(total, JSON.stringify(shifts)).toBeLessThanOrEqual(0.01);
+});
+
+test("a reader scrolled up into the worklog keeps their place when the turn settles", async ({ page, request }) => {
+  await openNewSession(page, request);
+  await setMode(page, "Worklog");
+  // Enough before it that the transcript scrolls, then a turn with work to read.
+  const session = new URL(page.url()).pathname.split("/").pop()!;
+  await waitRunEnd(request, await startTurn(request, session, "/demo long 400"));
+  await page.reload();
+  await hydrated(page);
+  await sendQuietly(page, "/demo trace 60");
+  const turn = lastTurn(page);
+  const card = turn.locator(".tool-card").nth(3);
+  await expect(card).toBeVisible();
+  // The reader scrolls up to read a tool call while the answer streams.
+  await card.scrollIntoViewIfNeeded();
+  await page.locator(".transcript").evaluate((el) => el.scrollBy(0, -40));
+  await watchLayout(page);
+  const before = await card.boundingBox();
+  const scrollBefore = await page.locator(".transcript").evaluate((el) => el.scrollTop);
+  await settled(page);
+  await expect(turn.locator("[data-final-answer='true']")).toBeAttached();
+  expect(await card.boundingBox()).toEqual(before);
+  expect(await page.locator(".transcript").evaluate((el) => el.scrollTop)).toBe(scrollBefore);
+  await expect(turn.locator(".worklog-summary")).toHaveAttribute("aria-expanded", "true");
+  expect((await layoutShifts(page)).total).toBeLessThanOrEqual(0.01);
+});
+
+test("Stop keeps the streamed answer where it was, as a partial answer, through a reload and in the exports", async ({ page, request }) => {
+  const session = await openNewSession(page, request);
+  await send(page, "/demo long 5000");
+  const turn = lastTurn(page);
+  const answer = turn.locator("[data-final-answer]");
+  await expect(answer).toHaveAttribute("data-final-answer", "streaming");
+  await page.waitForTimeout(1500);
+  const node = await answer.elementHandle();
+  await page.getByRole("button", { name: "Stop" }).click();
+  await expect(turn.locator("[data-terminal-state='cancelled']")).toBeVisible();
+  await expect(answer).toHaveAttribute("data-final-answer", "partial");
+  // The same element, where it was, holding every word that was streamed.
+  expect(await node!.evaluate((el) => el.isConnected)).toBe(true);
+  const run = (await turn.getAttribute("data-run-id"))!;
+  await waitRunEnd(request, run);
+  const rows = await journal(request, session, run);
+  const streamed = streamedAnswer(rows);
+  expect(streamed.split(" ").length).toBeGreaterThan(20);
+  await expect(answer.locator(".prose")).toHaveText(streamed.trim());
+  await expect(answer).toContainText("Partial answer");
+  await expect(answer).toBeInViewport();
+
+  const s = await (await request.get(`/api/session?session_id=${session}`)).json();
+  const message = s.session.messages[1];
+  expect(message.content).toBe(streamed);
+  expect(message.partial).toBe(true);
+  const md = await (await request.get(`/api/session/export?session_id=${session}&format=md`)).text();
+  expect(md).toContain(streamed.trim());
+  expect(md).not.toContain("no final answer");
+  const settledRow = rows.find((r) => r.event === "settled_message");
+  expect(settledRow.payload.content).toBe(streamed);
+  expect(settledRow.payload.partial).toBe(true);
+
+  await page.reload();
+  await hydrated(page);
+  const after = lastTurn(page).locator("[data-final-answer='partial']");
+  await expect(after.locator(".prose")).toHaveText(streamed.trim());
+  await expect(lastTurn(page).locator("[data-terminal-state='cancelled']")).toBeVisible();
+});
+
+for (const [message, state, text] of [
+  ["/demo slow", "cancelled", "Working on it"],
+  ["/demo error", "error", "Let me check"],
+]) {
+  test(`a turn ending ${state} keeps "${text}…" visible as its partial answer`, async ({ page, request }) => {
+    const session = await openNewSession(page, request);
+    await send(page, message);
+    const turn = lastTurn(page);
+    if (state === "cancelled") {
+      await expect(turn.locator("[data-final-answer='streaming']")).toContainText(text);
+      await page.getByRole("button", { name: "Stop" }).click();
+    }
+    await expect(turn.locator(`[data-terminal-state='${state}']`)).toBeVisible();
+    const partial = turn.locator("[data-final-answer='partial']");
+    await expect(partial).toContainText(text);
+    await expect(partial).toBeVisible();
+    const run = (await turn.getAttribute("data-run-id"))!;
+    await waitRunEnd(request, run);
+    const streamed = streamedAnswer(await journal(request, session, run));
+    await expect(partial.locator(".prose")).toHaveText(streamed.trim());
+    await page.reload();
+    await hydrated(page);
+    await expect(lastTurn(page).locator("[data-final-answer='partial'] .prose")).toHaveText(streamed.trim());
+    const jsonl = await (await request.get(`/api/session/export?session_id=${session}&format=jsonl`)).text();
+    const settledRow = jsonl.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.event === "settled_message");
+    expect(settledRow.payload.content).toBe(streamed);
+  });
+}
+
+test("a queued follow-up appears and streams in the same page; a second Enter never cancels", async ({ page, request }) => {
+  await openNewSession(page, request);
+  await page.evaluate(() => ((window as any).__samePage = true));
+  await send(page, "/demo long 500");
+  await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
+  const input = page.getByRole("textbox", { name: "Message" });
+  await input.fill("/demo long 300");
+  // Enter sends on a desktop; a phone's Enter is a new line and the button sends.
+  if (isPhone(page)) await page.getByRole("button", { name: "Queue" }).tap();
+  else await input.press("Enter");
+  await expect(page.locator(".queued")).toContainText("/demo long 300");
+  await expect(input).toHaveValue("");
+  // A stray Enter on the empty field does nothing; the first turn goes on.
+  await input.press("Enter");
+  await input.press("Enter");
+  await page.waitForTimeout(500);
+  await expect(page.locator("[data-terminal-state='cancelled']")).toHaveCount(0);
+  const first = page.locator("article.turn").first();
+  await expect(first.locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  // The follow-up turns up by itself and streams live, no reload.
+  await expect(page.locator("article.turn")).toHaveCount(2, { timeout: 10_000 });
+  await expect(page.locator(".queued")).toHaveCount(0);
+  const second = lastTurn(page);
+  await expect(second.locator(".bubble")).toHaveText("/demo long 300");
+  await expect(second.locator("[data-final-answer='streaming']")).toBeVisible();
+  await expect(second.locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  await expect(first.locator("[data-terminal-state]")).toHaveCount(0);
+  expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
+});
+
+test("a message typed while the server cannot be reached is kept, sent once it can, and only once", async ({ page, request, context }) => {
+  const session = await openNewSession(page, request);
+  const input = page.getByRole("textbox", { name: "Message" });
+  await context.setOffline(true);
+  await input.fill("/demo prose");
+  await page.getByRole("button", { name: "Send" }).click();
+  const banner = page.locator(".send-failed");
+  await expect(banner).toBeVisible();
+  await expect(banner).toContainText("Not sent yet");
+  await expect(input).toHaveValue("/demo prose");
+  await expect(page.locator("article.turn")).toHaveCount(0);
+  await context.setOffline(false);
+  // Sent by itself once the server answers; the field empties and the banner goes.
+  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  await expect(banner).toHaveCount(0);
+  await expect(page.locator(".error-banner")).toHaveCount(0);
+  await expect(input).toHaveValue("");
+  const s = await (await request.get(`/api/session?session_id=${session}`)).json();
+  expect(s.session.messages.filter((m: any) => m.role === "user").map((m: any) => m.content)).toEqual(["/demo prose"]);
+});
+
+test("a send whose answer was lost is retried without starting the turn twice", async ({ page, request }) => {
+  const session = await openNewSession(page, request);
+  let lost = 0;
+  await page.route("**/api/chat/start", async (route) => {
+    if (lost === 0) {
+      lost += 1;
+      // The server takes it, but the browser never hears back.
+      await route.fetch();
+      return route.abort("connectionreset");
+    }
+    return route.continue();
+  });
+  const input = page.getByRole("textbox", { name: "Message" });
+  await input.fill("/demo prose");
+  await page.getByRole("button", { name: "Send" }).click();
+  await expect(page.locator(".send-failed")).toBeVisible();
+  await expect(input).toHaveValue("/demo prose");
+  await page.getByRole("button", { name: "Retry now" }).click();
+  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  await expect(page.locator("article.turn")).toHaveCount(1);
+  await expect(input).toHaveValue("");
+  const s = await (await request.get(`/api/session?session_id=${session}`)).json();
+  expect(s.session.messages.filter((m: any) => m.role === "user")).toHaveLength(1);
+});
+
+test("a draft survives a reload and stays with its conversation", async ({ page, request }) => {
+  const first = await openNewSession(page, request);
+  const input = page.getByRole("textbox", { name: "Message" });
+  await input.fill("half a thought");
+  await page.reload();
+  await hydrated(page);
+  await expect(input).toHaveValue("half a thought");
+  const second = await newSession(request);
+  await page.goto(`/s/${second}`);
+  await hydrated(page);
+  await expect(input).toHaveValue("");
+  await page.goto(`/s/${first}`);
+  await hydrated(page);
+  await expect(input).toHaveValue("half a thought");
+  await input.fill("");
+  await page.reload();
+  await hydrated(page);
+  await expect(input).toHaveValue("");
+});
+
+test("scrolling up while an answer streams stays up; Jump to latest brings the reader back", async ({ page, request }) => {
+  test.skip(isPhone(page), "wheel steps: desktop (the phone's keyboard and touch follow the same rule)");
+  await openNewSession(page, request);
+  await send(page, "/demo long 4000");
+  const transcript = page.locator(".transcript");
+  // Wait until the answer is taller than the view.
+  await expect.poll(() => transcript.evaluate((el) => el.scrollHeight - el.clientHeight), { timeout: 20_000 }).toBeGreaterThan(300);
+  // Where the view is as each wheel step arrives (it was following the bottom until then).
+  await transcript.evaluate((el) => {
+    (window as any).__atWheel = [];
+    el.addEventListener("wheel", () => (window as any).__atWheel.push(el.scrollTop));
+  });
+  const box = (await transcript.boundingBox())!;
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  let top = Infinity;
+  for (let i = 0; i < 6; i++) {
+    await page.mouse.wheel(0, -10);
+    await page.waitForTimeout(120);
+    const now = await transcript.evaluate((el) => el.scrollTop);
+    const before = await page.evaluate((i) => (window as any).__atWheel[i], i);
+    expect(now, `wheel step ${i} moved the view up from where it was`).toBeLessThan(before);
+    expect(now, `wheel step ${i}`).toBeLessThan(top);
+    top = now;
+  }
+  // New lines keep coming below; the reader stays where they are.
+  await page.waitForTimeout(500);
+  expect(await transcript.evaluate((el) => el.scrollTop)).toBe(top);
+  const jump = page.getByRole("button", { name: /Jump to latest/ });
+  await expect(jump).toBeVisible();
+  await expect(jump.locator(".unseen-dot")).toBeVisible();
+  await jump.click();
+  await expect(jump).toHaveCount(0);
+  await page.waitForTimeout(300);
+  const gap = await transcript.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+  expect(gap).toBeLessThanOrEqual(2);
+});
+
+test("a settled turn reads in the past tense, one row per tool call", async ({ page, request }) => {
+  for (const mode of ["Trace", "Worklog"] as const) {
+    await openNewSession(page, request);
+    await setMode(page, mode);
+    await send(page, "/demo tools");
+    const turn = lastTurn(page);
+    await expect(turn.locator("[data-final-answer='true']")).toBeVisible();
+    const summary = turn.locator(".worklog-summary");
+    if (mode === "Worklog" && (await summary.getAttribute("aria-expanded")) === "false") await summary.click();
+    await expect(turn.locator(".tool-card")).toHaveCount(3);
+    await expect(turn.locator(".tool-card", { hasText: /Running|Started|Reading|Searching/ })).toHaveCount(0);
+    await expect(turn.locator(".tool-card").first()).toContainText("Ran");
+    await expect(turn.locator(".tool-card[data-tool-state='failed']")).toContainText("Could not read");
+    await page.reload();
+    await hydrated(page);
+    if (mode === "Worklog") await lastTurn(page).locator(".worklog-summary").click();
+    await expect(lastTurn(page).locator(".tool-card")).toHaveCount(3);
+    await expect(lastTurn(page).locator(".assistant")).not.toContainText(/Running|Started/);
+  }
+  await setMode(page, "Trace");
+  await openNewSession(page, request);
+  await send(page, "/demo exhausted");
+  const turn = lastTurn(page);
+  await expect(turn.locator("[data-terminal-state='compression_exhausted']")).toBeVisible();
+  await expect(turn.locator(".note-label")).toHaveCount(1);
+  await expect(turn.locator(".note-label")).toHaveText("Context compression did not finish");
+  await expect(turn.locator(".assistant")).not.toContainText("Compressing context");
+});
