@@ -1,4 +1,8 @@
 import { test, expect, type Page } from "@playwright/test";
+import { mkdtempSync, rmSync } from "fs";
+import { tmpdir } from "os";
+import { join } from "path";
+import { kill9, startServer, waitHealthy } from "./own_server";
 import {
   hydrated,
   isPhone,
@@ -77,6 +81,51 @@ for (const mode of ["Worklog", "Trace"] as const) {
     expect(failures).toEqual([]);
   });
 }
+
+test("interim prose stays where it streamed when the next tool call starts", async ({ page, request }, testInfo) => {
+  // A server of its own, paced like a model (60 ms a chunk), so the sentence streams over many
+  // frames as the answer before the next tool call makes it interim.
+  const port = 3500 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 50 : 0);
+  const base = `http://127.0.0.1:${port}`;
+  const dataDir = mkdtempSync(join(tmpdir(), "anchorage-interim-"));
+  const server = startServer(port, dataDir, { ANCHORAGE_DEMO_DELAY_MS: "60" });
+  try {
+    await waitHealthy(request, base);
+    for (const mode of ["Worklog", "Trace"] as const) {
+      const session = (await (await request.post(`${base}/api/session/new`, { data: {} })).json()).session.id;
+      await page.goto(`${base}/s/${session}`);
+      await hydrated(page);
+      await setMode(page, mode);
+      // Where the sentence "One test fails…" is laid out in each frame, and in which element.
+      await page.evaluate(() => {
+        const w = window as any;
+        w.__interim = [];
+        const tick = () => {
+          const scrolled = document.querySelector(".transcript")?.scrollTop ?? 0;
+          for (const el of document.querySelectorAll("article.turn:last-of-type .answer, article.turn:last-of-type .process-prose")) {
+            if (el.textContent?.includes("One test fails")) {
+              const r = el.getBoundingClientRect();
+              w.__interim.push({ kind: el.classList.contains("answer") ? "answer" : "process", left: r.left, top: r.top + scrolled });
+            }
+          }
+          requestAnimationFrame(tick);
+        };
+        requestAnimationFrame(tick);
+      });
+      await sendQuietly(page, "/demo tools");
+      await settled(page);
+      const seen: { kind: string; left: number; top: number }[] = await page.evaluate(() => (window as any).__interim);
+      expect(new Set(seen.map((s) => s.kind))).toEqual(new Set(["answer", "process"]));
+      for (const s of seen) {
+        expect(Math.abs(s.left - seen[0].left), `${mode}: ${JSON.stringify(s)} vs ${JSON.stringify(seen[0])}`).toBeLessThanOrEqual(1);
+        expect(Math.abs(s.top - seen[0].top), `${mode}: ${JSON.stringify(s)} vs ${JSON.stringify(seen[0])}`).toBeLessThanOrEqual(1);
+      }
+    }
+  } finally {
+    await kill9(server);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
 
 test("an approval and Stop move nothing that the reader did not move", async ({ page, request }) => {
   await openNewSession(page, request);
@@ -292,8 +341,9 @@ test("a draft survives a reload and stays with its conversation", async ({ page,
 
 test("scrolling up while an answer streams stays up; Jump to latest brings the reader back", async ({ page, request }) => {
   test.skip(isPhone(page), "wheel steps: desktop (the phone's keyboard and touch follow the same rule)");
+  test.setTimeout(60_000);
   await openNewSession(page, request);
-  await send(page, "/demo long 4000");
+  await send(page, "/demo long 2000");
   const transcript = page.locator(".transcript");
   // Wait until the answer is taller than the view.
   await expect.poll(() => transcript.evaluate((el) => el.scrollHeight - el.clientHeight), { timeout: 20_000 }).toBeGreaterThan(300);
@@ -320,9 +370,12 @@ test("scrolling up while an answer streams stays up; Jump to latest brings the r
   const jump = page.getByRole("button", { name: /Jump to latest/ });
   await expect(jump).toBeVisible();
   await expect(jump.locator(".unseen-dot")).toBeVisible();
+  const away = await transcript.evaluate((el) => el.scrollTop);
   await jump.click();
   await expect(jump).toHaveCount(0);
-  await page.waitForTimeout(300);
+  // Following again: the view goes down with the answer to its end.
+  await expect.poll(() => transcript.evaluate((el) => el.scrollTop)).toBeGreaterThan(away + 100);
+  await settled(page);
   const gap = await transcript.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
   expect(gap).toBeLessThanOrEqual(2);
 });
