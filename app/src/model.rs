@@ -132,6 +132,9 @@ pub struct TurnState {
     pub last_at: Option<f64>,
     /// How the user answered each approval or question, by its id ("Allowed once", …).
     pub answers: std::collections::HashMap<String, String>,
+    /// Bumped whenever [`TurnState::process`] may have changed: not by the answer's tokens, so
+    /// what is derived from the process (the worklog, the trace) is not redone per token.
+    pub process_rev: u64,
     next_key: u64,
 }
 
@@ -287,6 +290,7 @@ impl TurnState {
             first_at: None,
             last_at: None,
             answers: std::collections::HashMap::new(),
+            process_rev: 0,
             next_key: 0,
         };
         let context = ctx(session_id, &turn.run_id);
@@ -415,6 +419,15 @@ impl TurnState {
         if let Some(RowChange::Appended(i)) = applied.change.row {
             if let Some(row) = self.registry.row(i) {
                 push_segment(&mut self.segments, &mut self.next_key, &row);
+                // The answer's prose and the terminal note are not process; anything else
+                // appended (or reasoning growing) is, and turns the prose before it into process.
+                if self
+                    .segments
+                    .last()
+                    .is_some_and(|s| !matches!(s.kind, SegmentKind::Prose | SegmentKind::Terminal))
+                {
+                    self.process_rev += 1;
+                }
             }
         }
     }
@@ -930,6 +943,46 @@ mod tests {
         ] {
             assert!(!breaks_answer(kind), "{kind}");
         }
+    }
+
+    #[test]
+    fn the_process_changes_with_activity_not_with_the_answers_tokens() {
+        let all = journal();
+        let mut state = TurnState::new("s1", &turn(all[..6].to_vec()));
+        let before = (state.process_rev, state.process().len());
+        for (seq, text) in [(7, "The "), (8, "answer.")] {
+            state.apply_frame(
+                "token",
+                &json!({ "text": text }).to_string(),
+                &format!("run1:{seq}"),
+                "s1",
+            );
+            assert_eq!(
+                (state.process_rev, state.process().len()),
+                before,
+                "a token"
+            );
+        }
+        state.apply_frame(
+            "tool",
+            &json!({"name": "terminal", "tid": "c2", "args": {"command": "ls"}}).to_string(),
+            "run1:9",
+            "s1",
+        );
+        assert!(state.process_rev > before.0, "a tool call");
+        assert_eq!(
+            state.process().len(),
+            before.1 + 2,
+            "the prose before it and the call"
+        );
+        let rev = state.process_rev;
+        state.apply_frame(
+            "done",
+            &json!({"status": "completed"}).to_string(),
+            "run1:10",
+            "s1",
+        );
+        assert_eq!(state.process_rev, rev, "the terminal note is not process");
     }
 
     #[test]

@@ -229,9 +229,9 @@ impl ChatState {
         }));
     }
 
-    #[cfg(feature = "hydrate")]
     /// Adds the turns of `page` that the page does not show yet (page data fetched with
     /// `after_run_id`), leaving the shown ones as they are; takes its queue and titles.
+    #[cfg(feature = "hydrate")]
     pub fn append(&self, page: &SessionPage) {
         let Some(session) = &page.session else {
             return;

@@ -369,7 +369,9 @@ test("scrolling up while an answer streams stays up; Jump to latest brings the r
   expect(await transcript.evaluate((el) => el.scrollTop)).toBe(top);
   const jump = page.getByRole("button", { name: /Jump to latest/ });
   await expect(jump).toBeVisible();
-  await expect(jump.locator(".unseen-dot")).toBeVisible();
+  // With a dot: there is more below.
+  await expect(jump).toHaveAttribute("data-unseen", "true");
+  expect(await jump.evaluate((el) => getComputedStyle(el, "::before").backgroundColor)).not.toBe("rgba(0, 0, 0, 0)");
   const away = await transcript.evaluate((el) => el.scrollTop);
   await jump.click();
   await expect(jump).toHaveCount(0);

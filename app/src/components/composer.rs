@@ -118,7 +118,7 @@ pub(crate) fn Composer(
             <button
                 type="submit"
                 class="composer-send"
-                data-action=dynamic(move || label().trim_end_matches('…').to_lowercase())
+                data-action=dynamic(move || action(label()))
                 disabled=dynamic(move || {
                     (blank() && !running.get()) || stopping.get() || sending.get() == Some(false)
                 })
@@ -127,6 +127,18 @@ pub(crate) fn Composer(
                 {label}
             </button>
         </form>
+    }
+}
+
+/// The `data-action` of the button for its label.
+fn action(label: &str) -> &'static str {
+    match label {
+        "Queue" => "queue",
+        "Stop" => "stop",
+        "Stopping…" => "stopping",
+        "Sending…" => "sending",
+        "Retry" => "retry",
+        _ => "send",
     }
 }
 

@@ -237,9 +237,10 @@ fn note_label(kind: SegmentKind, source: &str, turn_over: bool) -> String {
         (SegmentKind::Control, "clarify") => "Asked a question".to_owned(),
         (SegmentKind::Terminal, source) => format!("Ended ({source})"),
         (_, source) => {
+            // Event types are ASCII words: "goal_continue" reads "Goal continue".
             let mut label = source.replace('_', " ");
-            if let Some(first) = label.get(..1) {
-                label = first.to_uppercase() + &label[1..];
+            if let Some(first) = label.get_mut(..1) {
+                first.make_ascii_uppercase();
             }
             label
         }
@@ -251,7 +252,7 @@ fn says_more(label: &str, text: &str) -> bool {
     let plain = |s: &str| {
         s.trim()
             .trim_end_matches(['.', '…'])
-            .to_lowercase()
+            .to_ascii_lowercase()
             .replace("the ", "")
     };
     let text = plain(text);
@@ -287,21 +288,12 @@ fn NoteRow(turn: TurnHandle, segment: Segment, turn_over: Signal<bool>) -> impl 
     }
 }
 
-/// Prose written while working.
+/// Prose written while working (it is final: prose that grows is the answer).
 #[component]
-fn ProseRow(turn: TurnHandle, key: u64, row_id: String) -> impl IntoView {
-    let text = Signal::derive(move || {
-        turn.state.with(|s| {
-            s.segments
-                .iter()
-                .find(|seg| seg.key == key)
-                .map(|seg| seg.text.clone())
-                .unwrap_or_default()
-        })
-    });
+fn ProseRow(segment: Segment) -> impl IntoView {
     view! {
-        <div class="process-prose" data-row-id=row_id>
-            <Prose text=text />
+        <div class="process-prose" data-row-id=segment.row_id>
+            <Prose text=Signal::stored(segment.text) />
         </div>
     }
 }
@@ -318,13 +310,18 @@ fn item_view(
             <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over inline_result=trace />
         }),
         WorkItem::Segment(segment) => match segment.kind {
-            SegmentKind::Prose => EitherOf4::B(
-                view! { <ProseRow turn=turn key=segment.key row_id=segment.row_id.clone() /> },
-            ),
+            SegmentKind::Prose => EitherOf4::B(view! { <ProseRow segment=segment /> }),
             SegmentKind::Thinking => EitherOf4::C(view! { <ThinkingRow segment=segment /> }),
             _ => EitherOf4::D(view! { <NoteRow turn=turn segment=segment turn_over=turn_over /> }),
         },
     }
+}
+
+/// Changes when the turn's process does (see `TurnState::process_rev`): what is derived from
+/// the process tracks this instead of the whole turn.
+fn process_rev(turn: &TurnHandle) -> Memo<u64> {
+    let state = turn.state;
+    Memo::new(move |_| state.with(|s| s.process_rev))
 }
 
 /// The kind of an item, for the trace's row class.
@@ -342,20 +339,21 @@ fn item_kind(item: &WorkItem) -> &'static str {
 /// The process of a turn, windowed to its latest items: one item per thing it did.
 #[component]
 fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl IntoView {
-    // A long process materializes only its latest items; the reader asks for more.
+    // A long process materializes only its latest items; the reader asks for more. Redone when
+    // the process changes, not per token of the answer.
     let shown = RwSignal::new(TRACE_WINDOW);
-    let items = Memo::new(move |_| {
+    let rev = process_rev(&turn);
+    let window = Memo::new(move |_| {
+        rev.track();
         let limit = shown.get();
-        turn.state.with(|s| {
+        turn.state.with_untracked(|s| {
             let process = s.process();
-            fold_tools(&process[process.len().saturating_sub(limit)..])
+            let start = process.len().saturating_sub(limit);
+            (fold_tools(&process[start..]), start)
         })
     });
-    let hidden = Memo::new(move |_| {
-        turn.state
-            .with(|s| s.process().len())
-            .saturating_sub(shown.get())
-    });
+    let items = Memo::new(move |_| window.with(|(items, _)| items.clone()));
+    let hidden = Memo::new(move |_| window.with(|(_, hidden)| *hidden));
     let any_hidden = Memo::new(move |_| hidden.get() > 0);
     let class = if trace { "trace-rows" } else { "worklog-items" };
     view! {
@@ -388,7 +386,11 @@ fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl 
 #[component]
 fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
     let user_choice = RwSignal::new(None::<bool>);
-    let steps = Memo::new(move |_| turn.state.with(|s| step_count(&s.process())));
+    let rev = process_rev(&turn);
+    let steps = Memo::new(move |_| {
+        rev.track();
+        turn.state.with_untracked(|s| step_count(&s.process()))
+    });
     let elapsed = Memo::new(move |_| turn.state.with(|s| s.elapsed()));
     let ending = Memo::new(move |_| turn.state.with(|s| s.terminal_state()));
     let error_family = Memo::new(move |_| {
@@ -428,7 +430,7 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
                         <span class="chevron" aria-hidden="true"></span>
                         <span class="worklog-text">{summary}</span>
                         {move || (!turn_over.get()).then(|| view! {
-                            <span class="working" aria-hidden="true"><span></span><span></span><span></span></span>
+                            <span class="working" aria-hidden="true"></span>
                         })}
                     </button>
                     {move || (open.get() && has_steps.get()).then(|| view! {
@@ -460,21 +462,26 @@ fn worklog_summary(ending: Option<TerminalState>, steps: usize, time: Option<&st
 /// start and end are one row, with its result), windowed.
 #[component]
 fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
-    let total = Memo::new(move |_| turn.state.with(|s| s.process().len()));
-    let tools = Memo::new(move |_| {
-        turn.state.with(|s| {
-            s.segments
+    let rev = process_rev(&turn);
+    let counts = Memo::new(move |_| {
+        rev.track();
+        turn.state.with_untracked(|s| {
+            let tools = s
+                .segments
                 .iter()
                 .filter(|seg| seg.kind == SegmentKind::ToolStart)
-                .count()
+                .count();
+            (s.process().len(), tools)
         })
     });
+    let total = Memo::new(move |_| counts.get().0);
+    let tools = Memo::new(move |_| counts.get().1);
     view! {
         <div class="trace">
             <div class="trace-head">
                 <span>{dynamic(move || trace_summary(total.get(), tools.get()))}</span>
                 {move || (!turn_over.get()).then(|| view! {
-                    <span class="working" aria-hidden="true"><span></span><span></span><span></span></span>
+                    <span class="working" aria-hidden="true"></span>
                 })}
             </div>
             <ProcessItems turn=turn turn_over=turn_over trace=true />
@@ -721,6 +728,10 @@ mod tests {
         );
         assert_eq!(
             worklog_summary(Some(Cancelled), 0, Some("3s")),
+            "Stopped after 3s"
+        );
+        assert_eq!(
+            worklog_summary(Some(Error), 0, Some("3s")),
             "Ended after 3s"
         );
         assert_eq!(

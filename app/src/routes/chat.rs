@@ -263,9 +263,6 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                             aria-pressed=flag(move || chat.mode.get() == Mode::CompactWorklog)
                             on:click=move |_| set_mode(Mode::CompactWorklog)
                         >
-                            <svg class="icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
-                                <path d="M5 7h14 M5 12h9 M5 17h14" />
-                            </svg>
                             <span class="mode-label">"Worklog"</span>
                         </button>
                         <button
@@ -274,9 +271,6 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                             aria-pressed=flag(move || chat.mode.get() == Mode::TransparentStream)
                             on:click=move |_| set_mode(Mode::TransparentStream)
                         >
-                            <svg class="icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
-                                <path d="M6 4v16 M6 7h12 M6 12h9 M6 17h12" />
-                            </svg>
                             <span class="mode-label">"Trace"</span>
                         </button>
                     </div>
@@ -324,10 +318,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     // at the bottom edge: a card that comes or goes here moves nothing above it.
                     <div class="transcript-dock">
                         {move || (!chat.following.get()).then(|| view! {
-                            <button type="button" class="jump-latest" on:click=jump>
-                                {move || chat.unseen.get().then(|| view! { <span class="unseen-dot" aria-label="new content"></span> })}
-                                "Jump to latest"
-                                <span aria-hidden="true">" ↓"</span>
+                            <button type="button" class="jump-latest" data-unseen=flag(move || chat.unseen.get()) on:click=jump>
+                                "Jump to latest ↓"
                             </button>
                         })}
                         <TodoPanel />

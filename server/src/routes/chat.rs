@@ -41,12 +41,12 @@ fn checked_client_id(client_id: Option<&str>) -> Result<Option<&str>, ApiError> 
     }
 }
 
-/// `POST /api/chat/start` body.
+/// The body of `POST /api/chat/start` and `POST /api/chat/queue`.
 #[derive(Debug, Deserialize)]
-pub struct StartBody {
+pub struct SendBody {
     session_id: String,
     message: String,
-    /// The browser's id for the message: a retry of the same send starts nothing new.
+    /// The browser's id for the message: a retry of the same send makes nothing new.
     client_id: Option<String>,
 }
 
@@ -66,7 +66,7 @@ fn started_json(started: &crate::runner::Started) -> Value {
 /// again answers the run the first request started (a send retried after a lost answer).
 pub async fn start(
     State(state): State<AppState>,
-    ApiJson(body): ApiJson<StartBody>,
+    ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, ApiError> {
     let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;
@@ -94,20 +94,11 @@ pub async fn cancel(
     ))
 }
 
-/// `POST /api/chat/queue` body.
-#[derive(Debug, Deserialize)]
-pub struct QueueBody {
-    session_id: String,
-    message: String,
-    /// As for `start`: a retry finds what the first request did.
-    client_id: Option<String>,
-}
-
 /// `POST /api/chat/queue`: a follow-up for when the session's run ends (started at once when
-/// the session is idle).
+/// the session is idle). A `client_id` sent before finds what the first request did.
 pub async fn queue(
     State(state): State<AppState>,
-    ApiJson(body): ApiJson<QueueBody>,
+    ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, ApiError> {
     let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;

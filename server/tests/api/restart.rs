@@ -63,6 +63,22 @@ async fn launch(data: &std::path::Path, site: &std::path::Path) -> Server {
     panic!("server did not come up");
 }
 
+/// A new session on `base` running `/demo slow`: (session, run).
+async fn start_slow(client: &reqwest::Client, base: &str) -> (String, String) {
+    let post = |path: &str, body: Value| {
+        let request = client.post(format!("{base}{path}")).json(&body);
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let session = post("/api/session/new", json!({})).await;
+    let session = session["session"]["id"].as_str().unwrap().to_owned();
+    let started = post(
+        "/api/chat/start",
+        json!({"session_id": session, "message": "/demo slow"}),
+    )
+    .await;
+    (session, started["run_id"].as_str().unwrap().to_owned())
+}
+
 #[tokio::test]
 async fn a_run_cut_off_by_a_crash_is_interrupted_after_restart_and_keeps_what_was_acknowledged() {
     let data = tempfile::tempdir().unwrap();
@@ -70,26 +86,7 @@ async fn a_run_cut_off_by_a_crash_is_interrupted_after_restart_and_keeps_what_wa
     let client = reqwest::Client::new();
     let mut server = launch(data.path(), site.path()).await;
 
-    let session: Value = client
-        .post(format!("{}/api/session/new", server.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session = session["session"]["id"].as_str().unwrap().to_owned();
-    let started: Value = client
-        .post(format!("{}/api/chat/start", server.base))
-        .json(&json!({"session_id": session, "message": "/demo slow"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = started["run_id"].as_str().unwrap().to_owned();
+    let (session, run) = start_slow(&client, &server.base).await;
 
     // Receive some events: these were acknowledged to a client.
     let res = client
@@ -224,26 +221,7 @@ async fn a_second_server_on_the_same_directory_or_port_stops_before_touching_any
     let site = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let server = launch(data.path(), site.path()).await;
-    let session: Value = client
-        .post(format!("{}/api/session/new", server.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session = session["session"]["id"].as_str().unwrap().to_owned();
-    let started: Value = client
-        .post(format!("{}/api/chat/start", server.base))
-        .json(&json!({"session_id": session, "message": "/demo slow"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = started["run_id"].as_str().unwrap().to_owned();
+    let (_, run) = start_slow(&client, &server.base).await;
     let status = |client: reqwest::Client, base: String, run: String| async move {
         client
             .get(format!("{base}/api/chat/stream/status?run_id={run}"))
