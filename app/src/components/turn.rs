@@ -344,7 +344,8 @@ fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl 
     let shown = RwSignal::new(TRACE_WINDOW);
     let rev = process_rev(&turn);
     let window = Memo::new(move |_| {
-        rev.track();
+        // Read (not only tracked): a memo is computed, and subscribed, when read.
+        let _ = rev.get();
         let limit = shown.get();
         turn.state.with_untracked(|s| {
             let process = s.process();
@@ -388,7 +389,8 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
     let user_choice = RwSignal::new(None::<bool>);
     let rev = process_rev(&turn);
     let steps = Memo::new(move |_| {
-        rev.track();
+        // Read (not only tracked): a memo is computed, and subscribed, when read.
+        let _ = rev.get();
         turn.state.with_untracked(|s| step_count(&s.process()))
     });
     let elapsed = Memo::new(move |_| turn.state.with(|s| s.elapsed()));
@@ -464,7 +466,8 @@ fn worklog_summary(ending: Option<TerminalState>, steps: usize, time: Option<&st
 fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
     let rev = process_rev(&turn);
     let counts = Memo::new(move |_| {
-        rev.track();
+        // Read (not only tracked): a memo is computed, and subscribed, when read.
+        let _ = rev.get();
         turn.state.with_untracked(|s| {
             let tools = s
                 .segments
