@@ -156,7 +156,8 @@ fn ToolCard(
     let row_id = first.row_id.clone();
     let name = tool.name.clone();
     let args = tool.args.clone();
-    let phase = move || ToolPhase::of(finished, failed, turn_over.get());
+    // A finished call never asks whether the turn is over: it does not change with it.
+    let phase = move || ToolPhase::of(finished, failed, !finished && turn_over.get());
     let result_line = inline_result
         .then(|| result.lines().next().unwrap_or_default().to_owned())
         .filter(|line| !line.is_empty());
@@ -497,7 +498,10 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
 pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     let chat = use_chat();
     let mode = Memo::new(move |_| turn.mode.get().unwrap_or_else(|| chat.mode.get()));
-    let turn_over = Signal::derive(move || turn.state.with(|s| s.terminal_state().is_some()));
+    // A memo, not a derived signal: the many rows that ask are told once, when the turn ends,
+    // not on every event of the turn.
+    let turn_over: Signal<bool> =
+        Memo::new(move |_| turn.state.with(|s| s.terminal_state().is_some())).into();
     // The answer takes shape in one element while it streams, and stays in that element when
     // it settles: as the final answer, or as what was streamed (partial) when the turn ended
     // any other way.
