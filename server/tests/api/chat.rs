@@ -525,3 +525,43 @@ async fn page_data_after_a_run_holds_only_the_turns_that_came_after_it() {
     assert_eq!(none["session"]["turns"], json!([]));
     assert_eq!(none["session"]["id"], session.as_str());
 }
+
+#[tokio::test]
+async fn a_compression_between_model_calls_leaves_a_whole_answer() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo compress").await;
+    app.wait_finished(&run).await;
+    let events = app.stream(&run, None).await;
+    // What streamed before the compression led to it; the answer comes after, whole.
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    let compressing = kinds.iter().position(|k| *k == "compressing").unwrap();
+    let compressed = kinds.iter().position(|k| *k == "compressed").unwrap();
+    assert!(kinds[..compressing].contains(&"token"));
+    assert!(compressing < compressed);
+    let answer = streamed(&events);
+    assert_eq!(
+        answer,
+        "The context is compressed and I can continue where we left off."
+    );
+    let settled = events
+        .iter()
+        .find(|e| e.event == "settled_message")
+        .unwrap();
+    assert_eq!(settled.data["content"], answer.as_str());
+    let md = app
+        .client
+        .get(app.url(&format!(
+            "/api/session/export?session_id={session}&format=md"
+        )))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        md.contains("\n\nThe context is compressed and I can continue"),
+        "{md}"
+    );
+}
