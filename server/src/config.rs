@@ -3,6 +3,44 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
+/// A credential (an API key): usable where it is needed, never printed. Its `Debug` says only
+/// that there is one, so a logged or panicking `Config` does not leak it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The credential itself, for the request that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Secret(value)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Secret(value.to_owned())
+    }
+}
+
+/// A key from the environment, when set and not blank.
+fn secret_from_env(name: &str) -> Option<Secret> {
+    std::env::var(name)
+        .ok()
+        .filter(|k| !k.trim().is_empty())
+        .map(Secret)
+}
+
 /// Which agent runs the turns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
@@ -48,8 +86,8 @@ pub struct Config {
     pub openai_base_url: String,
 
     /// API key for the OpenAI-compatible API (read from the environment only)
-    #[arg(skip = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.trim().is_empty()))]
-    pub openai_api_key: Option<String>,
+    #[arg(skip = secret_from_env("OPENAI_API_KEY"))]
+    pub openai_api_key: Option<Secret>,
 
     /// Model name sent to the provider [default: gpt-4o-mini for openai, hermes-agent for hermes]
     #[arg(long, env = "ANCHORAGE_MODEL")]
@@ -68,8 +106,8 @@ pub struct Config {
     pub hermes_url: String,
 
     /// Bearer key for the Hermes gateway (read from the environment only)
-    #[arg(skip = std::env::var("HERMES_API_KEY").ok().filter(|k| !k.trim().is_empty()))]
-    pub hermes_api_key: Option<String>,
+    #[arg(skip = secret_from_env("HERMES_API_KEY"))]
+    pub hermes_api_key: Option<Secret>,
 }
 
 impl Config {

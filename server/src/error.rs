@@ -74,6 +74,11 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Finished => ApiError::new(StatusCode::CONFLICT, "run already finished"),
             StoreError::AlreadyAnswered => ApiError::new(StatusCode::CONFLICT, "already answered"),
+            StoreError::WrongKind { kind } => ApiError::new(
+                StatusCode::CONFLICT,
+                format!("that request is a pending {kind}: answer it as one"),
+            )
+            .with("kind", kind),
             StoreError::Duplicate { run_id } => {
                 ApiError::new(StatusCode::CONFLICT, "message already sent").with("run_id", run_id)
             }

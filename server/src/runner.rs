@@ -10,7 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hub::Hub;
 use crate::journal::{self, Journal, JournalError};
-use crate::runtime::{ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnRequest, Waiters};
+use crate::runtime::{
+    redact_secrets, ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnRequest, Waiters,
+};
 use crate::store::{
     Interaction, Message, NewTurn, QueuedMessage, SettledAnswer, Store, StoreError,
 };
@@ -365,10 +367,10 @@ impl Runner {
         kind: &str,
         response: Value,
     ) -> Result<Interaction, RunError> {
-        let interaction = self.store.answer_interaction(run_id, id, &response).await?;
-        if interaction.kind != kind {
-            return Err(RunError::Store(StoreError::NotFound));
-        }
+        let interaction = self
+            .store
+            .answer_interaction(run_id, id, kind, &response)
+            .await?;
         let event = if kind == "approval" {
             json!({"approval_id": id, "choice": response["choice"], "status": "answered"})
         } else {
@@ -509,7 +511,9 @@ fn terminal_for(end: RunEnd) -> (&'static str, &'static str, Value, String, Opti
         RunEnd::Failed { message, hint } => (
             "apperror",
             "error",
-            json!({"status": "error", "type": "error", "message": message, "hint": hint}),
+            // Upstream text: never a credential in what the turn shows.
+            json!({"status": "error", "type": "error", "message": redact_secrets(&message),
+                   "hint": hint.as_deref().map(redact_secrets)}),
             String::new(),
             None,
         ),

@@ -26,7 +26,7 @@ pub struct HermesSettings {
     /// Gateway base URL (`http://127.0.0.1:8642`).
     pub url: String,
     /// Bearer key, if the gateway wants one.
-    pub api_key: Option<String>,
+    pub api_key: Option<crate::config::Secret>,
     /// Model name passed through.
     pub model: String,
     /// Silence allowed on the event stream.
@@ -56,7 +56,7 @@ impl HermesAgent {
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let builder = self.client.request(method, self.url(path));
         match &self.settings.api_key {
-            Some(key) => builder.bearer_auth(key),
+            Some(key) => builder.bearer_auth(key.expose()),
             None => builder,
         }
     }

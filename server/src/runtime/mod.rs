@@ -302,6 +302,63 @@ pub(crate) fn end_of(result: Result<RunEnd, Fail>) -> RunEnd {
     }
 }
 
+/// `text` (an upstream error, a hint built from one) with anything that looks like a credential
+/// replaced by `[redacted]`: a bearer token, an `sk-…` key, a `key=`/`token=` parameter, or a
+/// long run of letters and digits (a hex or base64 key). Such text is journaled into the turn
+/// and shown to whoever reads the conversation.
+pub fn redact_secrets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let token_char =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '+' | '=');
+    while !rest.is_empty() {
+        let lower = rest.to_ascii_lowercase();
+        // A bearer token or a key parameter: keep the label, drop what follows it.
+        let label = [
+            "bearer ",
+            "api_key=",
+            "apikey=",
+            "key=",
+            "token=",
+            "access_token=",
+        ]
+        .iter()
+        .find(|l| lower.starts_with(**l))
+        .filter(|_| {
+            out.chars()
+                .last()
+                .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
+        });
+        if let Some(label) = label {
+            let (head, tail) = rest.split_at(label.len());
+            let end = tail.find(|c: char| !token_char(c)).unwrap_or(tail.len());
+            out.push_str(head);
+            if end > 0 {
+                out.push_str("[redacted]");
+            }
+            rest = &tail[end..];
+            continue;
+        }
+        let end = rest.find(|c: char| !token_char(c)).unwrap_or(rest.len());
+        if end == 0 {
+            let c = rest.chars().next().unwrap_or(' ');
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        let word = &rest[..end];
+        let looks_like_key = (word.starts_with("sk-") || word.starts_with("sk_"))
+            && word.len() >= 11
+            || (word.len() >= 32
+                && word.chars().any(|c| c.is_ascii_digit())
+                && word.chars().any(|c| c.is_ascii_alphabetic())
+                && !word.contains('/'));
+        out.push_str(if looks_like_key { "[redacted]" } else { word });
+        rest = &rest[end..];
+    }
+    out
+}
+
 /// (input, output) token counts of a provider's usage object, under either naming
 /// (`input_tokens`/`output_tokens` or OpenAI's `prompt_tokens`/`completion_tokens`).
 pub(crate) fn token_counts(usage: &Value) -> (Option<u64>, Option<u64>) {
@@ -377,7 +434,38 @@ pub(crate) fn host_of(url: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::host_of;
+    use super::{host_of, redact_secrets};
+
+    #[test]
+    fn credentials_never_reach_a_turn() {
+        assert_eq!(
+            redact_secrets(
+                "401 Unauthorized: Incorrect API key provided: sk-proj-abc123DEF456ghi."
+            ),
+            "401 Unauthorized: Incorrect API key provided: [redacted]"
+        );
+        assert_eq!(
+            redact_secrets("sent Authorization: Bearer eyJhbGciOi.J9x-y_z and failed"),
+            "sent Authorization: Bearer [redacted] and failed"
+        );
+        assert_eq!(
+            redact_secrets("GET https://host/v1?key=AIzaSyA1b2C3&x=1 gave 403"),
+            "GET https://host/v1?key=[redacted]&x=1 gave 403"
+        );
+        assert_eq!(
+            redact_secrets("token 0123456789abcdef0123456789abcdef01 rejected"),
+            "token [redacted] rejected"
+        );
+        // Ordinary text, paths and short ids stay.
+        for plain in [
+            "The provider returned 500 Internal Server Error.",
+            "model gpt-4o-mini not found at http://127.0.0.1:11434/v1/chat/completions",
+            "monkey=1 donkey=2",
+            "Try again in a moment; the partial answer is kept.",
+        ] {
+            assert_eq!(redact_secrets(plain), plain);
+        }
+    }
 
     #[test]
     fn labels_name_the_host_of_a_url() {

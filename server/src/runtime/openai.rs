@@ -32,7 +32,7 @@ pub struct OpenAiSettings {
     /// `http://127.0.0.1:11434/v1`, …).
     pub base_url: String,
     /// Bearer key.
-    pub api_key: String,
+    pub api_key: crate::config::Secret,
     /// Model name.
     pub model: String,
     /// Model calls per turn before `tool_limit_reached`.
@@ -203,7 +203,7 @@ impl OpenAiAgent {
             let request = self
                 .client
                 .post(self.url())
-                .bearer_auth(&self.settings.api_key)
+                .bearer_auth(self.settings.api_key.expose())
                 .json(&body)
                 .send();
             let response = io

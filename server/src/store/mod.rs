@@ -189,6 +189,12 @@ pub enum StoreError {
     /// The interaction was already answered.
     #[error("already answered")]
     AlreadyAnswered,
+    /// The interaction is of another kind (an approval answered as a question, or the reverse).
+    #[error("that request is a pending {kind}, not this kind")]
+    WrongKind {
+        /// What it is.
+        kind: String,
+    },
     /// A message with this client id was already sent; its run is `run_id`.
     #[error("message already sent")]
     Duplicate {
@@ -331,11 +337,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records an approval or clarify request.
     async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError>;
-    /// Answers an interaction once: `AlreadyAnswered` for a second answer.
+    /// Answers a pending interaction of `kind` once: `AlreadyAnswered` for a second answer,
+    /// `WrongKind` (nothing changed) when it is the other kind.
     async fn answer_interaction(
         &self,
         run_id: &str,
         id: &str,
+        kind: &str,
         response: &Value,
     ) -> Result<Interaction, StoreError>;
     /// Closes a run's open interactions (the run ended).

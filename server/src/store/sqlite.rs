@@ -674,29 +674,36 @@ impl Store for SqliteStore {
         &self,
         run_id: &str,
         id: &str,
+        kind: &str,
         response: &Value,
     ) -> Result<Interaction, StoreError> {
+        // Only a pending request of this kind: an approval answered as a question (or the
+        // reverse) changes nothing and stays pending.
         let updated = sqlx::query(
-            "UPDATE interactions SET status = 'answered', response = ?3 WHERE run_id = ?1 AND id = ?2 AND status = 'pending' RETURNING *",
+            "UPDATE interactions SET status = 'answered', response = ?4 \
+             WHERE run_id = ?1 AND id = ?2 AND kind = ?3 AND status = 'pending' RETURNING *",
         )
         .bind(run_id)
         .bind(id)
+        .bind(kind)
         .bind(response.to_string())
         .fetch_optional(&self.pool)
         .await?;
         match updated {
             Some(row) => Ok(interaction_from(&row)),
             None => {
-                let exists =
-                    sqlx::query("SELECT 1 FROM interactions WHERE run_id = ?1 AND id = ?2")
+                let existing =
+                    sqlx::query("SELECT kind FROM interactions WHERE run_id = ?1 AND id = ?2")
                         .bind(run_id)
                         .bind(id)
                         .fetch_optional(&self.pool)
                         .await?;
-                Err(if exists.is_some() {
-                    StoreError::AlreadyAnswered
-                } else {
-                    StoreError::NotFound
+                Err(match existing {
+                    Some(row) if row.get::<String, _>("kind") != kind => StoreError::WrongKind {
+                        kind: row.get("kind"),
+                    },
+                    Some(_) => StoreError::AlreadyAnswered,
+                    None => StoreError::NotFound,
                 })
             }
         }

@@ -377,11 +377,12 @@ async fn openai_provider_errors_end_the_turn_as_error_with_a_hint_and_keep_parti
     let partial = delta(json!({"content": "Partial "}), None);
     let cases: Vec<(Reply, &str, &str)> = vec![
         (
+            // Providers quote the key they were given: the turn shows none of it.
             Reply::Json(
                 401,
-                json!({"error": {"message": "Incorrect API key provided"}}),
+                json!({"error": {"message": "Incorrect API key provided: sk-test-abc123def456"}}),
             ),
-            "rejected the API key (HTTP 401): Incorrect API key provided",
+            "rejected the API key (HTTP 401): Incorrect API key provided: [redacted]",
             "OPENAI_API_KEY",
         ),
         (
@@ -424,6 +425,7 @@ async fn openai_provider_errors_end_the_turn_as_error_with_a_hint_and_keep_parti
         let end = of_kind(&events, "apperror")[0];
         let got = end.data["message"].as_str().unwrap();
         assert!(got.contains(message), "{got:?} lacks {message:?}");
+        assert!(!got.contains("sk-test"), "{got:?}");
         let got_hint = end.data["hint"].as_str().unwrap_or_default();
         assert!(got_hint.contains(hint), "{got_hint:?} lacks {hint:?}");
         let streamed = texts(&events, "token");
@@ -686,7 +688,11 @@ async fn the_openai_backend_without_a_key_is_a_clear_startup_error() {
         Err(e) => e.to_string(),
     };
     assert!(error.contains("OPENAI_API_KEY"), "{error}");
-    config.openai_api_key = Some("sk-x".into());
+    config.openai_api_key = Some("sk-secret-x".into());
+    // A printed configuration says there is a key, never which.
+    let printed = format!("{config:?}");
+    assert!(!printed.contains("sk-secret-x"), "{printed}");
+    assert!(printed.contains("Secret(<redacted>)"), "{printed}");
     let adapter = server::runtime::build_adapter(&config).unwrap();
     assert_eq!(adapter.name(), "openai");
     assert!(data.path().join("ws").is_dir(), "the workspace is created");
@@ -703,7 +709,7 @@ fn hermes(upstream: &Upstream, key: Option<&str>) -> Arc<HermesAgent> {
     Arc::new(
         HermesAgent::new(HermesSettings {
             url: upstream.url(""),
-            api_key: key.map(str::to_owned),
+            api_key: key.map(Into::into),
             model: "hermes-agent".into(),
             idle: Duration::from_secs(10),
         })

@@ -565,3 +565,33 @@ async fn a_compression_between_model_calls_leaves_a_whole_answer() {
         "{md}"
     );
 }
+
+#[tokio::test]
+async fn an_approval_answered_as_a_question_stays_pending_and_is_409() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo approval").await;
+    let request = wait_for_event(&app, &run, "approval").await;
+    let id = request.data["approval_id"].as_str().unwrap().to_owned();
+    let (code, body) = app
+        .post(
+            "/api/clarify/respond",
+            json!({"run_id": run, "clarify_id": id, "response": "yes"}),
+        )
+        .await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(body["kind"], "approval");
+    // Still pending: the right answer goes through and the agent goes on.
+    let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    assert_eq!(s["session"]["pending_interactions"][0]["id"], id.as_str());
+    assert_eq!(s["session"]["pending_interactions"][0]["status"], "pending");
+    let (code, _) = app
+        .post(
+            "/api/approval/respond",
+            json!({"run_id": run, "approval_id": id, "choice": "deny"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let status = app.wait_finished(&run).await;
+    assert_eq!(status["terminal_state"], "completed");
+}
