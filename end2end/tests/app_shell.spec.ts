@@ -1,4 +1,4 @@
-import { test, expect } from "@playwright/test";
+import { test, expect } from "./fixtures";
 import { hydrated, isPhone, lastTurn, newSession, send, startTurn, waitRunEnd } from "./support";
 
 test.describe("app shell", () => {

@@ -1,4 +1,4 @@
-import { test, expect } from "@playwright/test";
+import { test, expect } from "./fixtures";
 import { ACTIVITY, hydrated, isPhone, journal, lastTurn, newSession, openNewSession, rendererReady, send, startTurn, waitRunEnd } from "./support";
 
 test.describe("chatting", () => {

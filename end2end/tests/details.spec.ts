@@ -1,4 +1,4 @@
-import { test, expect } from "@playwright/test";
+import { test, expect } from "./fixtures";
 import { hydrated, isPhone, lastTurn, newSession, openNewSession, send, startTurn, waitRunEnd } from "./support";
 
 // The small things a person notices in the first minutes: renaming, new chats, the todo dock,

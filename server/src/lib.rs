@@ -33,6 +33,7 @@ pub mod pages;
 mod routes;
 pub mod runner;
 pub mod runtime;
+pub mod security;
 pub mod store;
 pub mod telemetry;
 
@@ -138,6 +139,7 @@ pub fn router(state: AppState) -> Router {
         // gzip or brotli for pages, JSON and the site bundle; never for event streams, which
         // the default predicate leaves alone so that each frame goes out as it is written.
         .layer(CompressionLayer::new())
+        .layer(axum::middleware::from_fn(security::headers))
         .layer(TraceLayer::new_for_http())
 }
 

@@ -218,12 +218,21 @@ async fn render(
         }
     };
     let options = state.leptos_options.clone();
+    // A fresh nonce per page: the hydration script carries it, the policy admits it.
+    let nonce = leptos::nonce::Nonce::new();
+    let policy = crate::security::page_policy(Some(&nonce));
     // Everything the page shows is loaded: the render has nothing to wait for.
     let handler = leptos_axum::render_app_async_with_context(
-        || {},
+        move || provide_context(nonce.clone()),
         move || app::shell(options.clone(), page.clone()),
     );
-    handler(req).await
+    let mut response = handler(req).await;
+    if let Ok(value) = header::HeaderValue::from_str(&policy) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    response
 }
 
 /// `GET /api/page?session_id=&after_run_id=`: what the chat page renders from, as JSON (an

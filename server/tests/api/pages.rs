@@ -211,3 +211,47 @@ async fn an_unknown_session_shows_the_newest_with_a_notice() {
     assert_eq!(json["session"]["id"], session.as_str());
     assert_eq!(json["missing"], false);
 }
+
+#[tokio::test]
+async fn pages_carry_a_policy_that_admits_only_their_own_hydration_script() {
+    let app = spawn_app().await;
+    let mut nonces = Vec::new();
+    for _ in 0..2 {
+        let res = reqwest::get(app.url("/")).await.unwrap();
+        let h = res.headers().clone();
+        assert_eq!(h["x-frame-options"], "DENY");
+        assert_eq!(h["referrer-policy"], "same-origin");
+        assert_eq!(h["x-content-type-options"], "nosniff");
+        let policy = h["content-security-policy"].to_str().unwrap().to_owned();
+        assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+        let nonce = policy
+            .split("'nonce-")
+            .nth(1)
+            .and_then(|rest| rest.split('\'').next())
+            .expect("a nonce in the policy")
+            .to_owned();
+        let html = res.text().await.unwrap();
+        // Every inline script that runs carries the nonce; the page data is not a script.
+        let scripts: Vec<&str> = html.split("<script").skip(1).collect();
+        assert!(!scripts.is_empty());
+        for script in scripts {
+            let tag = script.split('>').next().unwrap();
+            if tag.contains("application/json") {
+                continue;
+            }
+            assert!(tag.contains(&format!("nonce=\"{nonce}\"")), "{tag}");
+        }
+        nonces.push(nonce);
+    }
+    assert_ne!(nonces[0], nonces[1], "a fresh nonce per page");
+
+    // Other HTML gets the policy without a nonce; JSON and files are never sniffed.
+    let res = reqwest::get(app.url("/no/such/page")).await.unwrap();
+    let policy = res.headers()["content-security-policy"].to_str().unwrap();
+    assert!(!policy.contains("nonce-") && policy.contains("script-src 'self'"));
+    assert_eq!(res.headers()["x-frame-options"], "DENY");
+    for path in ["/api/sessions", "/pkg/anchorage.css", "/healthz"] {
+        let res = reqwest::get(app.url(path)).await.unwrap();
+        assert_eq!(res.headers()["x-content-type-options"], "nosniff", "{path}");
+    }
+}
