@@ -65,6 +65,12 @@ pub struct Config {
     #[arg(long, env = "ANCHORAGE_ADDR")]
     pub addr: Option<SocketAddr>,
 
+    /// The address people reach the server at, through a proxy (`https://chat.example.org`): its
+    /// host passes the Host check and its origin the cross-site check; https marks the sign-in
+    /// cookie Secure
+    #[arg(long, env = "ANCHORAGE_PUBLIC_URL", value_parser = crate::security::PublicUrl::parse)]
+    pub public_url: Option<crate::security::PublicUrl>,
+
     /// Directory for the database (created if missing)
     #[arg(long, env = "ANCHORAGE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,

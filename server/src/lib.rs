@@ -61,6 +61,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// How long a silent stream waits before a heartbeat comment.
     pub heartbeat: Duration,
+    /// Where people reach the server through a proxy, if it says.
+    pub public_url: Option<security::PublicUrl>,
 }
 
 impl AppState {
@@ -81,7 +83,9 @@ impl AppState {
                 .with_context(|| format!("opening the database {}", db.display()))?,
         );
         let adapter = runtime::build_adapter(config)?;
-        Ok(Self::with_parts(store, adapter, leptos_options, shutdown).await)
+        let mut state = Self::with_parts(store, adapter, leptos_options, shutdown).await;
+        state.public_url = config.public_url.clone();
+        Ok(state)
     }
 
     /// A state over the given store and agent; reaps abandoned runs before it returns.
@@ -106,6 +110,7 @@ impl AppState {
             hub,
             shutdown,
             heartbeat: routes::stream::HEARTBEAT,
+            public_url: None,
         }
     }
 }
@@ -117,6 +122,7 @@ pub fn router(state: AppState) -> Router {
     let options = state.leptos_options.clone();
     let options_pkg = options.site_pkg_dir.to_string();
     let pkg_dir = std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir);
+    let guard = axum::middleware::from_fn_with_state(state.clone(), security::guard);
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .merge(routes::api())
@@ -136,6 +142,8 @@ pub fn router(state: AppState) -> Router {
                 .precompressed_br()
                 .precompressed_gzip(),
         )
+        // Requests from elsewhere (another site, a rebound host name) stop here.
+        .layer(guard)
         // gzip or brotli for pages, JSON and the site bundle; never for event streams, which
         // the default predicate leaves alone so that each frame goes out as it is written.
         .layer(CompressionLayer::new())

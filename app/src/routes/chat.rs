@@ -61,7 +61,10 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     (Some(turn), Some(session_id)) => {
                         let key = turn.key();
                         let stale = current.as_ref() != Some(&key)
-                            || chat.connection.get_untracked() == Connection::Offline;
+                            || matches!(
+                                chat.connection.get_untracked(),
+                                Connection::Offline | Connection::Reconnecting
+                            );
                         if stale {
                             *slot = None;
                             *slot = crate::live::follow(chat, turn.clone(), session_id)
@@ -75,12 +78,19 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 }
             });
         });
-        // An EventSource that gave up (the server was down) is replaced every few seconds.
+        // An EventSource that gave up (the server was down), or that is still reconnecting a
+        // few seconds on (the browser backs off), is replaced: the page never waits on the
+        // browser's schedule for long.
         Effect::new(move |_| {
-            if chat.connection.get() == Connection::Offline {
+            let down = chat.connection.get();
+            if matches!(down, Connection::Offline | Connection::Reconnecting) {
                 set_timeout(
-                    move || retry.update(|n| *n += 1),
-                    std::time::Duration::from_secs(3),
+                    move || {
+                        if chat.connection.get_untracked() == down {
+                            retry.update(|n| *n += 1);
+                        }
+                    },
+                    std::time::Duration::from_secs(4),
                 );
             }
         });

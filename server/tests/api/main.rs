@@ -6,6 +6,7 @@ mod errors;
 mod helpers;
 mod pages;
 mod restart;
+mod security;
 mod sessions;
 mod streaming;
 mod upstream;
