@@ -25,7 +25,9 @@ async fn other_hosts_and_cross_site_writes_are_refused_and_change_nothing() {
         req.send()
     };
     let json = ("content-type", "application/json");
-    let cases: Vec<(Option<&'static str>, Vec<(&'static str, &'static str)>, u16)> = vec![
+    // (Host, headers, expected status)
+    type Case = (Option<&'static str>, Vec<(&'static str, &'static str)>, u16);
+    let cases: Vec<Case> = vec![
         // DNS rebinding: the browser sends the attacker's host name.
         (Some("evil.example:3000"), vec![json], 403),
         // A form or a text body from another page: not JSON.
