@@ -120,6 +120,18 @@ pub struct SessionPage {
     /// Who answers ("gpt-4o-mini · api.openai.com", "Demo agent (no model)").
     #[serde(default)]
     pub agent: String,
+    /// Who is signed in (`None`: the server has no accounts).
+    #[serde(default)]
+    pub user: Option<UserData>,
+}
+
+/// A signed-in account, as the sidebar shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserData {
+    /// Its name.
+    pub name: String,
+    /// May manage the server.
+    pub admin: bool,
 }
 
 /// The page data as JSON for a `<script type="application/json">`: every `<` is written as
@@ -146,6 +158,10 @@ mod tests {
             session: None,
             missing: false,
             agent: "<!-- x".into(),
+            user: Some(UserData {
+                name: "</script>".into(),
+                admin: false,
+            }),
         };
         let json = page_json(&page);
         assert!(!json.contains('<'), "{json}");

@@ -34,6 +34,11 @@ async fn answer(
         message: format!("The server could not be reached ({e})."),
     })?;
     let status = response.status();
+    if status == 401 {
+        // Signed out meanwhile (elsewhere, by a password change, or expired): sign in again
+        // and come back here. What was typed is kept as a draft.
+        to_login(true);
+    }
     let body: Value = response.json().await.unwrap_or(Value::Null);
     if (200..300).contains(&status) {
         Ok(body)
@@ -44,6 +49,24 @@ async fn answer(
             .to_owned();
         Err(Failure { status, message })
     }
+}
+
+/// Goes to the sign-in page (coming back to this address after, when `come_back`).
+pub fn to_login(come_back: bool) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let location = window.location();
+    let mut target = "/login".to_owned();
+    if come_back {
+        let here = format!(
+            "{}{}",
+            location.pathname().unwrap_or_default(),
+            location.search().unwrap_or_default()
+        );
+        target.push_str(&format!("?next={}", encode(&here)));
+    }
+    let _ = location.assign(&target);
 }
 
 /// URL-encodes a query value.

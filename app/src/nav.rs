@@ -135,6 +135,7 @@ fn open(chat: ChatState, path: String, push: bool) {
             session: None,
             missing: false,
             agent: chat.agent.get_untracked(),
+            user: chat.user.get_untracked(),
         };
         chat.loading.set(false);
         push_address(&path, push);

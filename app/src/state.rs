@@ -116,6 +116,8 @@ pub struct ChatState {
     pub draft: RwSignal<String>,
     /// Who answers.
     pub agent: RwSignal<String>,
+    /// Who is signed in (`None`: the server has no accounts).
+    pub user: RwSignal<Option<crate::api::UserData>>,
     /// How many times page data was loaded into this state.
     pub epoch: StoredValue<u64>,
     /// Owns the signals of the shown turns; replaced (and its signals disposed) by the next
@@ -170,6 +172,7 @@ impl ChatState {
             error: RwSignal::new(None),
             draft: RwSignal::new(String::new()),
             agent: RwSignal::new(String::new()),
+            user: RwSignal::new(None),
             missing: RwSignal::new(false),
             loading: RwSignal::new(false),
             outbox: RwSignal::new(None),
@@ -191,6 +194,7 @@ impl ChatState {
             .flatten();
         self.sessions.set(page.sessions.clone());
         self.agent.set(page.agent.clone());
+        self.user.set(page.user.clone());
         self.missing.set(page.missing);
         match &page.session {
             Some(session) => {

@@ -8,7 +8,7 @@ import { join, resolve } from "path";
 // suite was built with.
 export const root = resolve(__dirname, "..", "..");
 
-function serverBinary(): string {
+export function serverBinary(): string {
   if (process.env.ANCHORAGE_SERVER_BIN) return process.env.ANCHORAGE_SERVER_BIN;
   const built = ["release", "debug"]
     .map((profile) => join(root, "target", profile, "server"))

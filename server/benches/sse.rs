@@ -121,7 +121,7 @@ async fn replay_benchmark() -> Value {
     }))
     .await;
     let store: Arc<dyn Store> = Arc::clone(&state.store);
-    let session = store.create_session("bench", 0.0).await.unwrap();
+    let session = store.create_session("bench", None, 0.0).await.unwrap();
     let run_id = "replay-run";
     store
         .start_run(server::store::NewTurn {

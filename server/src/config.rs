@@ -1,7 +1,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
 /// A credential (an API key): usable where it is needed, never printed. Its `Debug` says only
 /// that there is one, so a logged or panicking `Config` does not leak it.
@@ -61,31 +61,46 @@ pub enum Backend {
     about = "Anchorage: chat with an AI agent in your browser"
 )]
 pub struct Config {
+    /// What to do instead of serving
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Address to listen on [default: the Leptos site address, 127.0.0.1:3000]
-    #[arg(long, env = "ANCHORAGE_ADDR")]
+    #[arg(long, global = true, env = "ANCHORAGE_ADDR")]
     pub addr: Option<SocketAddr>,
 
     /// The address people reach the server at, through a proxy (`https://chat.example.org`): its
     /// host passes the Host check and its origin the cross-site check; https marks the sign-in
     /// cookie Secure
-    #[arg(long, env = "ANCHORAGE_PUBLIC_URL", value_parser = crate::security::PublicUrl::parse)]
+    #[arg(long, global = true, env = "ANCHORAGE_PUBLIC_URL", value_parser = crate::security::PublicUrl::parse)]
     pub public_url: Option<crate::security::PublicUrl>,
 
     /// Directory for the database (created if missing)
-    #[arg(long, env = "ANCHORAGE_DATA_DIR", default_value = "./data")]
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_DATA_DIR",
+        default_value = "./data"
+    )]
     pub data_dir: PathBuf,
 
     /// Pause between the demo agent's streamed chunks, in milliseconds (0: as fast as possible)
-    #[arg(long, env = "ANCHORAGE_DEMO_DELAY_MS", default_value_t = 35)]
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_DEMO_DELAY_MS",
+        default_value_t = 35
+    )]
     pub demo_delay_ms: u64,
 
     /// The agent backend
-    #[arg(long, env = "ANCHORAGE_BACKEND", value_enum, default_value_t = Backend::Demo)]
+    #[arg(long, global = true, env = "ANCHORAGE_BACKEND", value_enum, default_value_t = Backend::Demo)]
     pub backend: Backend,
 
     /// Base URL of the OpenAI-compatible API (hosted, or a local Ollama / llama.cpp / vLLM)
     #[arg(
         long,
+        global = true,
         env = "OPENAI_BASE_URL",
         default_value = "https://api.openai.com/v1"
     )]
@@ -96,24 +111,72 @@ pub struct Config {
     pub openai_api_key: Option<Secret>,
 
     /// Model name sent to the provider [default: gpt-4o-mini for openai, hermes-agent for hermes]
-    #[arg(long, env = "ANCHORAGE_MODEL")]
+    #[arg(long, global = true, env = "ANCHORAGE_MODEL")]
     pub model: Option<String>,
 
     /// Directory the `openai` agent's file tools are confined to (created if missing)
-    #[arg(long, env = "ANCHORAGE_WORKSPACE", default_value = "./data/workspace")]
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_WORKSPACE",
+        default_value = "./data/workspace"
+    )]
     pub workspace: PathBuf,
 
     /// Model calls per turn before the `openai` agent stops with `tool_limit_reached`
-    #[arg(long, env = "ANCHORAGE_MAX_ITERATIONS", default_value_t = 12)]
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_ITERATIONS",
+        default_value_t = 12
+    )]
     pub max_iterations: u32,
 
     /// Base URL of the Hermes Agent gateway
-    #[arg(long, env = "HERMES_URL", default_value = "http://127.0.0.1:8642")]
+    #[arg(
+        long,
+        global = true,
+        env = "HERMES_URL",
+        default_value = "http://127.0.0.1:8642"
+    )]
     pub hermes_url: String,
 
     /// Bearer key for the Hermes gateway (read from the environment only)
     #[arg(skip = secret_from_env("HERMES_API_KEY"))]
     pub hermes_api_key: Option<Secret>,
+}
+
+/// What the server binary does instead of serving.
+#[derive(Clone, Debug, Subcommand)]
+pub enum Command {
+    /// Manage the accounts that may sign in (with none, the server is open on loopback only)
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+/// `server user …`.
+#[derive(Clone, Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add an account; the password is read from stdin when it is not a terminal, else prompted
+    Add {
+        /// Its name: letters, digits, '.', '_' or '-'
+        name: String,
+        /// May manage the server; the first admin adopts the conversations made with no account
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Set an account's password (it is signed out everywhere)
+    Passwd {
+        /// The account
+        name: String,
+    },
+    /// Remove an account and its sign-ins (its conversations are kept, without an owner)
+    Remove {
+        /// The account
+        name: String,
+    },
+    /// List the accounts
+    List,
 }
 
 impl Config {

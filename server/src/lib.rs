@@ -25,12 +25,14 @@ use leptos::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 pub mod assets;
+pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod error;
 pub mod hub;
 pub mod journal;
 pub mod pages;
-mod routes;
+pub mod routes;
 pub mod runner;
 pub mod runtime;
 pub mod security;
@@ -63,6 +65,8 @@ pub struct AppState {
     pub heartbeat: Duration,
     /// Where people reach the server through a proxy, if it says.
     pub public_url: Option<security::PublicUrl>,
+    /// Failed sign-ins of the last minute.
+    pub throttle: Arc<auth::Throttle>,
 }
 
 impl AppState {
@@ -111,6 +115,7 @@ impl AppState {
             shutdown,
             heartbeat: routes::stream::HEARTBEAT,
             public_url: None,
+            throttle: Arc::default(),
         }
     }
 }
@@ -123,13 +128,23 @@ pub fn router(state: AppState) -> Router {
     let options_pkg = options.site_pkg_dir.to_string();
     let pkg_dir = std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir);
     let guard = axum::middleware::from_fn_with_state(state.clone(), security::guard);
-    Router::new()
-        .route("/healthz", get(routes::health::healthz))
-        .merge(routes::api())
+    let api_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_api);
+    let page_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_page);
+    let pages = Router::new()
         .route("/", get(pages::newest))
         .route("/s/{session_id}", get(pages::session))
         .route("/new", get(pages::new_chat))
-        .route("/api/page", get(pages::data))
+        .route_layer(page_gate);
+    Router::new()
+        .route("/healthz", get(routes::health::healthz))
+        .route("/login", get(auth::login_form))
+        .route(
+            security::FORM_PATH,
+            axum::routing::post(auth::login).layer(axum::extract::DefaultBodyLimit::max(16 * 1024)),
+        )
+        // Every other API route answers only a signed-in browser once accounts exist.
+        .merge(routes::api().route_layer(api_gate))
+        .merge(pages)
         // Static files of the site root (icons, manifest); anything else is a 404 page.
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             app::not_found_shell,
@@ -186,6 +201,16 @@ pub async fn run(
         });
     }
     let state = AppState::open(&config, leptos_options, token.clone()).await?;
+    let local = listener.local_addr()?;
+    if !local.ip().is_loopback() && state.store.count_users().await? == 0 {
+        return Err(cli::UsageError(format!(
+            "refusing to serve {local} with no account: anyone who can reach it would use \
+             the agent. Add one first (server --data-dir {} user add NAME --admin), or \
+             listen on 127.0.0.1",
+            config.data_dir.display()
+        ))
+        .into());
+    }
     tracing::info!(
         "listening on http://{} (agent: {})",
         listener.local_addr()?,
@@ -260,7 +285,8 @@ pub async fn serve(
         runner.shut_down();
         token.cancel();
     };
-    axum::serve(listener, router(state))
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(signal)
         .await
         .context("serving HTTP")

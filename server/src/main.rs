@@ -2,19 +2,31 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use server::config::Command;
 use server::{telemetry, Config};
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::parse();
     telemetry::init();
-    match server::run(config, server::shutdown_signal()).await {
+    let result = match &config.command {
+        Some(Command::User(command)) => {
+            server::cli::user(command, &config.data_dir, &mut std::io::stdout()).await
+        }
+        None => server::run(config, server::shutdown_signal()).await,
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // The whole cause chain on one line, without a backtrace: these are setup errors
             // (a missing key, a busy port) the user fixes from the message.
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            // 2: what was asked cannot be done as asked (a refused address, a short password).
+            if e.downcast_ref::<server::cli::UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use app::api::{
     JournalEvent, MessageData, QueuedData, SessionDetail, SessionPage, SessionSummary, TurnData,
+    UserData,
 };
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -16,6 +17,7 @@ use leptos::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::auth::Viewer;
 use crate::error::{ApiError, ApiQuery};
 use crate::store::{Session, Store, StoreError};
 use crate::AppState;
@@ -27,12 +29,25 @@ const PAGE_ROWS: u32 = 10_000;
 pub struct PageBackend {
     store: Arc<dyn Store>,
     agent: String,
+    viewer: Viewer,
 }
 
 impl PageBackend {
-    /// A backend over `store`; `agent` says who answers (shown in the sidebar).
-    pub fn new(store: Arc<dyn Store>, agent: String) -> Self {
-        PageBackend { store, agent }
+    /// A backend over `store` showing what `viewer` owns; `agent` says who answers (shown in
+    /// the sidebar).
+    pub fn new(store: Arc<dyn Store>, agent: String, viewer: Viewer) -> Self {
+        PageBackend {
+            store,
+            agent,
+            viewer,
+        }
+    }
+
+    fn user(&self) -> Option<UserData> {
+        self.viewer.user().map(|u| UserData {
+            name: u.name.clone(),
+            admin: u.admin,
+        })
     }
 
     async fn detail(
@@ -119,7 +134,7 @@ impl PageBackend {
     pub async fn new_page(&self) -> Result<SessionPage, String> {
         let sessions = self
             .store
-            .list_sessions()
+            .list_sessions(self.viewer.owner())
             .await
             .map_err(|e| e.to_string())?;
         Ok(SessionPage {
@@ -127,6 +142,7 @@ impl PageBackend {
             session: None,
             missing: false,
             agent: self.agent.clone(),
+            user: self.user(),
         })
     }
 
@@ -139,7 +155,7 @@ impl PageBackend {
     ) -> Result<SessionPage, String> {
         let sessions = self
             .store
-            .list_sessions()
+            .list_sessions(self.viewer.owner())
             .await
             .map_err(|e| e.to_string())?;
         let mut missing = false;
@@ -166,36 +182,48 @@ impl PageBackend {
             session,
             missing,
             agent: self.agent.clone(),
+            user: self.user(),
         })
     }
 }
 
 impl PageBackend {
-    /// The page backend of a running server.
-    pub fn of(state: &AppState) -> Self {
-        PageBackend::new(Arc::clone(&state.store), state.runner.adapter_label())
+    /// The page backend of a running server, for `viewer`.
+    pub fn of(state: &AppState, viewer: Viewer) -> Self {
+        PageBackend::new(
+            Arc::clone(&state.store),
+            state.runner.adapter_label(),
+            viewer,
+        )
     }
 }
 
 /// `GET /`: the newest session (or the empty state).
-pub async fn newest(State(state): State<AppState>, req: Request<Body>) -> Response {
-    let page = PageBackend::of(&state).page(None).await;
+pub async fn newest(State(state): State<AppState>, viewer: Viewer, req: Request<Body>) -> Response {
+    let page = PageBackend::of(&state, viewer).page(None).await;
     render(state, page, req).await
 }
 
 /// `GET /s/{session_id}`: that session (or the newest, with a notice, when it is gone).
 pub async fn session(
     State(state): State<AppState>,
+    viewer: Viewer,
     Path(session_id): Path<String>,
     req: Request<Body>,
 ) -> Response {
-    let page = PageBackend::of(&state).page(Some(&session_id)).await;
+    let page = PageBackend::of(&state, viewer)
+        .page(Some(&session_id))
+        .await;
     render(state, page, req).await
 }
 
 /// `GET /new`: a new conversation, not stored until its first message is sent.
-pub async fn new_chat(State(state): State<AppState>, req: Request<Body>) -> Response {
-    let page = PageBackend::of(&state).new_page().await;
+pub async fn new_chat(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    req: Request<Body>,
+) -> Response {
+    let page = PageBackend::of(&state, viewer).new_page().await;
     render(state, page, req).await
 }
 
@@ -240,11 +268,12 @@ async fn render(
 /// the session's turns after that run (a page catching up on turns started since it loaded).
 pub async fn data(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<SessionPage>, ApiError> {
     let id = q.session_id.as_deref().filter(|s| !s.is_empty());
     let after = q.after_run_id.as_deref().filter(|s| !s.is_empty());
-    PageBackend::of(&state)
+    PageBackend::of(&state, viewer)
         .page_after(id, after)
         .await
         .map(Json)

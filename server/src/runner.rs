@@ -213,7 +213,14 @@ impl Runner {
         };
         let first_turn = history.is_empty();
         self.name_from_prompt(session_id, message, first_turn).await;
+        let owner = self
+            .store
+            .session(session_id)
+            .await
+            .ok()
+            .and_then(|s| s.owner_id);
         let turn = TurnRequest {
+            owner,
             session_id: session_id.to_owned(),
             run_id: run_id.clone(),
             message: message.to_owned(),

@@ -79,39 +79,41 @@ fn refuse(status: StatusCode, message: &str) -> Response {
     ApiError::new(status, message).into_response()
 }
 
-/// Why a request is refused before it reaches a route, if it is.
-pub fn check(
+/// The one write that may come as a form: the sign-in page's post (it works without
+/// JavaScript). It must still come from this site.
+pub const FORM_PATH: &str = "/api/auth/login";
+
+/// Whether the request names this machine, or the `--public-url` host. Only open mode (no
+/// accounts) holds requests to it: a rebound name carries no sign-in cookie of this server.
+pub fn known_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return true;
+    };
+    let host = host.to_ascii_lowercase();
+    let name = host_name(&host);
+    LOOPBACK.contains(&name) || public_url.is_some_and(|p| p.host.as_str() == name)
+}
+
+/// Why a request that changes something is refused, if it is: not JSON (but the sign-in
+/// form), or from another site.
+pub fn check_write(
     method: &Method,
+    path: &str,
     headers: &HeaderMap,
     public_url: Option<&PublicUrl>,
 ) -> Result<(), (StatusCode, &'static str)> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_ascii_lowercase);
-    if let Some(host) = &host {
-        let name = host_name(host);
-        let known = LOOPBACK.contains(&name) || public_url.is_some_and(|p| p.host.as_str() == name);
-        if !known {
-            return Err((
-                StatusCode::FORBIDDEN,
-                "this server answers to localhost only (set --public-url to reach it by another name)",
-            ));
-        }
-    }
     let changes = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
     if !changes {
         return Ok(());
     }
-    let json = headers
+    let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        });
-    if !json {
+        .and_then(|v| v.split(';').next())
+        .map(|t| t.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    let form = path == FORM_PATH && content_type == "application/x-www-form-urlencoded";
+    if content_type != "application/json" && !form {
         return Err((
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "requests that change something must be sent as application/json",
@@ -124,28 +126,55 @@ pub fn check(
     if site.eq_ignore_ascii_case("cross-site") {
         return Err((StatusCode::FORBIDDEN, "cross-site requests are refused"));
     }
-    if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
-        let origin = origin.trim().to_ascii_lowercase();
-        let own = host
-            .as_deref()
-            .is_some_and(|h| origin == format!("http://{h}") || origin == format!("https://{h}"));
-        let public = public_url.is_some_and(|p| p.origin == origin);
-        if !own && !public {
-            return Err((
-                StatusCode::FORBIDDEN,
-                "requests from other sites are refused",
-            ));
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        Some(origin) => {
+            let origin = origin.trim().to_ascii_lowercase();
+            let own = host.as_deref().is_some_and(|h| {
+                origin == format!("http://{h}") || origin == format!("https://{h}")
+            });
+            let public = public_url.is_some_and(|p| p.origin == origin);
+            if !own && !public {
+                return Err((
+                    StatusCode::FORBIDDEN,
+                    "requests from other sites are refused",
+                ));
+            }
         }
+        // Browsers send Origin with every form post; a form without one did not come from
+        // the sign-in page.
+        None if form && !site.eq_ignore_ascii_case("same-origin") => {
+            return Err((StatusCode::FORBIDDEN, "a form must come from this site"));
+        }
+        None => {}
     }
     Ok(())
 }
 
-/// The checks of [`check`], as a layer.
+/// The checks of [`known_host`] (in open mode) and [`check_write`], as a layer.
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match check(
+    let public_url = state.public_url.as_ref();
+    if !known_host(request.headers(), public_url) {
+        match state.store.count_users().await {
+            Ok(0) => {
+                return refuse(
+                    StatusCode::FORBIDDEN,
+                    "this server answers to localhost only (set --public-url to reach it by \
+                     another name, or add an account: server user add NAME)",
+                )
+            }
+            Ok(_) => {}
+            Err(e) => return ApiError::from(e).into_response(),
+        }
+    }
+    match check_write(
         request.method(),
+        request.uri().path(),
         request.headers(),
-        state.public_url.as_ref(),
+        public_url,
     ) {
         Ok(()) => next.run(request).await,
         Err((status, message)) => refuse(status, message),
@@ -200,7 +229,7 @@ pub async fn headers(request: Request, next: Next) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::{check, page_policy, PublicUrl};
+    use super::{check_write, known_host, page_policy, PublicUrl};
     use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
@@ -214,7 +243,11 @@ mod tests {
     #[test]
     fn only_loopback_names_or_the_public_url_reach_the_server() {
         let get = |host: &'static str, public: Option<&PublicUrl>| {
-            check(&Method::GET, &headers(&[("host", host)]), public).map_err(|e| e.0)
+            if known_host(&headers(&[("host", host)]), public) {
+                Ok(())
+            } else {
+                Err(StatusCode::FORBIDDEN)
+            }
         };
         for host in ["127.0.0.1:3000", "localhost", "LOCALHOST:80", "[::1]:3000"] {
             assert_eq!(get(host, None), Ok(()), "{host}");
@@ -241,7 +274,7 @@ mod tests {
     #[test]
     fn writes_must_be_json_from_this_site() {
         let post = |pairs: &[(&'static str, &'static str)]| {
-            check(&Method::POST, &headers(pairs), None).map_err(|e| e.0)
+            check_write(&Method::POST, "/api/chat/start", &headers(pairs), None).map_err(|e| e.0)
         };
         let json = ("content-type", "application/json");
         let host = ("host", "127.0.0.1:3000");
@@ -278,8 +311,33 @@ mod tests {
         );
         // Reads are not held to it.
         assert_eq!(
-            check(&Method::GET, &headers(&[host]), None).map_err(|e| e.0),
+            check_write(&Method::GET, "/api/sessions", &headers(&[host]), None).map_err(|e| e.0),
             Ok(())
+        );
+        // The sign-in form may post a form, from this site only.
+        let form = ("content-type", "application/x-www-form-urlencoded");
+        let login = |pairs: &[(&'static str, &'static str)]| {
+            check_write(&Method::POST, super::FORM_PATH, &headers(pairs), None).map_err(|e| e.0)
+        };
+        assert_eq!(
+            login(&[host, form, ("origin", "http://127.0.0.1:3000")]),
+            Ok(())
+        );
+        assert_eq!(
+            login(&[host, form, ("origin", "https://evil.example")]),
+            Err(StatusCode::FORBIDDEN)
+        );
+        assert_eq!(login(&[host, form]), Err(StatusCode::FORBIDDEN));
+        assert_eq!(
+            check_write(
+                &Method::POST,
+                "/api/session/new",
+                &headers(&[host, form, ("origin", "http://127.0.0.1:3000")]),
+                None
+            )
+            .map_err(|e| e.0),
+            Err(StatusCode::UNSUPPORTED_MEDIA_TYPE),
+            "no other route takes a form"
         );
     }
 

@@ -218,6 +218,26 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         None => chat.sessions.get(),
     };
     let has_sessions = Memo::new(move |_| !list().is_empty());
+    let sign_out = move |_| {
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            let _ = crate::client::post("/api/auth/logout", &serde_json::json!({})).await;
+            crate::client::to_login(false);
+        });
+    };
+    let account = move || {
+        chat.user.get().map(|user| {
+            view! {
+                <div class="account" data-account="">
+                    <span class="account-name" title="Signed in">
+                        <span class="visually-hidden">"Signed in as "</span>
+                        {user.name}
+                    </span>
+                    <button type="button" class="sign-out" on:click=sign_out>"Sign out"</button>
+                </div>
+            }
+        })
+    };
     view! {
         <nav id="sidebar" class="sidebar" aria-label="Sessions">
             <div class="sidebar-header">
@@ -261,6 +281,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             <p class="agent-label" data-agent="" title="Who answers in this app">
                 {dynamic(move || chat.agent.get())}
             </p>
+            {account}
         </nav>
     }
 }

@@ -6,6 +6,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::auth::{owned_run, owned_session, Viewer};
 use crate::error::{ApiError, ApiJson};
 use crate::journal;
 use crate::runtime::ApprovalChoice;
@@ -66,10 +67,12 @@ fn started_json(started: &crate::runner::Started) -> Value {
 /// again answers the run the first request started (a send retried after a lost answer).
 pub async fn start(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, ApiError> {
     let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;
+    owned_session(&state, &viewer, &body.session_id).await?;
     let started = state
         .runner
         .start(&body.session_id, message, client_id)
@@ -86,8 +89,10 @@ pub struct RunBody {
 /// `POST /api/chat/cancel`: journals the cancellation and stops the agent (idempotent).
 pub async fn cancel(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiJson(body): ApiJson<RunBody>,
 ) -> Result<Json<Value>, ApiError> {
+    owned_run(&state, &viewer, &body.run_id).await?;
     let cancelled = state.runner.cancel(&body.run_id).await?;
     Ok(Json(
         json!({"ok": true, "cancelled": cancelled, "run_id": body.run_id}),
@@ -98,11 +103,12 @@ pub async fn cancel(
 /// the session is idle). A `client_id` sent before finds what the first request did.
 pub async fn queue(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, ApiError> {
     let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;
-    let session = state.store.session(&body.session_id).await?;
+    let session = owned_session(&state, &viewer, &body.session_id).await?;
     let started = |started: crate::runner::Started| {
         Json(json!({"queued": false, "started": started_json(&started)}))
     };
@@ -157,10 +163,12 @@ pub struct ApprovalBody {
 /// `POST /api/approval/respond`: answers an approval request once.
 pub async fn approval(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiJson(body): ApiJson<ApprovalBody>,
 ) -> Result<Json<Value>, ApiError> {
     let choice: ApprovalChoice = serde_json::from_value(Value::String(body.choice.clone()))
         .map_err(|_| ApiError::bad_request("choice must be one of once, session, always, deny"))?;
+    owned_run(&state, &viewer, &body.run_id).await?;
     let interaction = state
         .runner
         .respond(
@@ -184,6 +192,7 @@ pub struct ClarifyBody {
 /// `POST /api/clarify/respond`: answers a clarify request once.
 pub async fn clarify(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiJson(body): ApiJson<ClarifyBody>,
 ) -> Result<Json<Value>, ApiError> {
     if body.response.len() > MAX_MESSAGE_BYTES {
@@ -192,6 +201,7 @@ pub async fn clarify(
             "response too large (the limit is 64 KiB)",
         ));
     }
+    owned_run(&state, &viewer, &body.run_id).await?;
     let interaction = state
         .runner
         .respond(

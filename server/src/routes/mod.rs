@@ -11,23 +11,47 @@ use axum::Router;
 
 use crate::AppState;
 
+type Handler = axum::routing::MethodRouter<AppState>;
+
+/// Every API route behind the sign-in gate: its method, its path, its handler. Each one must
+/// check that what it names belongs to the viewer (the isolation test walks this list and
+/// fails on a route it has no case for).
+fn table() -> Vec<(&'static str, &'static str, Handler)> {
+    vec![
+        ("POST", "/api/session/new", post(session::create)),
+        ("GET", "/api/sessions", get(session::list)),
+        ("GET", "/api/session", get(session::get)),
+        ("POST", "/api/session/rename", post(session::rename)),
+        ("POST", "/api/session/delete", post(session::delete)),
+        ("GET", "/api/sessions/search", get(session::search)),
+        ("GET", "/api/session/export", get(session::export)),
+        ("POST", "/api/chat/start", post(chat::start)),
+        ("POST", "/api/chat/cancel", post(chat::cancel)),
+        ("POST", "/api/chat/queue", post(chat::queue)),
+        ("GET", "/api/chat/stream", get(stream::stream)),
+        ("GET", "/api/chat/stream/status", get(stream::status)),
+        ("POST", "/api/approval/respond", post(chat::approval)),
+        ("POST", "/api/clarify/respond", post(chat::clarify)),
+        ("GET", "/api/page", get(crate::pages::data)),
+        ("POST", "/api/auth/logout", post(crate::auth::logout)),
+        ("GET", "/api/auth/me", get(crate::auth::me)),
+    ]
+}
+
+/// The method and path of every gated API route.
+pub fn api_routes() -> Vec<(&'static str, &'static str)> {
+    table()
+        .into_iter()
+        .map(|(method, path, _)| (method, path))
+        .collect()
+}
+
 /// The JSON and SSE API.
 pub(crate) fn api() -> Router<AppState> {
-    Router::new()
-        .route("/api/session/new", post(session::create))
-        .route("/api/sessions", get(session::list))
-        .route("/api/session", get(session::get))
-        .route("/api/session/rename", post(session::rename))
-        .route("/api/session/delete", post(session::delete))
-        .route("/api/sessions/search", get(session::search))
-        .route("/api/session/export", get(session::export))
-        .route("/api/chat/start", post(chat::start))
-        .route("/api/chat/cancel", post(chat::cancel))
-        .route("/api/chat/queue", post(chat::queue))
-        .route("/api/chat/stream", get(stream::stream))
-        .route("/api/chat/stream/status", get(stream::status))
-        .route("/api/approval/respond", post(chat::approval))
-        .route("/api/clarify/respond", post(chat::clarify))
-        // Messages are limited to 64 KiB (413 beyond); the body may carry a little more.
-        .layer(DefaultBodyLimit::max(256 * 1024))
+    let mut router = Router::new();
+    for (_, path, handler) in table() {
+        router = router.route(path, handler);
+    }
+    // Messages are limited to 64 KiB (413 beyond); the body may carry a little more.
+    router.layer(DefaultBodyLimit::max(256 * 1024))
 }

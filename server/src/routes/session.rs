@@ -7,6 +7,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::auth::{owned_session, Viewer};
 use crate::error::{ok_true, ApiError, ApiJson, ApiQuery};
 use crate::journal;
 use crate::store::Store;
@@ -37,6 +38,7 @@ pub struct NewBody {
 /// `POST /api/session/new` (the body, `{title?}`, may be empty).
 pub async fn create(
     State(state): State<AppState>,
+    viewer: Viewer,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let body: NewBody = if body.iter().all(u8::is_ascii_whitespace) {
@@ -49,14 +51,17 @@ pub async fn create(
         Some(t) => checked_title(&t)?,
         None => "New chat".to_owned(),
     };
-    let session = state.store.create_session(&title, journal::now()).await?;
+    let session = state
+        .store
+        .create_session(&title, viewer.owner(), journal::now())
+        .await?;
     Ok(Json(json!({ "session": session })))
 }
 
 /// `GET /api/sessions`: newest first.
-pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Result<Json<Value>, ApiError> {
     Ok(Json(
-        json!({ "sessions": state.store.list_sessions().await? }),
+        json!({ "sessions": state.store.list_sessions(viewer.owner()).await? }),
     ))
 }
 
@@ -70,11 +75,10 @@ pub struct SessionQuery {
 /// follow-ups and open approval/clarify requests.
 pub async fn get(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let session = state
-        .store
-        .session(&q.session_id)
+    let session = owned_session(&state, &viewer, &q.session_id)
         .await
         .map_err(|e| match e {
             crate::store::StoreError::NotFound => ApiError::not_found("session"),
@@ -109,9 +113,11 @@ pub struct RenameBody {
 /// `POST /api/session/rename`: a manual title, which the agent never replaces.
 pub async fn rename(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiJson(body): ApiJson<RenameBody>,
 ) -> Result<Json<Value>, ApiError> {
     let title = checked_title(&body.title)?;
+    owned_session(&state, &viewer, &body.session_id).await?;
     let session = state
         .store
         .rename_session(&body.session_id, &title, "manual", journal::now())
@@ -128,8 +134,10 @@ pub struct DeleteBody {
 /// `POST /api/session/delete`: with its journal; refused (409) while a run is active.
 pub async fn delete(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiJson(body): ApiJson<DeleteBody>,
 ) -> Result<Json<Value>, ApiError> {
+    owned_session(&state, &viewer, &body.session_id).await?;
     state.store.delete_session(&body.session_id).await?;
     Ok(ok_true())
 }
@@ -143,16 +151,17 @@ pub struct SearchQuery {
 /// `GET /api/sessions/search?q=`: titles and message text.
 pub async fn search(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiQuery(q): ApiQuery<SearchQuery>,
 ) -> Result<Json<Value>, ApiError> {
     if q.q.trim().is_empty() {
-        return list(State(state)).await;
+        return list(State(state), viewer).await;
     }
     if q.q.len() > 512 {
         return Err(ApiError::bad_request("query too long"));
     }
     Ok(Json(
-        json!({ "sessions": state.store.search_sessions(&q.q).await? }),
+        json!({ "sessions": state.store.search_sessions(viewer.owner(), &q.q).await? }),
     ))
 }
 
@@ -167,9 +176,10 @@ pub struct ExportQuery {
 /// journal of every run as JSON Lines.
 pub async fn export(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiQuery(q): ApiQuery<ExportQuery>,
 ) -> Result<Response, ApiError> {
-    let session = state.store.session(&q.session_id).await?;
+    let session = owned_session(&state, &viewer, &q.session_id).await?;
     let format = q.format.as_deref().unwrap_or("md");
     let (body, content_type, extension) = match format {
         "md" => (
@@ -330,6 +340,7 @@ mod tests {
             created_at: 0.0,
             updated_at: 1_796_083_200.0,
             active_run_id: None,
+            owner_id: None,
         }
     }
 

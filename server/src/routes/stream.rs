@@ -21,6 +21,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{owned_run, Viewer};
 use crate::error::{ApiError, ApiQuery};
 use crate::hub::Frame;
 use crate::store::{Store, StoreError};
@@ -68,13 +69,14 @@ pub fn resume_cursor(run_id: &str, after_seq: Option<&str>, last_event_id: Optio
 /// `GET /api/chat/stream?run_id=R[&after_seq=N]`.
 pub async fn stream(
     State(state): State<AppState>,
+    viewer: Viewer,
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> Result<Response, ApiError> {
     let run_id = query.run_id()?.to_owned();
     // Subscribe before reading the journal: anything committed after the read is then live.
     let live = state.hub.subscribe(&run_id);
-    let high_water = match state.store.run(&run_id).await {
+    let high_water = match owned_run(&state, &viewer, &run_id).await {
         Ok(run) => run.last_seq,
         Err(StoreError::NotFound) => {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "stream not found"))
@@ -227,10 +229,11 @@ async fn backfill(
 /// `GET /api/chat/stream/status?run_id=R`.
 pub async fn status(
     State(state): State<AppState>,
+    viewer: Viewer,
     ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let run_id = query.run_id()?;
-    let run = match state.store.run(run_id).await {
+    let run = match owned_run(&state, &viewer, run_id).await {
         Ok(run) => run,
         Err(StoreError::NotFound) => {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "stream not found"))

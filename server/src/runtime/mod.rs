@@ -44,6 +44,9 @@ pub struct TurnRequest {
     pub history: Vec<ChatMessage>,
     /// This is the session's first turn.
     pub first_turn: bool,
+    /// The account the session belongs to (`None`: open mode). Permissions granted beyond
+    /// one call ("always") are this account's.
+    pub owner: Option<String>,
 }
 
 /// How a turn ended, as the adapter reports it.

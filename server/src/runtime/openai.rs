@@ -57,11 +57,12 @@ struct Quirks {
     no_tools: bool,
 }
 
-/// Write permissions the user granted beyond one call.
+/// Write permissions granted beyond one call: per session, and "always" per account (the
+/// key of open mode is the empty string, no account id is).
 #[derive(Default)]
 struct Grants {
     sessions: HashSet<String>,
-    always: bool,
+    always: HashSet<String>,
 }
 
 /// One streamed model response.
@@ -508,7 +509,8 @@ impl OpenAiAgent {
                 if let Err(e) = ws.resolve(&p) {
                     return Ok(Err(e));
                 }
-                if !self.may_write(&turn.session_id) {
+                let owner = turn.owner.as_deref().unwrap_or_default();
+                if !self.may_write(owner, &turn.session_id) {
                     let choice = io
                         .ask_approval(
                             &format!("write_file {p}"),
@@ -516,7 +518,7 @@ impl OpenAiAgent {
                             "write_file",
                         )
                         .await?;
-                    self.grant(&turn.session_id, choice);
+                    self.grant(owner, &turn.session_id, choice);
                     if !choice.allows() {
                         return Ok(Err(format!("The user denied writing `{p}`.")));
                     }
@@ -554,18 +556,20 @@ impl OpenAiAgent {
         self.grants.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn may_write(&self, session: &str) -> bool {
+    fn may_write(&self, owner: &str, session: &str) -> bool {
         let grants = self.lock();
-        grants.always || grants.sessions.contains(session)
+        grants.always.contains(owner) || grants.sessions.contains(session)
     }
 
-    fn grant(&self, session: &str, choice: ApprovalChoice) {
+    fn grant(&self, owner: &str, session: &str, choice: ApprovalChoice) {
         let mut grants = self.lock();
         match choice {
             ApprovalChoice::Session => {
                 grants.sessions.insert(session.to_owned());
             }
-            ApprovalChoice::Always => grants.always = true,
+            ApprovalChoice::Always => {
+                grants.always.insert(owner.to_owned());
+            }
             ApprovalChoice::Once | ApprovalChoice::Deny => {}
         }
     }

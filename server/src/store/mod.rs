@@ -24,6 +24,24 @@ pub struct Session {
     pub updated_at: f64,
     /// The run in progress, if any.
     pub active_run_id: Option<String>,
+    /// The account it belongs to (`None`: made with no account, in open mode).
+    #[serde(skip)]
+    pub owner_id: Option<String>,
+}
+
+/// An account.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct User {
+    /// Its id.
+    #[serde(skip)]
+    pub id: String,
+    /// Its name (unique, compared without case).
+    pub name: String,
+    /// May manage the server.
+    pub admin: bool,
+    /// Seconds since the epoch.
+    #[serde(skip)]
+    pub created_at: f64,
 }
 
 /// A transcript message.
@@ -201,6 +219,9 @@ pub enum StoreError {
         /// The run the first send started.
         run_id: String,
     },
+    /// An account with this name exists.
+    #[error("an account with this name exists")]
+    NameTaken,
     /// The database failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -280,12 +301,22 @@ pub struct NewTurn<'a> {
 /// Durable storage for sessions, transcripts, runs and their journal.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// Creates a session.
-    async fn create_session(&self, title: &str, now: f64) -> Result<Session, StoreError>;
-    /// All sessions, most recently updated first.
-    async fn list_sessions(&self) -> Result<Vec<Session>, StoreError>;
-    /// Sessions whose title or messages contain `query` (case-insensitive), newest first.
-    async fn search_sessions(&self, query: &str) -> Result<Vec<Session>, StoreError>;
+    /// Creates a session belonging to `owner` (`None`: open mode).
+    async fn create_session(
+        &self,
+        title: &str,
+        owner: Option<&str>,
+        now: f64,
+    ) -> Result<Session, StoreError>;
+    /// The sessions of `owner` (`None`: those made in open mode), most recently updated first.
+    async fn list_sessions(&self, owner: Option<&str>) -> Result<Vec<Session>, StoreError>;
+    /// Sessions of `owner` whose title or messages contain `query` (case-insensitive), newest
+    /// first.
+    async fn search_sessions(
+        &self,
+        owner: Option<&str>,
+        query: &str,
+    ) -> Result<Vec<Session>, StoreError>;
     /// One session.
     async fn session(&self, id: &str) -> Result<Session, StoreError>;
     /// Renames a session (`source` is `manual` or `agent`; an agent title never replaces a manual one).
@@ -358,4 +389,43 @@ pub trait Store: Send + Sync + 'static {
     async fn queued_messages(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError>;
     /// The oldest queued follow-up (it stays queued until a turn starts it, see [`NewTurn`]).
     async fn next_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError>;
+
+    /// How many accounts exist (none: open mode).
+    async fn count_users(&self) -> Result<u64, StoreError>;
+    /// Every account, by name.
+    async fn users(&self) -> Result<Vec<User>, StoreError>;
+    /// Creates an account (`NameTaken` when the name is used, in any case). An admin account
+    /// made while no other admin exists adopts the sessions that have no owner; the answer
+    /// says how many.
+    async fn create_user(
+        &self,
+        name: &str,
+        password_hash: &str,
+        admin: bool,
+        now: f64,
+    ) -> Result<(User, u64), StoreError>;
+    /// An account and its password hash, by name (any case).
+    async fn user_credentials(&self, name: &str) -> Result<(User, String), StoreError>;
+    /// Replaces an account's password hash and signs it out everywhere.
+    async fn set_password(&self, name: &str, password_hash: &str) -> Result<(), StoreError>;
+    /// Removes an account and its sign-ins; its sessions are left without an owner.
+    async fn remove_user(&self, name: &str) -> Result<(), StoreError>;
+    /// Records a sign-in token (by its hash) until `expires_at`.
+    async fn create_token(
+        &self,
+        token_hash: &str,
+        user_id: &str,
+        now: f64,
+        expires_at: f64,
+    ) -> Result<(), StoreError>;
+    /// The account a token signs in, with the token's expiry, while it has not expired.
+    async fn token_user(
+        &self,
+        token_hash: &str,
+        now: f64,
+    ) -> Result<Option<(User, f64)>, StoreError>;
+    /// Moves a token's expiry.
+    async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError>;
+    /// Revokes a token.
+    async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError>;
 }

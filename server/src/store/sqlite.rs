@@ -13,7 +13,7 @@ use sqlx::{Row, SqlitePool};
 
 use super::{
     Frames, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn, QueuedMessage, Run,
-    Session, Store, StoreError,
+    Session, Store, StoreError, User,
 };
 
 /// Sessions, transcripts and the run journal in one SQLite file.
@@ -55,7 +55,8 @@ impl SqliteStore {
     }
 }
 
-const SESSION_COLUMNS: &str = "s.id, s.title, s.title_source, s.created_at, s.updated_at, \
+const SESSION_COLUMNS: &str =
+    "s.id, s.title, s.title_source, s.created_at, s.updated_at, s.owner_id, \
      (SELECT r.id FROM runs r WHERE r.session_id = s.id AND r.status = 'running') AS active_run_id";
 
 fn session_from(row: &SqliteRow) -> Session {
@@ -66,6 +67,16 @@ fn session_from(row: &SqliteRow) -> Session {
         created_at: row.get("created_at"),
         updated_at: row.get("updated_at"),
         active_run_id: row.get("active_run_id"),
+        owner_id: row.get("owner_id"),
+    }
+}
+
+fn user_from(row: &SqliteRow) -> User {
+    User {
+        id: row.get("id"),
+        name: row.get("name"),
+        admin: row.get::<i64, _>("admin") != 0,
+        created_at: row.get("created_at"),
     }
 }
 
@@ -276,35 +287,51 @@ async fn append_in(
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn create_session(&self, title: &str, now: f64) -> Result<Session, StoreError> {
+    async fn create_session(
+        &self,
+        title: &str,
+        owner: Option<&str>,
+        now: f64,
+    ) -> Result<Session, StoreError> {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        sqlx::query("INSERT INTO sessions (id, title, title_source, created_at, updated_at) VALUES (?1, ?2, 'default', ?3, ?3)")
-            .bind(&id)
-            .bind(title)
-            .bind(now)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "INSERT INTO sessions (id, title, title_source, created_at, updated_at, owner_id) \
+             VALUES (?1, ?2, 'default', ?3, ?3, ?4)",
+        )
+        .bind(&id)
+        .bind(title)
+        .bind(now)
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
         self.session(&id).await
     }
 
-    async fn list_sessions(&self) -> Result<Vec<Session>, StoreError> {
+    async fn list_sessions(&self, owner: Option<&str>) -> Result<Vec<Session>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.owner_id IS ?1 \
+             ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
         ))
+        .bind(owner)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(session_from).collect())
     }
 
-    async fn search_sessions(&self, query: &str) -> Result<Vec<Session>, StoreError> {
+    async fn search_sessions(
+        &self,
+        owner: Option<&str>,
+        query: &str,
+    ) -> Result<Vec<Session>, StoreError> {
         let pattern = like_pattern(query.trim());
         let rows = sqlx::query(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions s \
-             WHERE s.title LIKE ?1 ESCAPE '\\' \
-                OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\') \
+             WHERE s.owner_id IS ?2 AND (s.title LIKE ?1 ESCAPE '\\' \
+                OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\')) \
              ORDER BY s.updated_at DESC, s.id"
         ))
         .bind(pattern)
+        .bind(owner)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(session_from).collect())
@@ -785,6 +812,184 @@ impl Store for SqliteStore {
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.as_ref().map(queued_from))
+    }
+
+    async fn count_users(&self) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n.max(0) as u64)
+    }
+
+    async fn users(&self) -> Result<Vec<User>, StoreError> {
+        let rows = sqlx::query("SELECT * FROM users ORDER BY name COLLATE NOCASE")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(user_from).collect())
+    }
+
+    async fn create_user(
+        &self,
+        name: &str,
+        password_hash: &str,
+        admin: bool,
+        now: f64,
+    ) -> Result<(User, u64), StoreError> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let mut tx = self.write_tx().await?;
+        if sqlx::query("SELECT 1 FROM users WHERE name = ?1")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some()
+        {
+            return Err(StoreError::NameTaken);
+        }
+        let first_admin = admin
+            && sqlx::query("SELECT 1 FROM users WHERE admin = 1")
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_none();
+        sqlx::query(
+            "INSERT INTO users (id, name, password_hash, admin, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .bind(&id)
+        .bind(name)
+        .bind(password_hash)
+        .bind(i64::from(admin))
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let adopted = if first_admin {
+            sqlx::query("UPDATE sessions SET owner_id = ?1 WHERE owner_id IS NULL")
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+        } else {
+            0
+        };
+        tx.commit().await?;
+        Ok((
+            User {
+                id,
+                name: name.to_owned(),
+                admin,
+                created_at: now,
+            },
+            adopted,
+        ))
+    }
+
+    async fn user_credentials(&self, name: &str) -> Result<(User, String), StoreError> {
+        let row = sqlx::query("SELECT * FROM users WHERE name = ?1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Ok((user_from(&row), row.get("password_hash")))
+    }
+
+    async fn set_password(&self, name: &str, password_hash: &str) -> Result<(), StoreError> {
+        let mut tx = self.write_tx().await?;
+        let id: String =
+            sqlx::query_scalar("UPDATE users SET password_hash = ?2 WHERE name = ?1 RETURNING id")
+                .bind(name)
+                .bind(password_hash)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+        sqlx::query("DELETE FROM auth_tokens WHERE user_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn remove_user(&self, name: &str) -> Result<(), StoreError> {
+        let mut tx = self.write_tx().await?;
+        let id: String = sqlx::query_scalar("SELECT id FROM users WHERE name = ?1")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        // Explicit, so that it does not depend on the connection's foreign-key setting.
+        sqlx::query("DELETE FROM auth_tokens WHERE user_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE sessions SET owner_id = NULL WHERE owner_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM users WHERE id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn create_token(
+        &self,
+        token_hash: &str,
+        user_id: &str,
+        now: f64,
+        expires_at: f64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write_tx().await?;
+        // Expired sign-ins go as new ones come.
+        sqlx::query("DELETE FROM auth_tokens WHERE expires_at <= ?1")
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO auth_tokens (token_hash, user_id, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .bind(token_hash)
+        .bind(user_id)
+        .bind(now)
+        .bind(expires_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn token_user(
+        &self,
+        token_hash: &str,
+        now: f64,
+    ) -> Result<Option<(User, f64)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT u.*, t.expires_at AS token_expires_at FROM auth_tokens t \
+             JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?1 AND t.expires_at > ?2",
+        )
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|row| (user_from(&row), row.get("token_expires_at"))))
+    }
+
+    async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE auth_tokens SET expires_at = MAX(expires_at, ?2) WHERE token_hash = ?1",
+        )
+        .bind(token_hash)
+        .bind(expires_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM auth_tokens WHERE token_hash = ?1")
+            .bind(token_hash)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 }
 

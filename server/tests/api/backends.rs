@@ -924,3 +924,53 @@ async fn hermes_stop_stops_the_gateway_run_and_closes_its_stream() {
     upstream.wait_request("POST /v1/runs/run_s/stop").await;
     upstream.wait_disconnected().await;
 }
+
+#[tokio::test]
+async fn openai_allow_always_holds_for_the_account_that_chose_it_only() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    app.add_user("alice", "alice-password-1", false).await;
+    app.add_user("bob", "bob-password-22", false).await;
+    let alice = app.sign_in("alice", "alice-password-1").await;
+    let bob = app.sign_in("bob", "bob-password-22").await;
+
+    app.use_cookie(Some(&alice));
+    let session = app.new_session().await;
+    upstream.script(COMPLETIONS, write_call("a.txt", "1"));
+    upstream.script(COMPLETIONS, say("One."));
+    let run = app.start(&session, "Write a").await;
+    let request = wait_for_event(&app, &run, "approval").await;
+    let (code, _) = app
+        .post(
+            "/api/approval/respond",
+            json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "always"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    app.wait_finished(&run).await;
+    // Alice, in another conversation: not asked again.
+    let other = app.new_session().await;
+    upstream.script(COMPLETIONS, write_call("b.txt", "2"));
+    upstream.script(COMPLETIONS, say("Two."));
+    let (events, status, _) = turn(&app, &other, "Write b").await;
+    assert_eq!(status["terminal_state"], "completed");
+    assert!(of_kind(&events, "approval").is_empty());
+
+    // Bob is asked: her "always" is not his.
+    app.use_cookie(Some(&bob));
+    let his = app.new_session().await;
+    upstream.script(COMPLETIONS, write_call("c.txt", "3"));
+    upstream.script(COMPLETIONS, say("Three."));
+    let run = app.start(&his, "Write c").await;
+    let request = wait_for_event(&app, &run, "approval").await;
+    assert_eq!(request.data["command"], "write_file c.txt");
+    assert!(!ws.path().join("c.txt").exists());
+    app.post(
+        "/api/approval/respond",
+        json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "deny"}),
+    )
+    .await;
+    app.wait_finished(&run).await;
+    assert!(!ws.path().join("c.txt").exists());
+}

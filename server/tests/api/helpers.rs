@@ -18,6 +18,10 @@ pub struct TestApp {
     pub site: TempDir,
     pub _data: TempDir,
     pub client: reqwest::Client,
+    /// The database the server uses.
+    pub store: Arc<SqliteStore>,
+    /// The sign-in cookie the helpers send (`name=value`), if any.
+    cookie: std::sync::Mutex<Option<String>>,
     shutdown: CancellationToken,
 }
 
@@ -26,11 +30,52 @@ impl TestApp {
         format!("http://{}{path}", self.addr)
     }
 
+    /// From now on the helpers send this sign-in cookie (`None`: none).
+    pub fn use_cookie(&self, cookie: Option<&str>) {
+        *self.cookie.lock().unwrap() = cookie.map(str::to_owned);
+    }
+
+    fn with_cookie(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self.cookie.lock().unwrap().as_deref() {
+            Some(cookie) => req.header("cookie", cookie),
+            None => req,
+        }
+    }
+
+    /// Adds an account straight into the database.
+    pub async fn add_user(&self, name: &str, password: &str, admin: bool) {
+        use server::store::Store as _;
+        let hash = server::auth::hash_password(password).unwrap();
+        self.store
+            .create_user(name, &hash, admin, server::journal::now())
+            .await
+            .expect("account");
+    }
+
+    /// Signs in; returns the cookie to send (`anchorage_session=…`).
+    pub async fn sign_in(&self, name: &str, password: &str) -> String {
+        let res = self
+            .client
+            .post(self.url("/api/auth/login"))
+            .json(&json!({"username": name, "password": password}))
+            .send()
+            .await
+            .expect("sign-in request");
+        assert_eq!(res.status(), 200, "signing in {name}");
+        let set = res
+            .headers()
+            .get("set-cookie")
+            .expect("a cookie")
+            .to_str()
+            .unwrap()
+            .to_owned();
+        set.split(';').next().unwrap().to_owned()
+    }
+
     /// POSTs JSON; returns the status and the JSON body.
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let res = self
-            .client
-            .post(self.url(path))
+            .with_cookie(self.client.post(self.url(path)))
             .json(&body)
             .send()
             .await
@@ -42,8 +87,7 @@ impl TestApp {
     /// GETs; returns the status and the JSON body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
         let res = self
-            .client
-            .get(self.url(path))
+            .with_cookie(self.client.get(self.url(path)))
             .send()
             .await
             .expect("request");
@@ -75,7 +119,10 @@ impl TestApp {
         if let Some(after) = after {
             url.push_str(&format!("&after_seq={after}"));
         }
-        self.client.get(url).send().await.expect("stream request")
+        self.with_cookie(self.client.get(url))
+            .send()
+            .await
+            .expect("stream request")
     }
 
     /// Reads a run's stream from `after` to its end.
@@ -245,7 +292,13 @@ async fn spawn_app_parts(
             .expect("database"),
     );
     let shutdown = CancellationToken::new();
-    let mut state = AppState::with_parts(store, adapter, leptos_options, shutdown.clone()).await;
+    let mut state = AppState::with_parts(
+        Arc::clone(&store) as Arc<dyn server::store::Store>,
+        adapter,
+        leptos_options,
+        shutdown.clone(),
+    )
+    .await;
     if let Some(heartbeat) = heartbeat {
         state.heartbeat = heartbeat;
     }
@@ -260,6 +313,8 @@ async fn spawn_app_parts(
         site,
         _data: data,
         client: reqwest::Client::new(),
+        store,
+        cookie: std::sync::Mutex::new(None),
         shutdown,
     }
 }

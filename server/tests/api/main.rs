@@ -1,5 +1,6 @@
 //! The server's HTTP surface, over real TCP on 127.0.0.1.
 
+mod accounts;
 mod backends;
 mod chat;
 mod errors;

@@ -1,0 +1,138 @@
+//! `server user …`: accounts, managed from the machine the server runs on.
+//!
+//! These commands open the database directly (a running server sees the change on its next
+//! request) and never take the data directory's lock.
+
+use std::io::{BufRead as _, IsTerminal as _};
+
+use anyhow::Context as _;
+
+use crate::auth;
+use crate::config::UserCommand;
+use crate::store::sqlite::SqliteStore;
+use crate::store::{Store, StoreError};
+
+/// A command's failure that is the user's to fix (exit code 2), as opposed to a broken
+/// machine (exit code 1).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Runs a `user` command against the database under `data_dir`; `out` gets what it reports.
+pub async fn user(
+    command: &UserCommand,
+    data_dir: &std::path::Path,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    let db = data_dir.join("anchorage.db");
+    let store = SqliteStore::open(&db)
+        .await
+        .with_context(|| format!("opening the database {}", db.display()))?;
+    let usage = |m: String| anyhow::Error::new(UsageError(m));
+    let unknown = |name: &str| usage(format!("there is no account named {name:?}"));
+    match command {
+        UserCommand::Add { name, admin } => {
+            let name = auth::check_name(name).map_err(usage)?;
+            if store.user_credentials(name).await.is_ok() {
+                return Err(usage(format!("an account named {name:?} exists")));
+            }
+            let password = read_new_password(name)?;
+            let hash = auth::hash_password(&password).map_err(anyhow::Error::msg)?;
+            let (user, adopted) = match store
+                .create_user(name, &hash, *admin, crate::journal::now())
+                .await
+            {
+                Ok(made) => made,
+                Err(StoreError::NameTaken) => {
+                    return Err(usage(format!("an account named {name:?} exists")))
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let role = if user.admin {
+                "admin account"
+            } else {
+                "account"
+            };
+            writeln!(out, "added the {role} {:?}", user.name)?;
+            if adopted > 0 {
+                writeln!(
+                    out,
+                    "{:?} now owns the {adopted} conversation{} made without an account",
+                    user.name,
+                    if adopted == 1 { "" } else { "s" }
+                )?;
+            }
+        }
+        UserCommand::Passwd { name } => {
+            let (user, _) = store
+                .user_credentials(name.trim())
+                .await
+                .map_err(|_| unknown(name))?;
+            let password = read_new_password(&user.name)?;
+            let hash = auth::hash_password(&password).map_err(anyhow::Error::msg)?;
+            store.set_password(&user.name, &hash).await?;
+            writeln!(
+                out,
+                "changed the password of {:?}; it is signed out everywhere",
+                user.name
+            )?;
+        }
+        UserCommand::Remove { name } => {
+            match store.remove_user(name.trim()).await {
+                Ok(()) => {}
+                Err(StoreError::NotFound) => return Err(unknown(name)),
+                Err(e) => return Err(e.into()),
+            }
+            writeln!(out, "removed the account {:?}", name.trim())?;
+            if store.count_users().await? == 0 {
+                writeln!(
+                    out,
+                    "no accounts are left: the server is open to whoever reaches it on loopback"
+                )?;
+            }
+        }
+        UserCommand::List => {
+            let users = store.users().await?;
+            if users.is_empty() {
+                writeln!(
+                    out,
+                    "no accounts: the server is open on loopback (add one: server user add NAME)"
+                )?;
+            }
+            for user in users {
+                writeln!(
+                    out,
+                    "{}{}",
+                    user.name,
+                    if user.admin { " (admin)" } else { "" }
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A new password: one line of stdin when it is not a terminal, else typed twice without echo.
+fn read_new_password(name: &str) -> anyhow::Result<String> {
+    let password = if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password(format!("New password for {name}: "))
+            .context("reading the password")?;
+        auth::check_password(&first).map_err(|m| anyhow::Error::new(UsageError(m)))?;
+        let second = rpassword::prompt_password("Again: ").context("reading the password again")?;
+        if first != second {
+            return Err(UsageError("the two passwords differ".into()).into());
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .context("reading the password from stdin")?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    };
+    auth::check_password(&password).map_err(|m| anyhow::Error::new(UsageError(m)))?;
+    Ok(password)
+}

@@ -1,0 +1,748 @@
+//! Accounts: the gate, signing in and out, tokens, the throttle, isolation between users, and
+//! the `server user` commands.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+use server::store::Store as _;
+
+use crate::helpers::{spawn_app, wait_for_event};
+
+const ALICE_PW: &str = "alice-password-1";
+const BOB_PW: &str = "bob-password-22";
+
+/// A client that shows redirects instead of following them.
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn status_of(res: reqwest::Response) -> (u16, Value) {
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn the_first_account_closes_open_mode_and_the_first_admin_adopts_its_conversations() {
+    let app = spawn_app().await;
+    // Open mode: no sign-in.
+    let open_session = app.new_session().await;
+    let (code, me) = app.get("/api/auth/me").await;
+    assert_eq!((code, me["open"].clone()), (401, json!(true)));
+
+    app.add_user("alice", ALICE_PW, true).await;
+    let client = no_redirects();
+    // Every API route answers 401 JSON.
+    for (method, path) in server::routes::api_routes() {
+        let req = match method {
+            "GET" => client.get(app.url(path)),
+            _ => client.post(app.url(path)).json(&json!({})),
+        };
+        let (code, body) = status_of(req.send().await.unwrap()).await;
+        assert_eq!(code, 401, "{method} {path}");
+        assert!(body["error"].is_string(), "{method} {path}: {body}");
+    }
+    // The pages send the browser to sign in, and back after.
+    for (path, location) in [
+        ("/", "/login?next=/"),
+        ("/new", "/login?next=/new"),
+        ("/s/abc?x=1", "/login?next=/s/abc%3Fx%3D1"),
+    ] {
+        let res = client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), 303, "{path}");
+        assert_eq!(res.headers()["location"], location, "{path}");
+    }
+    // What stays open.
+    for path in ["/healthz", "/login", "/pkg/anchorage.css"] {
+        let res = client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+    }
+    let form = client
+        .get(app.url("/login?next=/s/abc"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(form.contains(r#"<form class="login-form" method="post" action="/api/auth/login""#));
+    assert!(form.contains(r#"name="next" value="/s/abc""#));
+
+    // The first admin owns what was made before.
+    let alice = app.sign_in("alice", ALICE_PW).await;
+    app.use_cookie(Some(&alice));
+    let (code, sessions) = app.get("/api/sessions").await;
+    assert_eq!(code, 200);
+    assert_eq!(sessions["sessions"][0]["id"], json!(open_session));
+    let (code, me) = app.get("/api/auth/me").await;
+    assert_eq!(
+        (code, me),
+        (200, json!({"user": {"name": "alice", "admin": true}}))
+    );
+}
+
+#[tokio::test]
+async fn signing_in_and_out() {
+    let app = spawn_app().await;
+    app.add_user("alice", ALICE_PW, false).await;
+    let client = no_redirects();
+    let login = |body: Value| client.post(app.url("/api/auth/login")).json(&body).send();
+    // One answer for a wrong password and an unknown name.
+    let (code, wrong) = status_of(
+        login(json!({"username": "alice", "password": "not-her-password"}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    let (code2, unknown) = status_of(
+        login(json!({"username": "mallory", "password": ALICE_PW}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((code, code2), (401, 401));
+    assert_eq!(wrong, unknown);
+    let (code, _) = status_of(login(json!({"username": "alice"})).await.unwrap()).await;
+    assert_eq!(code, 401, "no password");
+    let (code, _) = status_of(
+        client
+            .post(app.url("/api/auth/login"))
+            .header("content-type", "application/json")
+            .body("{not json")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(code, 400);
+
+    let res = login(json!({"username": "ALICE", "password": ALICE_PW}))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "names are matched without case");
+    let set = res.headers()["set-cookie"].to_str().unwrap().to_owned();
+    for part in ["anchorage_session=", "HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(set.contains(part), "{set}");
+    }
+    assert!(!set.contains("Secure"), "plain http on loopback: {set}");
+    let token = set.split(';').next().unwrap().to_owned();
+    assert_eq!(
+        res.json::<Value>().await.unwrap(),
+        json!({"user": {"name": "alice", "admin": false}})
+    );
+    // The database has the token's hash, never the token.
+    let raw = token.split_once('=').unwrap().1;
+    assert_eq!(raw.len(), 64);
+    assert!(app
+        .store
+        .token_user(raw, server::journal::now())
+        .await
+        .unwrap()
+        .is_none());
+    assert!(app
+        .store
+        .token_user(&server::auth::token_hash(raw), server::journal::now())
+        .await
+        .unwrap()
+        .is_some());
+
+    app.use_cookie(Some(&token));
+    assert_eq!(app.get("/api/auth/me").await.0, 200);
+    assert_eq!(app.post("/api/auth/logout", json!({})).await.0, 200);
+    // Revoked on the server: the same cookie no longer works.
+    assert_eq!(app.get("/api/auth/me").await.0, 401);
+    assert_eq!(app.get("/api/sessions").await.0, 401);
+
+    // The sign-in form: a post from this site goes on to `next`, a foreign `next` goes home.
+    let origin = format!("http://{}", app.addr);
+    for (next, expect) in [
+        ("/s/abc", "/s/abc"),
+        ("//evil.example/x", "/"),
+        ("https://evil.example", "/"),
+    ] {
+        let res = client
+            .post(app.url("/api/auth/login"))
+            .header("origin", &origin)
+            .form(&[
+                ("username", "alice"),
+                ("password", ALICE_PW),
+                ("next", next),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 303, "{next}");
+        assert_eq!(res.headers()["location"], expect, "{next}");
+        assert!(res.headers().contains_key("set-cookie"));
+    }
+    // A wrong password in the form shows the form again, with the name kept.
+    let res = client
+        .post(app.url("/api/auth/login"))
+        .header("origin", &origin)
+        .form(&[
+            ("username", "alice"),
+            ("password", "wrong-password"),
+            ("next", "/"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("wrong name or password"));
+    assert!(page.contains(r#"value="alice""#));
+    // A form from another site is refused.
+    let res = client
+        .post(app.url("/api/auth/login"))
+        .header("origin", "https://evil.example")
+        .form(&[("username", "alice"), ("password", ALICE_PW)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+}
+
+#[tokio::test]
+async fn a_new_password_or_a_removed_account_signs_out_everywhere() {
+    let app = spawn_app().await;
+    app.add_user("alice", ALICE_PW, false).await;
+    app.add_user("bob", BOB_PW, false).await;
+    let first = app.sign_in("alice", ALICE_PW).await;
+    let second = app.sign_in("alice", ALICE_PW).await;
+    let bob = app.sign_in("bob", BOB_PW).await;
+    let hash = server::auth::hash_password("another-password").unwrap();
+    app.store.set_password("alice", &hash).await.unwrap();
+    for cookie in [&first, &second] {
+        app.use_cookie(Some(cookie));
+        assert_eq!(app.get("/api/auth/me").await.0, 401);
+    }
+    app.use_cookie(Some(&bob));
+    assert_eq!(
+        app.get("/api/auth/me").await.0,
+        200,
+        "others stay signed in"
+    );
+    app.use_cookie(None);
+    let alice = app.sign_in("alice", "another-password").await;
+    app.store.remove_user("alice").await.unwrap();
+    app.use_cookie(Some(&alice));
+    assert_eq!(app.get("/api/auth/me").await.0, 401);
+}
+
+#[tokio::test]
+async fn tokens_expire_and_use_moves_the_expiry() {
+    let app = spawn_app().await;
+    app.add_user("alice", ALICE_PW, false).await;
+    let (user, _) = app.store.user_credentials("alice").await.unwrap();
+    let now = server::journal::now();
+    let day = 86_400.0;
+    let stale = server::auth::new_token();
+    app.store
+        .create_token(
+            &server::auth::token_hash(&stale),
+            &user.id,
+            now - 31.0 * day,
+            now - 1.0,
+        )
+        .await
+        .unwrap();
+    app.use_cookie(Some(&format!("anchorage_session={stale}")));
+    assert_eq!(app.get("/api/auth/me").await.0, 401, "expired");
+
+    let aging = server::auth::new_token();
+    let hash = server::auth::token_hash(&aging);
+    app.store
+        .create_token(&hash, &user.id, now - 20.0 * day, now + 10.0 * day)
+        .await
+        .unwrap();
+    let res = app
+        .client
+        .get(app.url("/api/auth/me"))
+        .header("cookie", format!("anchorage_session={aging}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let set = res.headers()["set-cookie"].to_str().unwrap();
+    assert!(
+        set.starts_with(&format!("anchorage_session={aging};")),
+        "{set}"
+    );
+    assert!(set.contains("Max-Age=2592000"), "{set}");
+    let (_, expires) = app
+        .store
+        .token_user(&hash, server::journal::now())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(expires > now + 29.0 * day, "slid to 30 days from now");
+    // Used again at once: nothing to move, no cookie.
+    let res = app
+        .client
+        .get(app.url("/api/auth/me"))
+        .header("cookie", format!("anchorage_session={aging}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(!res.headers().contains_key("set-cookie"));
+}
+
+#[tokio::test]
+async fn failed_sign_ins_are_throttled_per_name_and_per_address() {
+    let app = spawn_app().await;
+    app.add_user("alice", ALICE_PW, false).await;
+    app.add_user("bob", BOB_PW, false).await;
+    let login = |name: &str, password: &str| {
+        app.client
+            .post(app.url("/api/auth/login"))
+            .json(&json!({"username": name, "password": password}))
+            .send()
+    };
+    for _ in 0..5 {
+        assert_eq!(
+            login("alice", "wrong-password").await.unwrap().status(),
+            401
+        );
+    }
+    // The sixth within a minute is refused before the password is looked at, even a right one.
+    let res = login("alice", ALICE_PW).await.unwrap();
+    assert_eq!(res.status(), 429);
+    let retry: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert!(res.json::<Value>().await.unwrap()["error"].is_string());
+    // The address made those five failures too: another name from it waits as well.
+    assert_eq!(login("bob", BOB_PW).await.unwrap().status(), 429);
+}
+
+/// What bob does with one of alice's ids, and what he must get.
+struct Case {
+    method: &'static str,
+    path: String,
+    body: Value,
+    expect: Expect,
+}
+
+enum Expect {
+    /// Exactly what an unknown id gets.
+    NotFound,
+    /// 200, and none of alice's ids or titles in the body.
+    NothingOfHers,
+}
+
+#[tokio::test]
+async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
+    let app = spawn_app().await;
+    app.add_user("alice", ALICE_PW, true).await;
+    app.add_user("bob", BOB_PW, false).await;
+    let alice = app.sign_in("alice", ALICE_PW).await;
+    let bob = app.sign_in("bob", BOB_PW).await;
+
+    app.use_cookie(Some(&alice));
+    let session = app.new_session().await;
+    let (code, _) = app
+        .post(
+            "/api/session/rename",
+            json!({"session_id": session, "title": "Alice's secret plans"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let run = app.start(&session, "/demo approval").await;
+    let approval = wait_for_event(&app, &run, "approval").await;
+    let approval_id = approval.data["approval_id"].as_str().unwrap().to_owned();
+
+    app.use_cookie(Some(&bob));
+    let own = app.new_session().await;
+    let q = |path: &str| path.to_owned();
+    let cases: Vec<Case> = vec![
+        Case {
+            method: "POST",
+            path: q("/api/session/new"),
+            body: json!({"title": "Bob's"}),
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "GET",
+            path: q("/api/sessions"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "GET",
+            path: format!("/api/session?session_id={session}"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/session/rename"),
+            body: json!({"session_id": session, "title": "pwned"}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/session/delete"),
+            body: json!({"session_id": session}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: q("/api/sessions/search?q=secret"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "GET",
+            path: format!("/api/session/export?session_id={session}&format=jsonl"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/chat/start"),
+            body: json!({"session_id": session, "message": "hi"}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/chat/cancel"),
+            body: json!({"run_id": run}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/chat/queue"),
+            body: json!({"session_id": session, "message": "hi"}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: format!("/api/chat/stream?run_id={run}"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: format!("/api/chat/stream/status?run_id={run}"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/approval/respond"),
+            body: json!({"run_id": run, "approval_id": approval_id, "choice": "always"}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/clarify/respond"),
+            body: json!({"run_id": run, "clarify_id": approval_id, "response": "x"}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: format!("/api/page?session_id={session}"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "GET",
+            path: q("/api/auth/me"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/auth/logout"),
+            body: json!({}),
+            expect: Expect::NothingOfHers,
+        },
+    ];
+    // Every gated route has a case: a route added without one fails here.
+    let covered: BTreeMap<(&str, &str), usize> = cases
+        .iter()
+        .map(|c| (c.method, c.path.split('?').next().unwrap()))
+        .fold(BTreeMap::new(), |mut m, k| {
+            *m.entry(k).or_default() += 1;
+            m
+        });
+    for (method, path) in server::routes::api_routes() {
+        assert!(
+            covered.contains_key(&(method, path)),
+            "{method} {path} has no isolation case: add one (and an owner check to the route)"
+        );
+    }
+
+    for case in &cases {
+        let (code, body) = match case.method {
+            "GET" => app.get(&case.path).await,
+            _ => app.post(&case.path, case.body.clone()).await,
+        };
+        match case.expect {
+            Expect::NotFound => {
+                // The same call with an id nobody has.
+                let unknown_path = case
+                    .path
+                    .replace(&session, "nosuchsession")
+                    .replace(&run, "nosuchrun");
+                let unknown_body: Value = serde_json::from_str(
+                    &case
+                        .body
+                        .to_string()
+                        .replace(&session, "nosuchsession")
+                        .replace(&run, "nosuchrun"),
+                )
+                .unwrap();
+                let (ucode, ubody) = match case.method {
+                    "GET" => app.get(&unknown_path).await,
+                    _ => app.post(&unknown_path, unknown_body).await,
+                };
+                assert_eq!(code, 404, "{} {}: {body}", case.method, case.path);
+                assert_eq!(
+                    (code, &body),
+                    (ucode, &ubody),
+                    "{} {}",
+                    case.method,
+                    case.path
+                );
+            }
+            Expect::NothingOfHers => {
+                assert_eq!(code, 200, "{} {}: {body}", case.method, case.path);
+                let text = body.to_string();
+                for hers in [&session, &run, "Alice's secret plans", "alice"] {
+                    assert!(
+                        !text.contains(hers),
+                        "{} {} shows {hers}: {text}",
+                        case.method,
+                        case.path
+                    );
+                }
+            }
+        }
+    }
+    // Bob's own things answer him (signed in again: the last case signed him out).
+    let bob = app.sign_in("bob", BOB_PW).await;
+    app.use_cookie(Some(&bob));
+    let (code, _) = app.get(&format!("/api/session?session_id={own}")).await;
+    assert_eq!(code, 200);
+
+    // Nothing of alice's changed: the title, the run, the pending approval.
+    app.use_cookie(Some(&alice));
+    let (code, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    assert_eq!(code, 200);
+    assert_eq!(s["session"]["title"], json!("Alice's secret plans"));
+    assert_eq!(s["session"]["active_run_id"], json!(run));
+    assert_eq!(
+        s["session"]["pending_interactions"][0]["id"],
+        json!(approval_id)
+    );
+    assert_eq!(
+        s["session"]["pending_interactions"][0]["status"],
+        json!("pending")
+    );
+    let (code, _) = app
+        .post(
+            "/api/approval/respond",
+            json!({"run_id": run, "approval_id": approval_id, "choice": "once"}),
+        )
+        .await;
+    assert_eq!(code, 200, "still hers to answer");
+    app.wait_finished(&run).await;
+}
+
+#[tokio::test]
+async fn a_page_of_another_users_conversation_shows_only_your_own() {
+    let app = spawn_app().await;
+    app.add_user("alice", ALICE_PW, false).await;
+    app.add_user("bob", BOB_PW, false).await;
+    let alice = app.sign_in("alice", ALICE_PW).await;
+    let bob = app.sign_in("bob", BOB_PW).await;
+    app.use_cookie(Some(&alice));
+    let session = app.new_session().await;
+    app.post(
+        "/api/session/rename",
+        json!({"session_id": session, "title": "Alice's diary"}),
+    )
+    .await;
+    app.use_cookie(Some(&bob));
+    let mine = app.new_session().await;
+    app.post(
+        "/api/session/rename",
+        json!({"session_id": mine, "title": "Bob's notes"}),
+    )
+    .await;
+    let page = |path: String, cookie: String| {
+        let client = app.client.clone();
+        let url = app.url(&path);
+        async move {
+            let res = client
+                .get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
+            (res.status().as_u16(), res.text().await.unwrap())
+        }
+    };
+    let (code, html) = page(format!("/s/{session}"), bob.clone()).await;
+    assert_eq!(code, 200);
+    assert!(!html.contains("Alice's diary") && !html.contains("Alice&#x27;s diary"));
+    assert!(html.contains("Bob"), "his own sidebar");
+    let (code, unknown) = page("/s/nosuchsession".into(), bob.clone()).await;
+    assert_eq!(code, 200);
+    // The same page as for an id that does not exist (but for the id in the address).
+    assert_eq!(
+        strip_nonces(&html.replace(&session, "X")),
+        strip_nonces(&unknown.replace("nosuchsession", "X"))
+    );
+    let (_, html) = page(format!("/s/{session}"), alice).await;
+    assert!(html.contains("Alice"));
+    assert!(
+        html.contains(r#"data-account"#),
+        "the sidebar says who is signed in"
+    );
+}
+
+/// The page without its per-response nonces (Leptos writes one into `crossorigin` too).
+fn strip_nonces(html: &str) -> String {
+    let mut html = html.to_owned();
+    for attribute in ["nonce=\"", "crossorigin=\""] {
+        let mut out = String::new();
+        let mut rest = html.as_str();
+        while let Some(i) = rest.find(attribute) {
+            out.push_str(&rest[..i]);
+            rest = &rest[i + attribute.len()..];
+            rest = rest.split_once('"').map_or("", |(_, r)| r);
+        }
+        out.push_str(rest);
+        html = out;
+    }
+    html
+}
+
+#[tokio::test]
+async fn with_an_account_other_host_names_reach_the_server() {
+    let app = spawn_app().await;
+    app.add_user("alice", ALICE_PW, false).await;
+    let alice = app.sign_in("alice", ALICE_PW).await;
+    let res = app
+        .client
+        .get(app.url("/api/sessions"))
+        .header("host", "192.168.1.5:3000")
+        .header("cookie", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "a phone on the LAN");
+    let res = app
+        .client
+        .get(app.url("/api/sessions"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401, "a rebound name has no sign-in");
+}
+
+/// The server binary with a fresh data directory, as a person runs it.
+fn server_cmd(data: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_server"));
+    cmd.env_remove("ANCHORAGE_DATA_DIR")
+        .env("LEPTOS_OUTPUT_NAME", "anchorage")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.arg("--data-dir").arg(data);
+    cmd
+}
+
+fn run_with_stdin(mut cmd: Command, stdin: &str) -> (i32, String, String) {
+    use std::io::Write as _;
+    let mut child = cmd.spawn().expect("the server binary");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_user_commands_manage_accounts() {
+    let data = tempfile::tempdir().unwrap();
+    let user = |args: &[&str], stdin: &str| {
+        let mut cmd = server_cmd(data.path());
+        cmd.arg("user").args(args);
+        run_with_stdin(cmd, stdin)
+    };
+    let (code, _, err) = user(&["add", "alice", "--admin"], "short\n");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("at least 10 characters"), "{err}");
+    let (code, out, err) = user(&["add", "alice", "--admin"], "a long enough password\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("added the admin account \"alice\""), "{out}");
+    // Global flags after the subcommand work too.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_server"));
+    cmd.env_remove("ANCHORAGE_DATA_DIR")
+        .args(["user", "add", "bob", "--data-dir"])
+        .arg(data.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (code, _, err) = run_with_stdin(cmd, "bob's long password\n");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = user(&["add", "ALICE"], "another long password\n");
+    assert_eq!(code, 2);
+    assert!(err.contains("exists"), "{err}");
+    let (code, _, err) = user(&["add", "al ice"], "another long password\n");
+    assert_eq!(code, 2, "{err}");
+    let (code, out, _) = user(&["list"], "");
+    assert_eq!(code, 0);
+    assert_eq!(out, "alice (admin)\nbob\n");
+
+    let store = server::store::sqlite::SqliteStore::open(&data.path().join("anchorage.db"))
+        .await
+        .unwrap();
+    let (_, hash) = store.user_credentials("bob").await.unwrap();
+    assert!(server::auth::verify_password("bob's long password", &hash));
+    let (code, out, err) = user(&["passwd", "bob"], "bob's new long password\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("signed out everywhere"));
+    let (_, hash) = store.user_credentials("bob").await.unwrap();
+    assert!(server::auth::verify_password(
+        "bob's new long password",
+        &hash
+    ));
+    let (code, _, err) = user(&["passwd", "carol"], "whatever long password\n");
+    assert_eq!(code, 2);
+    assert!(err.contains("no account named"), "{err}");
+    let (code, _, _) = user(&["remove", "bob"], "");
+    assert_eq!(code, 0);
+    let (_, out, _) = user(&["list"], "");
+    assert_eq!(out, "alice (admin)\n");
+}
+
+#[tokio::test]
+async fn with_no_account_the_server_refuses_a_network_address() {
+    let data = tempfile::tempdir().unwrap();
+    let site = tempfile::tempdir().unwrap();
+    let mut cmd = server_cmd(data.path());
+    cmd.args(["--addr", "0.0.0.0:0"])
+        .env("LEPTOS_SITE_ROOT", site.path());
+    let (code, _, err) = run_with_stdin(cmd, "");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("server") && err.contains("user add"), "{err}");
+}
