@@ -144,6 +144,51 @@ pub struct Config {
     /// Bearer key for the Hermes gateway (read from the environment only)
     #[arg(skip = secret_from_env("HERMES_API_KEY"))]
     pub hermes_api_key: Option<Secret>,
+
+    /// Follow-ups that may wait in one conversation
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_QUEUED",
+        default_value_t = 20
+    )]
+    pub max_queued: usize,
+
+    /// Turns one account may run at once (with no account: everyone together)
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_RUNS_PER_USER",
+        default_value_t = 4
+    )]
+    pub max_runs_per_user: u64,
+
+    /// Event streams one account may hold open
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_STREAMS_PER_USER",
+        default_value_t = 64
+    )]
+    pub max_streams_per_user: usize,
+
+    /// Event streams the server holds open in all
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_STREAMS",
+        default_value_t = 1024
+    )]
+    pub max_streams: usize,
+
+    /// Seconds a connection may take to send a request's headers
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_HEADER_TIMEOUT_SECS",
+        default_value_t = 10
+    )]
+    pub header_timeout_secs: u64,
 }
 
 /// What the server binary does instead of serving.
@@ -180,6 +225,17 @@ pub enum UserCommand {
 }
 
 impl Config {
+    /// The limits these flags set.
+    pub fn limits(&self) -> crate::limits::Limits {
+        crate::limits::Limits {
+            max_queued: self.max_queued,
+            max_runs_per_user: self.max_runs_per_user,
+            max_streams_per_user: self.max_streams_per_user,
+            max_streams: self.max_streams,
+            header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
+        }
+    }
+
     /// The defaults, as if run without flags (environment keys still apply).
     pub fn defaults() -> Self {
         Config::parse_from(["server"])

@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::hub::{Frame, Hub};
-use crate::store::{JournalOp, NewEvent, SettledAnswer, Store, StoreError};
+use crate::limits::Stats;
+use crate::store::{JournalOp, JournalRow, NewEvent, SettledAnswer, Store, StoreError};
 
 /// How many queued writes one transaction may carry.
 const MAX_BATCH: usize = 512;
@@ -77,9 +78,9 @@ pub fn event(kind: &str, payload: Value, terminal_state: Option<&str>) -> NewEve
 
 impl Journal {
     /// Starts the writer task.
-    pub fn spawn(store: Arc<dyn Store>, hub: Hub) -> Journal {
+    pub fn spawn(store: Arc<dyn Store>, hub: Hub, stats: Arc<Stats>) -> Journal {
         let (tx, rx) = mpsc::channel::<Request>(4096);
-        tokio::spawn(write_loop(store, hub, rx));
+        tokio::spawn(write_loop(store, hub, rx, stats));
         Journal { tx }
     }
 
@@ -119,34 +120,380 @@ impl Journal {
     }
 }
 
-async fn write_loop(store: Arc<dyn Store>, hub: Hub, mut rx: mpsc::Receiver<Request>) {
+/// Pauses before each new try of a batch that failed.
+const RETRY_AFTER: [std::time::Duration; 3] = [
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_millis(250),
+    std::time::Duration::from_secs(1),
+];
+
+/// Commits a batch; a batch that fails (a busy database, a full disk for a moment) is tried
+/// again, then op by op, so that one bad write fails alone and not every run in its batch.
+async fn commit_with_retry(
+    store: &dyn Store,
+    ops: Vec<JournalOp>,
+    stats: &Stats,
+) -> Vec<Result<Vec<JournalRow>, StoreError>> {
+    let mut last = match store.commit(ops.clone()).await {
+        Ok(results) => return results,
+        Err(e) => e,
+    };
+    for pause in RETRY_AFTER {
+        tracing::warn!("journal commit failed ({last}); trying again in {pause:?}");
+        Stats::add(&stats.journal_retries, 1);
+        tokio::time::sleep(pause).await;
+        match store.commit(ops.clone()).await {
+            Ok(results) => return results,
+            Err(e) => last = e,
+        }
+    }
+    if ops.len() == 1 {
+        tracing::error!("journal commit failed: {last}");
+        return vec![Err(last)];
+    }
+    let mut results = Vec::with_capacity(ops.len());
+    for op in ops {
+        results.push(match store.commit(vec![op]).await {
+            Ok(mut one) => one.pop().unwrap_or(Err(StoreError::Finished)),
+            Err(e) => {
+                tracing::error!("journal commit failed: {e}");
+                Err(e)
+            }
+        });
+    }
+    results
+}
+
+async fn write_loop(
+    store: Arc<dyn Store>,
+    hub: Hub,
+    mut rx: mpsc::Receiver<Request>,
+    stats: Arc<Stats>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let (ops, replies): (Vec<_>, Vec<_>) = batch.drain(..).map(|r| (r.op, r.reply)).unzip();
-        match store.commit(ops).await {
-            Ok(results) => {
-                for (result, reply) in results.into_iter().zip(replies) {
-                    let result = result.map(|rows| {
-                        rows.into_iter()
-                            .map(|row| {
-                                let frame = Arc::new(Frame::new(row));
-                                hub.publish(Arc::clone(&frame));
-                                frame
-                            })
-                            .collect()
-                    });
-                    let _ = reply.send(result);
-                }
-            }
-            Err(e) => {
-                tracing::error!("journal commit failed: {e}");
-                let message = e.to_string();
-                for reply in replies {
-                    let _ = reply.send(Err(StoreError::Database(sqlx::Error::Protocol(
-                        message.clone(),
-                    ))));
-                }
-            }
+        let results = commit_with_retry(&*store, ops, &stats).await;
+        for (result, reply) in results.into_iter().zip(replies) {
+            let result = result.map(|rows| {
+                rows.into_iter()
+                    .map(|row| {
+                        let frame = Arc::new(Frame::new(row));
+                        hub.publish(Arc::clone(&frame));
+                        frame
+                    })
+                    .collect()
+            });
+            let _ = reply.send(result);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::{
+        Frames, Interaction, JournalRow, Message, NewTurn, QueuedMessage, Run, Session, User,
+    };
+
+    /// The real SQLite store, whose next `failures` commits fail as a busy database does.
+    struct Flaky {
+        inner: SqliteStore,
+        failures: AtomicU32,
+    }
+
+    #[async_trait]
+    impl Store for Flaky {
+        async fn create_session(
+            &self,
+            title: &str,
+            owner: Option<&str>,
+            now: f64,
+        ) -> Result<Session, StoreError> {
+            self.inner.create_session(title, owner, now).await
+        }
+
+        async fn list_sessions(&self, owner: Option<&str>) -> Result<Vec<Session>, StoreError> {
+            self.inner.list_sessions(owner).await
+        }
+
+        async fn search_sessions(
+            &self,
+            owner: Option<&str>,
+            query: &str,
+        ) -> Result<Vec<Session>, StoreError> {
+            self.inner.search_sessions(owner, query).await
+        }
+
+        async fn session(&self, id: &str) -> Result<Session, StoreError> {
+            self.inner.session(id).await
+        }
+
+        async fn rename_session(
+            &self,
+            id: &str,
+            title: &str,
+            source: &str,
+            now: f64,
+        ) -> Result<Session, StoreError> {
+            self.inner.rename_session(id, title, source, now).await
+        }
+
+        async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+            self.inner.delete_session(id).await
+        }
+
+        async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
+            self.inner.messages(session_id).await
+        }
+
+        async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError> {
+            self.inner.session_runs(session_id).await
+        }
+
+        async fn start_run(&self, turn: NewTurn<'_>) -> Result<(Run, Message), StoreError> {
+            self.inner.start_run(turn).await
+        }
+
+        async fn run(&self, run_id: &str) -> Result<Run, StoreError> {
+            self.inner.run(run_id).await
+        }
+
+        async fn running_runs(&self) -> Result<Vec<Run>, StoreError> {
+            self.inner.running_runs().await
+        }
+
+        async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError> {
+            self.inner.count_running(owner).await
+        }
+
+        async fn commit(
+            &self,
+            ops: Vec<JournalOp>,
+        ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError> {
+            if self.failures.load(Ordering::SeqCst) > 0 {
+                self.failures.fetch_sub(1, Ordering::SeqCst);
+                return Err(StoreError::Database(sqlx::Error::PoolTimedOut));
+            }
+            self.inner.commit(ops).await
+        }
+
+        async fn events(
+            &self,
+            run_id: &str,
+            after: u64,
+            up_to: Option<u64>,
+            limit: u32,
+        ) -> Result<Vec<JournalRow>, StoreError> {
+            self.inner.events(run_id, after, up_to, limit).await
+        }
+
+        async fn frames(
+            &self,
+            run_id: &str,
+            after: u64,
+            up_to: Option<u64>,
+            limit: u32,
+        ) -> Result<Frames, StoreError> {
+            self.inner.frames(run_id, after, up_to, limit).await
+        }
+
+        async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError> {
+            self.inner.open_interaction(interaction).await
+        }
+
+        async fn answer_interaction(
+            &self,
+            run_id: &str,
+            id: &str,
+            kind: &str,
+            response: &Value,
+        ) -> Result<Interaction, StoreError> {
+            self.inner
+                .answer_interaction(run_id, id, kind, response)
+                .await
+        }
+
+        async fn close_interactions(&self, run_id: &str) -> Result<(), StoreError> {
+            self.inner.close_interactions(run_id).await
+        }
+
+        async fn interactions(&self, run_id: &str) -> Result<Vec<Interaction>, StoreError> {
+            self.inner.interactions(run_id).await
+        }
+
+        async fn queue_message(
+            &self,
+            message: &QueuedMessage,
+        ) -> Result<QueuedMessage, StoreError> {
+            self.inner.queue_message(message).await
+        }
+
+        async fn queued_messages(
+            &self,
+            session_id: &str,
+        ) -> Result<Vec<QueuedMessage>, StoreError> {
+            self.inner.queued_messages(session_id).await
+        }
+
+        async fn next_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError> {
+            self.inner.next_queued(session_id).await
+        }
+
+        async fn count_users(&self) -> Result<u64, StoreError> {
+            self.inner.count_users().await
+        }
+
+        async fn users(&self) -> Result<Vec<User>, StoreError> {
+            self.inner.users().await
+        }
+
+        async fn create_user(
+            &self,
+            name: &str,
+            password_hash: &str,
+            admin: bool,
+            now: f64,
+        ) -> Result<(User, u64), StoreError> {
+            self.inner
+                .create_user(name, password_hash, admin, now)
+                .await
+        }
+
+        async fn user_credentials(&self, name: &str) -> Result<(User, String), StoreError> {
+            self.inner.user_credentials(name).await
+        }
+
+        async fn set_password(&self, name: &str, password_hash: &str) -> Result<(), StoreError> {
+            self.inner.set_password(name, password_hash).await
+        }
+
+        async fn remove_user(&self, name: &str) -> Result<(), StoreError> {
+            self.inner.remove_user(name).await
+        }
+
+        async fn create_token(
+            &self,
+            token_hash: &str,
+            user_id: &str,
+            now: f64,
+            expires_at: f64,
+        ) -> Result<(), StoreError> {
+            self.inner
+                .create_token(token_hash, user_id, now, expires_at)
+                .await
+        }
+
+        async fn token_user(
+            &self,
+            token_hash: &str,
+            now: f64,
+        ) -> Result<Option<(User, f64)>, StoreError> {
+            self.inner.token_user(token_hash, now).await
+        }
+
+        async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError> {
+            self.inner.extend_token(token_hash, expires_at).await
+        }
+
+        async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError> {
+            self.inner.revoke_token(token_hash).await
+        }
+    }
+
+    async fn running_run(store: &Flaky) -> String {
+        let session = store.create_session("t", None, 0.0).await.unwrap();
+        let run = uuid::Uuid::new_v4().simple().to_string();
+        store
+            .start_run(NewTurn {
+                session_id: &session.id,
+                run_id: &run,
+                turn_id: "turn",
+                user_message_id: &format!("m-{run}"),
+                message: "hi",
+                client_id: None,
+                queued_id: None,
+                now: 0.0,
+            })
+            .await
+            .unwrap();
+        run
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_is_tried_again_and_nothing_is_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Flaky {
+            inner: SqliteStore::open(&dir.path().join("a.db")).await.unwrap(),
+            failures: AtomicU32::new(0),
+        });
+        let run = running_run(&store).await;
+        let stats = Arc::new(Stats::default());
+        let journal = Journal::spawn(
+            Arc::clone(&store) as Arc<dyn Store>,
+            Hub::default(),
+            Arc::clone(&stats),
+        );
+        // Two failures: the third try commits.
+        store.failures.store(2, Ordering::SeqCst);
+        let writes: Vec<_> = (0..20)
+            .map(|i| {
+                let journal = journal.clone();
+                let run = run.clone();
+                tokio::spawn(async move {
+                    journal
+                        .append(
+                            &run,
+                            event("token", json!({"text": format!("w{i} ")}), None),
+                        )
+                        .await
+                })
+            })
+            .collect();
+        for write in writes {
+            write
+                .await
+                .unwrap()
+                .expect("journaled despite the failures");
+        }
+        assert_eq!(Stats::get(&stats.journal_retries), 2);
+        let rows = store.events(&run, 0, None, 100).await.unwrap();
+        assert_eq!(rows.len(), 20);
+        let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, (1..=20).collect::<Vec<_>>(), "gapless, once each");
+    }
+
+    #[tokio::test]
+    async fn a_batch_that_keeps_failing_fails_op_by_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Flaky {
+            inner: SqliteStore::open(&dir.path().join("a.db")).await.unwrap(),
+            failures: AtomicU32::new(0),
+        });
+        let run = running_run(&store).await;
+        let ops: Vec<JournalOp> = (0..3)
+            .map(|i| JournalOp::Append {
+                run_id: run.clone(),
+                event: event("token", Value::from(i), None),
+            })
+            .collect();
+        // The batch and its three retries fail; then each op alone, the first of which fails.
+        store.failures.store(5, Ordering::SeqCst);
+        let stats = Stats::default();
+        let results = commit_with_retry(&*store, ops, &stats).await;
+        assert_eq!(results.len(), 3);
+        assert!(results[0].is_err());
+        assert!(
+            results[1].is_ok() && results[2].is_ok(),
+            "the others are kept"
+        );
+        assert_eq!(store.events(&run, 0, None, 10).await.unwrap().len(), 2);
     }
 }

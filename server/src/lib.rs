@@ -31,6 +31,7 @@ pub mod config;
 pub mod error;
 pub mod hub;
 pub mod journal;
+pub mod limits;
 pub mod pages;
 pub mod routes;
 pub mod runner;
@@ -67,6 +68,12 @@ pub struct AppState {
     pub public_url: Option<security::PublicUrl>,
     /// Failed sign-ins of the last minute.
     pub throttle: Arc<auth::Throttle>,
+    /// What one account, and everyone, may hold at once.
+    pub limits: limits::Limits,
+    /// Open event streams.
+    pub streams: Arc<limits::StreamGate>,
+    /// Counters about the server itself.
+    pub stats: Arc<limits::Stats>,
 }
 
 impl AppState {
@@ -89,6 +96,7 @@ impl AppState {
         let adapter = runtime::build_adapter(config)?;
         let mut state = Self::with_parts(store, adapter, leptos_options, shutdown).await;
         state.public_url = config.public_url.clone();
+        state.limits = config.limits();
         Ok(state)
     }
 
@@ -100,7 +108,8 @@ impl AppState {
         shutdown: CancellationToken,
     ) -> Self {
         let hub = Hub::default();
-        let journal = Journal::spawn(Arc::clone(&store), hub.clone());
+        let stats = Arc::new(limits::Stats::default());
+        let journal = Journal::spawn(Arc::clone(&store), hub.clone(), Arc::clone(&stats));
         let runner = Runner::new(Arc::clone(&store), journal, hub.clone(), adapter);
         let reaped = runner.reap().await;
         if reaped > 0 {
@@ -116,6 +125,9 @@ impl AppState {
             heartbeat: routes::stream::HEARTBEAT,
             public_url: None,
             throttle: Arc::default(),
+            limits: limits::Limits::default(),
+            streams: Arc::default(),
+            stats,
         }
     }
 }
@@ -273,23 +285,63 @@ impl DataDirLock {
 
 /// Serves the app on an already bound listener until `shutdown` resolves. Open streams end
 /// then; runs in progress stop and are reported interrupted by the next start.
+///
+/// Each connection must send a request's headers within the header timeout (a client that
+/// trickles them, slowloris, is cut off); every request knows its peer address.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+
     let token = state.shutdown.clone();
     let runner = state.runner.clone();
-    let signal = async move {
-        shutdown.await;
-        runner.shut_down();
-        token.cancel();
-    };
-    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(signal)
-        .await
-        .context("serving HTTP")
+    let header_timeout = state.limits.header_timeout;
+    let app = router(state);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors or a connection reset before it was taken:
+                    // wait a moment rather than spin.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = tower_http::add_extension::AddExtension::new(
+            app.clone(),
+            axum::extract::ConnectInfo(peer),
+        );
+        let service = hyper_util::service::TowerToHyperService::new(service);
+        let mut builder = Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout);
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!("connection from {peer} ended: {e}");
+            }
+        });
+    }
+    drop(listener);
+    runner.shut_down();
+    token.cancel();
+    graceful.shutdown().await;
+    Ok(())
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -42,6 +42,34 @@ fn checked_client_id(client_id: Option<&str>) -> Result<Option<&str>, ApiError> 
     }
 }
 
+/// 429 when `viewer` runs as many turns as allowed, unless this send was made before (its
+/// retry answers the turn it started, which is one of them).
+async fn check_running(
+    state: &AppState,
+    viewer: &Viewer,
+    session_id: &str,
+    client_id: Option<&str>,
+) -> Result<(), ApiError> {
+    let limit = state.limits.max_runs_per_user;
+    if state.store.count_running(viewer.owner()).await? < limit {
+        return Ok(());
+    }
+    if let Some(client_id) = client_id {
+        let messages = state.store.messages(session_id).await?;
+        if messages
+            .iter()
+            .any(|m| m.client_id.as_deref() == Some(client_id))
+        {
+            return Ok(());
+        }
+    }
+    Err(ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("{limit} turns are running, the limit: wait for one to end, or stop one"),
+    )
+    .with("limit", "max_runs_per_user"))
+}
+
 /// The body of `POST /api/chat/start` and `POST /api/chat/queue`.
 #[derive(Debug, Deserialize)]
 pub struct SendBody {
@@ -73,6 +101,7 @@ pub async fn start(
     let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;
     owned_session(&state, &viewer, &body.session_id).await?;
+    check_running(&state, &viewer, &body.session_id, client_id).await?;
     let started = state
         .runner
         .start(&body.session_id, message, client_id)
@@ -113,9 +142,23 @@ pub async fn queue(
         Json(json!({"queued": false, "started": started_json(&started)}))
     };
     if session.active_run_id.is_none() {
+        check_running(&state, &viewer, &session.id, client_id).await?;
         return Ok(started(
             state.runner.start(&session.id, message, client_id).await?,
         ));
+    }
+    let waiting = state.store.queued_messages(&session.id).await?;
+    let again =
+        client_id.is_some_and(|c| waiting.iter().any(|q| q.client_id.as_deref() == Some(c)));
+    if waiting.len() >= state.limits.max_queued && !again {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "{} follow-ups are already waiting in this conversation, the limit",
+                waiting.len()
+            ),
+        )
+        .with("limit", "max_queued"));
     }
     let item = crate::store::QueuedMessage {
         id: format!("q-{}", uuid::Uuid::new_v4().simple()),

@@ -19,7 +19,6 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt as _;
-use tokio_util::sync::CancellationToken;
 
 use crate::auth::{owned_run, Viewer};
 use crate::error::{ApiError, ApiQuery};
@@ -30,7 +29,11 @@ use crate::AppState;
 /// How long a silent stream waits before a heartbeat comment.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
 /// Journal rows read per query while replaying.
-const PAGE: u32 = 32_768;
+const PAGE: u32 = 4_096;
+/// Chunks waiting for a slow client. With [`PAGE`], what one stream holds is bounded (about
+/// `(QUEUED + 1) × PAGE` frames) however long the journal: a client that stops reading stops
+/// the replay, it does not make the server read the journal into memory.
+const QUEUED: usize = 4;
 
 /// Query of the stream routes.
 #[derive(Debug, Deserialize)]
@@ -89,17 +92,19 @@ pub async fn stream(
         // A cursor ahead of the journal was not issued by it: replay everything.
         after = 0;
     }
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
-    tokio::spawn(follow(
-        Arc::clone(&state.store),
-        run_id,
-        after,
-        live,
-        tx,
-        state.shutdown.clone(),
-        state.heartbeat,
-    ));
-    let body = Body::from_stream(ReceiverStream::new(rx).map(Ok::<_, Infallible>));
+    let permit = state
+        .streams
+        .acquire(viewer.owner().unwrap_or_default(), &state.limits)?;
+    let (tx, rx) = mpsc::channel::<Bytes>(QUEUED);
+    let stats = Arc::clone(&state.stats);
+    tokio::spawn(async move {
+        follow(&state, run_id, after, live, tx).await;
+        drop(permit);
+    });
+    let body = Body::from_stream(ReceiverStream::new(rx).map(move |chunk| {
+        crate::limits::Stats::add(&stats.stream_bytes_out, chunk.len() as u64);
+        Ok::<_, Infallible>(chunk)
+    }));
     let mut response = body.into_response();
     let h = response.headers_mut();
     h.insert(
@@ -113,14 +118,16 @@ pub async fn stream(
 
 /// Sends a run's frames after `after` to `tx`, then live ones, until `stream_end`.
 async fn follow(
-    store: Arc<dyn Store>,
+    state: &AppState,
     run_id: String,
     mut after: u64,
     mut live: Option<broadcast::Receiver<Arc<Frame>>>,
     tx: mpsc::Sender<Bytes>,
-    shutdown: CancellationToken,
-    heartbeat_every: Duration,
 ) {
+    let store = Arc::clone(&state.store);
+    let stats = &*state.stats;
+    let shutdown = state.shutdown.clone();
+    let heartbeat_every = state.heartbeat;
     // Reconnect delay for EventSource clients.
     if tx
         .send(Bytes::from_static(b"retry: 1000\n\n"))
@@ -129,7 +136,7 @@ async fn follow(
     {
         return;
     }
-    match backfill(&*store, &run_id, &mut after, None, &tx).await {
+    match backfill(&*store, stats, &run_id, &mut after, None, &tx).await {
         Backfill::Ended | Backfill::Gone => return,
         Backfill::Caught => {}
     }
@@ -150,7 +157,7 @@ async fn follow(
                     }
                     if seq > after + 1 {
                         // Committed rows we did not see live: read them first.
-                        match backfill(&*store, &run_id, &mut after, Some(seq - 1), &tx).await {
+                        match backfill(&*store, stats, &run_id, &mut after, Some(seq - 1), &tx).await {
                             Backfill::Ended | Backfill::Gone => return,
                             Backfill::Caught => {}
                         }
@@ -165,12 +172,12 @@ async fn follow(
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if !matches!(backfill(&*store, &run_id, &mut after, None, &tx).await, Backfill::Caught) {
+                    if !matches!(backfill(&*store, stats, &run_id, &mut after, None, &tx).await, Backfill::Caught) {
                         return;
                     }
                 }
                 Err(broadcast::error::RecvError::Closed) => {
-                    let _ = backfill(&*store, &run_id, &mut after, None, &tx).await;
+                    let _ = backfill(&*store, stats, &run_id, &mut after, None, &tx).await;
                     return;
                 }
             },
@@ -197,6 +204,7 @@ enum Backfill {
 /// Sends journal rows after `*after` (up to `up_to`) and advances `*after`.
 async fn backfill(
     store: &dyn Store,
+    stats: &crate::limits::Stats,
     run_id: &str,
     after: &mut u64,
     up_to: Option<u64>,
@@ -213,6 +221,7 @@ async fn backfill(
         if page.count == 0 {
             return Backfill::Caught;
         }
+        crate::limits::Stats::add(&stats.replay_bytes_read, page.sse.len() as u64);
         if tx.send(page.sse).await.is_err() {
             return Backfill::Gone;
         }

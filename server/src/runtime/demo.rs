@@ -69,6 +69,16 @@ struct Turn<'a> {
     tool_no: u32,
 }
 
+/// The most rows one demo message may journal (`long`, `trace`): one message cannot fill the
+/// disk.
+pub const MAX_ROWS: u64 = 100_000;
+
+/// How many rows a sized scenario journals: N (1000 when not given), at least `min`, at most
+/// [`MAX_ROWS`].
+fn rows(n: Option<u64>, min: u64) -> u64 {
+    n.unwrap_or(1000).clamp(min, MAX_ROWS)
+}
+
 /// `/demo NAME [N]` → (name, N).
 fn scenario(message: &str) -> Option<(&str, Option<u64>)> {
     let rest = message.trim().strip_prefix("/demo")?;
@@ -436,7 +446,7 @@ impl Turn<'_> {
                 }
             }
             "long" => {
-                let n = n.unwrap_or(1000).clamp(1, 1_000_000);
+                let n = rows(n, 1);
                 let mut answer = String::new();
                 for i in 0..n {
                     let text = format!("w{i} ");
@@ -454,7 +464,7 @@ impl Turn<'_> {
             "trace" => {
                 // N activity rows as fast as possible (tool calls: a start and an end each),
                 // then an answer streamed at the configured pace: a long turn that keeps going.
-                let n = n.unwrap_or(1000).clamp(2, 200_000);
+                let n = rows(n, 2);
                 for i in 0..n / 2 {
                     let tid = format!("call_{i:06}");
                     self.io
@@ -527,6 +537,14 @@ mod tests {
     #[test]
     fn demo_commands_name_a_scenario_and_a_count() {
         assert_eq!(scenario("/demo long 500"), Some(("long", Some(500))));
+        assert_eq!(rows(Some(500), 1), 500);
+        assert_eq!(rows(None, 1), 1000);
+        assert_eq!(
+            rows(Some(5_000_000), 1),
+            MAX_ROWS,
+            "one message, at most 100k rows"
+        );
+        assert_eq!(rows(Some(0), 2), 2);
         assert_eq!(scenario("  /demo tools"), Some(("tools", None)));
         assert_eq!(scenario("/demo"), Some(("prose", None)));
         assert_eq!(scenario("hello"), None);

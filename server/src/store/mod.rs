@@ -341,6 +341,8 @@ pub trait Store: Send + Sync + 'static {
     async fn run(&self, run_id: &str) -> Result<Run, StoreError>;
     /// Every run still marked running.
     async fn running_runs(&self) -> Result<Vec<Run>, StoreError>;
+    /// How many runs of `owner`'s sessions are running (`None`: of sessions with no owner).
+    async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError>;
 
     /// Commits a batch of journal writes in one transaction, in order; returns the journaled
     /// rows per op. An op on a finished run fails alone with `Finished`.

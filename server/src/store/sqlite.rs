@@ -20,6 +20,9 @@ use super::{
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// The journal writer's own connection: readers, however many, never make a commit wait
+    /// for a connection (SQLite in WAL mode lets them read while it writes).
+    journal: SqlitePool,
 }
 
 impl SqliteStore {
@@ -40,10 +43,15 @@ impl SqliteStore {
             .pragma("cache_size", "-32768");
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(SqliteStore { pool })
+        let journal = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .connect_with(options)
+            .await?;
+        Ok(SqliteStore { pool, journal })
     }
 
     /// A transaction that will write. It takes the write lock when it begins (waiting up to the
@@ -530,7 +538,7 @@ impl Store for SqliteStore {
         &self,
         ops: Vec<JournalOp>,
     ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError> {
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.journal.begin_with("BEGIN IMMEDIATE").await?;
         let mut results = Vec::with_capacity(ops.len());
         for op in ops {
             match op {
@@ -812,6 +820,17 @@ impl Store for SqliteStore {
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.as_ref().map(queued_from))
+    }
+
+    async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM runs r JOIN sessions s ON s.id = r.session_id \
+             WHERE r.status = 'running' AND s.owner_id IS ?1",
+        )
+        .bind(owner)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(n.max(0) as u64)
     }
 
     async fn count_users(&self) -> Result<u64, StoreError> {

@@ -20,6 +20,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The database the server uses.
     pub store: Arc<SqliteStore>,
+    /// The server's state (its counters, its limits).
+    pub state: AppState,
     /// The sign-in cookie the helpers send (`name=value`), if any.
     cookie: std::sync::Mutex<Option<String>>,
     shutdown: CancellationToken,
@@ -134,7 +136,13 @@ impl TestApp {
 
     /// Waits until a run has ended.
     pub async fn wait_finished(&self, run: &str) -> Value {
-        for _ in 0..400 {
+        self.wait_finished_within(run, Duration::from_secs(10))
+            .await
+    }
+
+    /// Waits up to `limit` until a run has ended.
+    pub async fn wait_finished_within(&self, run: &str, limit: Duration) -> Value {
+        for _ in 0..(limit.as_millis() / 25).max(1) {
             let (_, status) = self
                 .get(&format!("/api/chat/stream/status?run_id={run}"))
                 .await;
@@ -274,10 +282,36 @@ pub async fn spawn_app_with_adapter(adapter: Arc<dyn RuntimeAdapter>) -> TestApp
     spawn_app_parts(data, adapter, None).await
 }
 
+/// A server whose state `configure` adjusts before it serves (limits, timeouts).
+pub async fn spawn_app_configured(configure: impl FnOnce(&mut AppState)) -> TestApp {
+    let data = tempfile::tempdir().expect("a temporary data directory");
+    spawn_app_setup(
+        data,
+        Arc::new(DemoAgent {
+            delay: Duration::ZERO,
+        }),
+        configure,
+    )
+    .await
+}
+
 async fn spawn_app_parts(
     data: TempDir,
     adapter: Arc<dyn RuntimeAdapter>,
     heartbeat: Option<Duration>,
+) -> TestApp {
+    spawn_app_setup(data, adapter, |state| {
+        if let Some(heartbeat) = heartbeat {
+            state.heartbeat = heartbeat;
+        }
+    })
+    .await
+}
+
+async fn spawn_app_setup(
+    data: TempDir,
+    adapter: Arc<dyn RuntimeAdapter>,
+    configure: impl FnOnce(&mut AppState),
 ) -> TestApp {
     let site = tempfile::tempdir().expect("a temporary site root");
     std::fs::create_dir_all(site.path().join("pkg")).unwrap();
@@ -299,13 +333,11 @@ async fn spawn_app_parts(
         shutdown.clone(),
     )
     .await;
-    if let Some(heartbeat) = heartbeat {
-        state.heartbeat = heartbeat;
-    }
+    configure(&mut state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = shutdown.clone();
-    tokio::spawn(server::serve(listener, state, async move {
+    tokio::spawn(server::serve(listener, state.clone(), async move {
         stop.cancelled().await
     }));
     TestApp {
@@ -314,6 +346,7 @@ async fn spawn_app_parts(
         _data: data,
         client: reqwest::Client::new(),
         store,
+        state,
         cookie: std::sync::Mutex::new(None),
         shutdown,
     }

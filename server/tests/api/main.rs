@@ -5,6 +5,7 @@ mod backends;
 mod chat;
 mod errors;
 mod helpers;
+mod limits;
 mod pages;
 mod restart;
 mod security;

@@ -1,0 +1,167 @@
+//! What one person, or everyone together, may hold at once: follow-ups waiting in a
+//! conversation, turns running, event streams open. Past a limit the answer is a 429 (this
+//! person) or a 503 (the server) with a JSON error saying which limit and how to go on.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+
+use crate::error::ApiError;
+
+/// The limits in force (flags of the same names; see the README).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Follow-ups waiting per conversation.
+    pub max_queued: usize,
+    /// Turns running at once per account (in open mode: for everyone together).
+    pub max_runs_per_user: u64,
+    /// Event streams open at once per account.
+    pub max_streams_per_user: usize,
+    /// Event streams open at once on the server.
+    pub max_streams: usize,
+    /// How long a connection may take to send a request's headers.
+    pub header_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_queued: 20,
+            max_runs_per_user: 4,
+            max_streams_per_user: 64,
+            max_streams: 1024,
+            header_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Counts open event streams, per account and in total.
+#[derive(Debug, Default)]
+pub struct StreamGate {
+    open: Mutex<(usize, HashMap<String, usize>)>,
+}
+
+/// One open stream; dropping it (the stream ended) frees its place.
+#[derive(Debug)]
+pub struct StreamPermit {
+    gate: Arc<StreamGate>,
+    owner: String,
+}
+
+impl StreamGate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, HashMap<String, usize>)> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A place for one more stream of `owner` (`""` in open mode), or why there is none.
+    pub fn acquire(
+        self: &Arc<Self>,
+        owner: &str,
+        limits: &Limits,
+    ) -> Result<StreamPermit, ApiError> {
+        let mut open = self.lock();
+        if open.0 >= limits.max_streams {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the server has {} event streams open, its limit; try again shortly",
+                    limits.max_streams
+                ),
+            )
+            .with("limit", "max_streams"));
+        }
+        let mine = open.1.get(owner).copied().unwrap_or(0);
+        if mine >= limits.max_streams_per_user {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "you have {mine} event streams open, the limit; close a tab or two and \
+                     try again"
+                ),
+            )
+            .with("limit", "max_streams_per_user"));
+        }
+        open.0 += 1;
+        *open.1.entry(owner.to_owned()).or_default() += 1;
+        Ok(StreamPermit {
+            gate: Arc::clone(self),
+            owner: owner.to_owned(),
+        })
+    }
+
+    /// Streams open now, in total.
+    pub fn open(&self) -> usize {
+        self.lock().0
+    }
+}
+
+impl Drop for StreamPermit {
+    fn drop(&mut self) {
+        let mut open = self.gate.lock();
+        open.0 = open.0.saturating_sub(1);
+        if let Some(n) = open.1.get_mut(&self.owner) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.1.remove(&self.owner);
+            }
+        }
+    }
+}
+
+/// Counters the server keeps about itself.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Bytes of journal frames read for event streams (replays and gap fills).
+    pub replay_bytes_read: AtomicU64,
+    /// Bytes event streams handed to their connections (what is read but not handed on is
+    /// what the server holds for slow clients).
+    pub stream_bytes_out: AtomicU64,
+    /// Journal batches that failed and were tried again.
+    pub journal_retries: AtomicU64,
+}
+
+impl Stats {
+    /// Adds to a counter.
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Reads a counter.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_default_to_these_limits() {
+        assert_eq!(crate::Config::defaults().limits(), Limits::default());
+    }
+
+    #[test]
+    fn streams_are_counted_per_owner_and_in_total_and_freed_on_drop() {
+        let gate = Arc::new(StreamGate::default());
+        let limits = Limits {
+            max_streams_per_user: 2,
+            max_streams: 3,
+            ..Limits::default()
+        };
+        let a1 = gate.acquire("a", &limits).unwrap();
+        let _a2 = gate.acquire("a", &limits).unwrap();
+        let refused = gate.acquire("a", &limits).unwrap_err();
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        let _b1 = gate.acquire("b", &limits).unwrap();
+        let full = gate.acquire("c", &limits).unwrap_err();
+        assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+        drop(a1);
+        assert_eq!(gate.open(), 2);
+        let _c1 = gate.acquire("c", &limits).unwrap();
+        assert_eq!(gate.open(), 3);
+    }
+}
