@@ -155,7 +155,9 @@ async fn replay_benchmark() -> Value {
                 }
             })
             .collect();
-        store.commit(ops).await.unwrap();
+        for result in store.commit(ops).await.unwrap() {
+            result.expect("journaled");
+        }
         seq += 2000;
     }
     let mut end = Map::new();

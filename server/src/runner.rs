@@ -439,12 +439,13 @@ impl Runner {
     pub fn spawn_reaper(&self, shutdown: CancellationToken) {
         let runner = self.clone();
         tokio::spawn(async move {
+            // The start already reaped once (see `AppState::with_parts`).
             loop {
-                runner.reap().await;
                 tokio::select! {
                     () = tokio::time::sleep(REAP_INTERVAL) => {}
                     () = shutdown.cancelled() => break,
                 }
+                runner.reap().await;
             }
         });
     }

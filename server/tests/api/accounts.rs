@@ -746,3 +746,49 @@ async fn with_no_account_the_server_refuses_a_network_address() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("server") && err.contains("user add"), "{err}");
 }
+
+#[tokio::test]
+async fn behind_https_the_cookie_is_secure_and_failures_count_per_forwarded_address() {
+    let app = crate::helpers::spawn_app_configured(|state| {
+        state.public_url =
+            Some(server::security::PublicUrl::parse("https://chat.example.org").unwrap());
+    })
+    .await;
+    app.add_user("alice", ALICE_PW, false).await;
+    let login = |from: &'static str, name: String, password: &'static str| {
+        app.client
+            .post(app.url("/api/auth/login"))
+            .header("host", "chat.example.org")
+            .header("x-forwarded-for", from)
+            .json(&json!({"username": name, "password": password}))
+            .send()
+    };
+    let res = login("203.0.113.7", "alice".into(), ALICE_PW)
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let set = res.headers()["set-cookie"].to_str().unwrap();
+    assert!(set.contains("; Secure"), "{set}");
+    // Five failures from one address behind the proxy, each for another name...
+    for i in 0..5 {
+        let res = login("203.0.113.8", format!("nobody{i}"), "wrong-password")
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401);
+    }
+    // ...hold that address back, not everyone behind the proxy.
+    assert_eq!(
+        login("203.0.113.8", "alice".into(), ALICE_PW)
+            .await
+            .unwrap()
+            .status(),
+        429
+    );
+    assert_eq!(
+        login("203.0.113.9", "alice".into(), ALICE_PW)
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}
