@@ -123,7 +123,14 @@ pub struct SessionPage {
     /// Who is signed in (`None`: the server has no accounts).
     #[serde(default)]
     pub user: Option<UserData>,
+    /// The display mode this browser chose (its `anchorage_mode` cookie), so that the first
+    /// HTML is already in it; `None`: the default, or a page loaded in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
+
+/// The cookie that tells the server which display mode this browser shows.
+pub const MODE_COOKIE: &str = "anchorage_mode";
 
 /// A signed-in account, as the sidebar shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -162,6 +169,7 @@ mod tests {
                 name: "</script>".into(),
                 admin: false,
             }),
+            mode: Some("transparent_stream".into()),
         };
         let json = page_json(&page);
         assert!(!json.contains('<'), "{json}");

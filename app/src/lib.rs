@@ -150,6 +150,23 @@ pub(crate) fn storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok().flatten()
 }
 
+/// Tells the server, through a cookie, which display mode to render this browser's pages in.
+#[cfg(feature = "hydrate")]
+pub(crate) fn remember_mode(mode: anchor::Mode) {
+    use wasm_bindgen::JsCast as _;
+    let Some(document) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.dyn_into::<web_sys::HtmlDocument>().ok())
+    else {
+        return;
+    };
+    let _ = document.set_cookie(&format!(
+        "{}={}; Path=/; Max-Age=31536000; SameSite=Lax",
+        api::MODE_COOKIE,
+        mode.as_str()
+    ));
+}
+
 /// The page data the server wrote into the document, if it is there and readable.
 #[cfg(feature = "hydrate")]
 pub fn page_from_document() -> Result<api::SessionPage, String> {

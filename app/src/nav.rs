@@ -136,6 +136,7 @@ fn open(chat: ChatState, path: String, push: bool) {
             missing: false,
             agent: chat.agent.get_untracked(),
             user: chat.user.get_untracked(),
+            mode: None,
         };
         chat.loading.set(false);
         push_address(&path, push);

@@ -166,7 +166,12 @@ impl ChatState {
             sessions: RwSignal::new(Vec::new()),
             turns: RwSignal::new(Vec::new()),
             queued: RwSignal::new(Vec::new()),
-            mode: RwSignal::new(Mode::CompactWorklog),
+            mode: RwSignal::new(
+                page.mode
+                    .as_deref()
+                    .map(Mode::parse_or_default)
+                    .unwrap_or_default(),
+            ),
             connection: RwSignal::new(Connection::Idle),
             announcement: RwSignal::new(String::new()),
             error: RwSignal::new(None),

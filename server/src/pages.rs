@@ -143,6 +143,7 @@ impl PageBackend {
             missing: false,
             agent: self.agent.clone(),
             user: self.user(),
+            mode: None,
         })
     }
 
@@ -183,6 +184,7 @@ impl PageBackend {
             missing,
             agent: self.agent.clone(),
             user: self.user(),
+            mode: None,
         })
     }
 }
@@ -232,7 +234,7 @@ async fn render(
     page: Result<SessionPage, String>,
     req: Request<Body>,
 ) -> Response {
-    let page = match page {
+    let mut page = match page {
         Ok(page) => page,
         Err(e) => {
             tracing::error!("cannot load the chat page: {e}");
@@ -245,6 +247,7 @@ async fn render(
                 .into_response();
         }
     };
+    page.mode = mode_cookie(req.headers());
     let options = state.leptos_options.clone();
     // A fresh nonce per page: the hydration script carries it, the policy admits it.
     let nonce = leptos::nonce::Nonce::new();
@@ -261,6 +264,19 @@ async fn render(
             .insert(header::CONTENT_SECURITY_POLICY, value);
     }
     response
+}
+
+/// The display mode a browser chose, from its cookie (a known mode only).
+fn mode_cookie(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == app::api::MODE_COOKIE)
+        .and_then(|(_, value)| anchor::Mode::parse(value))
+        .map(|mode| mode.as_str().to_owned())
 }
 
 /// `GET /api/page?session_id=&after_run_id=`: what the chat page renders from, as JSON (an

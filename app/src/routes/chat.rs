@@ -30,12 +30,17 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     {
         use crate::state::Connection;
 
-        // The display mode is a preference of this browser.
+        // The display mode is a preference of this browser, kept in local storage and in a
+        // cookie: the server renders the first HTML in it (no switch after hydration). A
+        // browser that has it stored but not yet as a cookie switches once, here.
         Effect::new(move |_| {
             if let Some(mode) =
                 crate::storage().and_then(|s| s.get_item("anchorage.mode").ok().flatten())
             {
-                chat.mode.set(Mode::parse_or_default(&mode));
+                let mode = Mode::parse_or_default(&mode);
+                if mode != chat.mode.get_untracked() {
+                    chat.mode.set(mode);
+                }
             }
         });
         Effect::new(move |prev: Option<()>| {
@@ -45,6 +50,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     let _ = s.set_item("anchorage.mode", mode.as_str());
                 }
             }
+            crate::remember_mode(mode);
         });
 
         // Follow the running turn, and only it; reconnect when the browser gives up.
