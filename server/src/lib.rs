@@ -333,7 +333,7 @@ pub async fn serve(
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(e) = connection.await {
-                tracing::debug!("connection from {peer} ended: {e}");
+                tracing::trace!("connection from {peer} ended: {e}");
             }
         });
     }
