@@ -106,13 +106,20 @@ pub struct SessionDetail {
     pub turns: Vec<TurnData>,
     /// Queued follow-ups.
     pub queued: Vec<QueuedData>,
+    /// Older turns exist than these (the page shows a window; "Show earlier" loads the one
+    /// before, through `/api/page?before_run_id=`).
+    #[serde(default)]
+    pub earlier: bool,
 }
 
 /// Everything the chat page shows.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionPage {
-    /// The sidebar, newest first.
+    /// The sidebar, newest first: its first page.
     pub sessions: Vec<SessionSummary>,
+    /// More sessions follow those (`/api/sessions?offset=&limit=` lists them).
+    #[serde(default)]
+    pub more_sessions: bool,
     /// The open session (`None`: the empty state).
     pub session: Option<SessionDetail>,
     /// A session was asked for by id and does not exist.
@@ -162,6 +169,7 @@ mod tests {
                 updated_at: 1.5,
                 active_run_id: None,
             }],
+            more_sessions: true,
             session: None,
             missing: false,
             agent: "<!-- x".into(),

@@ -76,6 +76,16 @@ pub fn encode(value: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Resolves at the next animation frame: the page's updates are in the DOM, not yet painted.
+pub async fn next_frame() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.request_animation_frame(&resolve);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
 /// Resolves after `ms` milliseconds.
 pub async fn sleep(ms: u32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {

@@ -41,6 +41,23 @@ pub async fn fetch_page(
     })
 }
 
+/// The window of turns of `session_id` before the run `before_run` ("Show earlier").
+pub async fn fetch_earlier(
+    session_id: &str,
+    before_run: &str,
+) -> Result<SessionPage, client::Failure> {
+    let path = format!(
+        "/api/page?session_id={}&before_run_id={}",
+        client::encode(session_id),
+        client::encode(before_run)
+    );
+    let answer = client::get(&path).await?;
+    serde_json::from_value(answer).map_err(|e| client::Failure {
+        status: 200,
+        message: format!("The page data is not readable ({e})."),
+    })
+}
+
 /// The address of what the page shows: its session, or a new conversation.
 pub fn address_of(chat: ChatState) -> String {
     match chat.session_id.get_untracked() {
@@ -132,6 +149,7 @@ fn open(chat: ChatState, path: String, push: bool) {
         // Nothing to fetch: the sidebar as it is, no conversation yet.
         let page = SessionPage {
             sessions: chat.sessions.get_untracked(),
+            more_sessions: chat.more_sessions.get_untracked(),
             session: None,
             missing: false,
             agent: chat.agent.get_untracked(),

@@ -98,10 +98,14 @@ pub struct ChatState {
     pub session_id: RwSignal<Option<String>>,
     /// Its title.
     pub title: RwSignal<String>,
-    /// The sidebar.
+    /// The sidebar (its first page, and the pages loaded after it).
     pub sessions: RwSignal<Vec<SessionSummary>>,
-    /// The open session's turns.
+    /// More sessions follow those in the sidebar.
+    pub more_sessions: RwSignal<bool>,
+    /// The open session's turns (a window of its latest ones, and any loaded before them).
     pub turns: RwSignal<Vec<TurnHandle>>,
+    /// The session has turns older than the ones shown.
+    pub earlier: RwSignal<bool>,
     /// Queued follow-ups.
     pub queued: RwSignal<Vec<QueuedData>>,
     /// The page's display mode.
@@ -164,7 +168,9 @@ impl ChatState {
             session_id: RwSignal::new(None),
             title: RwSignal::new(String::new()),
             sessions: RwSignal::new(Vec::new()),
+            more_sessions: RwSignal::new(false),
             turns: RwSignal::new(Vec::new()),
+            earlier: RwSignal::new(false),
             queued: RwSignal::new(Vec::new()),
             mode: RwSignal::new(
                 page.mode
@@ -198,6 +204,7 @@ impl ChatState {
             .try_update_value(|o| o.replace(Owner::new()))
             .flatten();
         self.sessions.set(page.sessions.clone());
+        self.more_sessions.set(page.more_sessions);
         self.agent.set(page.agent.clone());
         self.user.set(page.user.clone());
         self.missing.set(page.missing);
@@ -213,11 +220,13 @@ impl ChatState {
                         .collect(),
                 );
                 self.queued.set(session.queued.clone());
+                self.earlier.set(session.earlier);
             }
             None => {
                 self.session_id.set(None);
                 self.title.set("New chat".into());
                 self.turns.set(Vec::new());
+                self.earlier.set(false);
                 self.queued.set(Vec::new());
             }
         }
@@ -249,20 +258,46 @@ impl ChatState {
             return;
         }
         self.sessions.set(page.sessions.clone());
+        self.more_sessions.set(page.more_sessions);
         self.title.set(session.title.clone());
-        let known: Vec<String> = self
-            .turns
-            .with_untracked(|ts| ts.iter().map(|t| t.run_id.clone()).collect());
-        let new: Vec<TurnHandle> = session
-            .turns
-            .iter()
-            .filter(|t| !known.contains(&t.run_id))
-            .map(|t| self.new_turn(&session.id, t))
-            .collect();
+        let new = self.unknown_turns(session);
         if !new.is_empty() {
             self.turns.update(|turns| turns.extend(new));
         }
         self.queued.set(session.queued.clone());
+    }
+
+    /// Handles for the turns of `session` the page does not show yet.
+    #[cfg(feature = "hydrate")]
+    fn unknown_turns(&self, session: &crate::api::SessionDetail) -> Vec<TurnHandle> {
+        let known: Vec<String> = self
+            .turns
+            .with_untracked(|ts| ts.iter().map(|t| t.run_id.clone()).collect());
+        session
+            .turns
+            .iter()
+            .filter(|t| !known.contains(&t.run_id))
+            .map(|t| self.new_turn(&session.id, t))
+            .collect()
+    }
+
+    /// Puts the turns of `page` (a window fetched with `before_run_id`) before the shown ones.
+    #[cfg(feature = "hydrate")]
+    pub fn prepend(&self, page: &SessionPage) {
+        let Some(session) = &page.session else {
+            return;
+        };
+        if self.session_id.get_untracked().as_deref() != Some(session.id.as_str()) {
+            return;
+        }
+        let mut earlier = self.unknown_turns(session);
+        self.earlier.set(session.earlier);
+        if !earlier.is_empty() {
+            self.turns.update(|turns| {
+                earlier.append(turns);
+                *turns = earlier;
+            });
+        }
     }
 
     /// A handle for a turn of the shown conversation, owned with the others.

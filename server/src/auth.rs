@@ -31,6 +31,8 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
+use app::markdown::escape;
+
 use crate::error::ApiError;
 use crate::store::{Run, Session, StoreError, User};
 use crate::AppState;
@@ -458,22 +460,6 @@ pub fn safe_next(next: Option<&str>) -> String {
     } else {
         "/".into()
     }
-}
-
-/// Escapes text for HTML.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The sign-in page with `status`.

@@ -224,6 +224,15 @@ mod tests {
             self.inner.list_sessions(owner).await
         }
 
+        async fn sessions_page(
+            &self,
+            owner: Option<&str>,
+            offset: u64,
+            limit: u32,
+        ) -> Result<Vec<Session>, StoreError> {
+            self.inner.sessions_page(owner, offset, limit).await
+        }
+
         async fn search_sessions(
             &self,
             owner: Option<&str>,

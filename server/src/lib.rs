@@ -323,10 +323,16 @@ pub async fn serve(
         );
         let service = hyper_util::service::TowerToHyperService::new(service);
         let mut builder = Builder::new(TokioExecutor::new());
+        // One request per connection: hyper's header timeout also runs while a kept-alive
+        // connection waits for its next request, and a client that sends on such a
+        // connection just as the server closes it loses that request (a POST is not retried).
+        // Answering `Connection: close` means no client ever reuses a connection the server
+        // may close; a proxy in front keeps its clients' connections alive on its own.
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(header_timeout);
+            .header_read_timeout(header_timeout)
+            .keep_alive(false);
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();

@@ -24,6 +24,43 @@ use crate::AppState;
 
 /// Journal rows read per query while assembling a page.
 const PAGE_ROWS: u32 = 10_000;
+/// The most turns a page (or one "Show earlier") carries.
+pub const WINDOW_TURNS: usize = 20;
+/// The journal rows a window may carry: older turns stay out once the newer ones have this
+/// many (the newest turn of a window is always in, however long).
+pub const WINDOW_ROWS: u64 = 20_000;
+
+/// The sessions a page lists in its sidebar ("Show more conversations" loads the next ones
+/// through `/api/sessions?offset=&limit=`).
+pub const SIDEBAR_PAGE: usize = 50;
+
+/// Which turns of a session a page carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turns<'a> {
+    /// The latest window (what a page opens on).
+    Latest,
+    /// Every turn after this run (a page catching up on turns started since it loaded).
+    After(&'a str),
+    /// The window before this run ("Show earlier").
+    Before(&'a str),
+}
+
+/// The part of `runs` (oldest first; their `last_seq` says how many rows each has) a window
+/// ending before index `end` takes, and whether older turns are left out.
+pub fn window(rows: &[u64], end: usize) -> (std::ops::Range<usize>, bool) {
+    let end = end.min(rows.len());
+    let mut start = end;
+    let mut total = 0u64;
+    while start > 0 && end - start < WINDOW_TURNS {
+        let next = rows[start - 1];
+        if start < end && total + next > WINDOW_ROWS {
+            break;
+        }
+        total += next;
+        start -= 1;
+    }
+    (start..end, start > 0)
+}
 
 /// Implements the app's port over the store.
 pub struct PageBackend {
@@ -53,14 +90,26 @@ impl PageBackend {
     async fn detail(
         &self,
         session: &Session,
-        after_run: Option<&str>,
+        which: Turns<'_>,
     ) -> Result<SessionDetail, StoreError> {
         let messages = self.store.messages(&session.id).await?;
         let mut runs = self.store.session_runs(&session.id).await?;
-        // Only the turns after one the page has (one it does not know: all of them).
-        if let Some(i) = after_run.and_then(|id| runs.iter().position(|r| r.id == id)) {
-            runs.drain(..=i);
-        }
+        let position = |id: &str| runs.iter().position(|r| r.id == id);
+        let (range, earlier) = match which {
+            // Only the turns after one the page has (one it does not know: all of them).
+            Turns::After(id) => (position(id).map_or(0, |i| i + 1)..runs.len(), false),
+            Turns::Latest => window(
+                &runs.iter().map(|r| r.last_seq).collect::<Vec<_>>(),
+                runs.len(),
+            ),
+            // A run it does not know: nothing earlier to show.
+            Turns::Before(id) => match position(id) {
+                Some(i) => window(&runs.iter().map(|r| r.last_seq).collect::<Vec<_>>(), i),
+                None => (0..0, false),
+            },
+        };
+        runs.truncate(range.end);
+        runs.drain(..range.start);
         let mut turns = Vec::with_capacity(runs.len());
         for run in runs {
             let Some(user) = messages.iter().find(|m| m.id == run.user_message_id) else {
@@ -110,6 +159,7 @@ impl PageBackend {
             title: session.title.clone(),
             turns,
             queued,
+            earlier,
         })
     }
 }
@@ -124,21 +174,29 @@ fn summary(s: &Session) -> SessionSummary {
 }
 
 impl PageBackend {
+    /// The first page of the sidebar, and whether more sessions follow.
+    async fn sidebar(&self) -> Result<(Vec<Session>, bool), StoreError> {
+        let mut sessions = self
+            .store
+            .sessions_page(self.viewer.owner(), 0, SIDEBAR_PAGE as u32 + 1)
+            .await?;
+        let more = sessions.len() > SIDEBAR_PAGE;
+        sessions.truncate(SIDEBAR_PAGE);
+        Ok((sessions, more))
+    }
+
     /// The sidebar and the session to show (the newest when `session_id` is `None` or names
     /// no session, which `missing` then says).
     pub async fn page(&self, session_id: Option<&str>) -> Result<SessionPage, String> {
-        self.page_after(session_id, None).await
+        self.page_with(session_id, Turns::Latest).await
     }
 
     /// The sidebar around a new conversation (none shown).
     pub async fn new_page(&self) -> Result<SessionPage, String> {
-        let sessions = self
-            .store
-            .list_sessions(self.viewer.owner())
-            .await
-            .map_err(|e| e.to_string())?;
+        let (sessions, more_sessions) = self.sidebar().await.map_err(|e| e.to_string())?;
         Ok(SessionPage {
             sessions: sessions.iter().map(summary).collect(),
+            more_sessions,
             session: None,
             missing: false,
             agent: self.agent.clone(),
@@ -147,39 +205,33 @@ impl PageBackend {
         })
     }
 
-    /// As [`PageBackend::page`], with only the turns after `after_run` (what a page that shows
-    /// the turns up to that run needs to catch up).
-    pub async fn page_after(
+    /// As [`PageBackend::page`], with the turns `which` says.
+    pub async fn page_with(
         &self,
         session_id: Option<&str>,
-        after_run: Option<&str>,
+        which: Turns<'_>,
     ) -> Result<SessionPage, String> {
-        let sessions = self
-            .store
-            .list_sessions(self.viewer.owner())
-            .await
-            .map_err(|e| e.to_string())?;
+        let (sessions, more_sessions) = self.sidebar().await.map_err(|e| e.to_string())?;
         let mut missing = false;
         let chosen = match session_id {
-            Some(id) => match sessions.iter().find(|s| s.id == id) {
-                Some(s) => Some(s.clone()),
-                None => {
+            // Any of the viewer's sessions, listed in the first page of the sidebar or not.
+            Some(id) => match self.store.session(id).await {
+                Ok(s) if s.owner_id.as_deref() == self.viewer.owner() => Some(s),
+                Ok(_) | Err(StoreError::NotFound) => {
                     missing = true;
                     sessions.first().cloned()
                 }
+                Err(e) => return Err(e.to_string()),
             },
             None => sessions.first().cloned(),
         };
         let session = match chosen {
-            Some(s) => Some(
-                self.detail(&s, after_run)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            ),
+            Some(s) => Some(self.detail(&s, which).await.map_err(|e| e.to_string())?),
             None => None,
         };
         Ok(SessionPage {
             sessions: sessions.iter().map(summary).collect(),
+            more_sessions,
             session,
             missing,
             agent: self.agent.clone(),
@@ -288,9 +340,16 @@ pub async fn data(
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<SessionPage>, ApiError> {
     let id = q.session_id.as_deref().filter(|s| !s.is_empty());
-    let after = q.after_run_id.as_deref().filter(|s| !s.is_empty());
+    let which = match (
+        q.after_run_id.as_deref().filter(|s| !s.is_empty()),
+        q.before_run_id.as_deref().filter(|s| !s.is_empty()),
+    ) {
+        (Some(after), _) => Turns::After(after),
+        (None, Some(before)) => Turns::Before(before),
+        (None, None) => Turns::Latest,
+    };
     PageBackend::of(&state, viewer)
-        .page_after(id, after)
+        .page_with(id, which)
         .await
         .map(Json)
         .map_err(|e| {
@@ -306,4 +365,30 @@ pub struct PageQuery {
     pub session_id: Option<String>,
     /// Only the turns after this run.
     pub after_run_id: Option<String>,
+    /// The window of turns before this run.
+    pub before_run_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{window, WINDOW_ROWS, WINDOW_TURNS};
+
+    #[test]
+    fn a_window_takes_the_latest_turns_within_its_budgets() {
+        // Few turns: all of them.
+        assert_eq!(window(&[10, 10, 10], 3), (0..3, false));
+        // Many: the last WINDOW_TURNS.
+        let many = vec![10; 45];
+        assert_eq!(window(&many, 45), (25..45, true));
+        assert_eq!(window(&many, 25), (5..25, true));
+        assert_eq!(window(&many, 5), (0..5, false));
+        assert_eq!(window(&many, 0), (0..0, false));
+        assert_eq!(WINDOW_TURNS, 20);
+        // Rows: a long turn before short ones stays out of their window...
+        let rows = [WINDOW_ROWS, 10, 10];
+        assert_eq!(window(&rows, 3), (1..3, true));
+        // ...and is a window of its own, however long.
+        assert_eq!(window(&rows, 1), (0..1, false));
+        assert_eq!(window(&[3 * WINDOW_ROWS], 1), (0..1, false));
+    }
 }

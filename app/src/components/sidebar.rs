@@ -207,15 +207,52 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         #[cfg(feature = "hydrate")]
         crate::nav::go(chat, crate::nav::NEW_CHAT);
     };
-    // Search results as the sidebar knows them now: renamed, running or deleted since.
+    // Search results as the sidebar knows them now: renamed, running or deleted since (one
+    // the sidebar has not listed yet, in a later page, as the search found it).
     let list = move || match results.get() {
         Some(found) => chat.sessions.with(|all| {
+            let partial = chat.more_sessions.get();
             found
                 .iter()
-                .filter_map(|f| all.iter().find(|s| s.id == f.id).cloned())
+                .filter_map(|f| {
+                    all.iter()
+                        .find(|s| s.id == f.id)
+                        .cloned()
+                        .or_else(|| partial.then(|| f.clone()))
+                })
                 .collect()
         }),
         None => chat.sessions.get(),
+    };
+    let loading_more = RwSignal::new(false);
+    let show_more = move |_| {
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            if loading_more.get_untracked() {
+                return;
+            }
+            loading_more.set(true);
+            let offset = chat.sessions.with_untracked(Vec::len);
+            let path = format!("/api/sessions?offset={offset}&limit=50");
+            let answer = crate::client::get(&path).await;
+            loading_more.set(false);
+            match answer {
+                Ok(answer) => {
+                    let more: Vec<SessionSummary> =
+                        serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
+                    chat.sessions.update(|list| {
+                        for s in more {
+                            if !list.iter().any(|known| known.id == s.id) {
+                                list.push(s);
+                            }
+                        }
+                    });
+                    chat.more_sessions
+                        .set(answer["more"].as_bool().unwrap_or(false));
+                }
+                Err(e) => chat.fail(&e),
+            }
+        });
     };
     let has_sessions = Memo::new(move |_| !list().is_empty());
     let sign_out = move |_| {
@@ -278,6 +315,16 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     </p>
                 })
             }}
+            {move || (chat.more_sessions.get() && results.with(Option::is_none)).then(|| view! {
+                <button
+                    type="button"
+                    class="show-more-sessions"
+                    aria-busy=either(move || loading_more.get(), "true", "false")
+                    on:click=show_more
+                >
+                    {either(move || loading_more.get(), "Loading…", "Show more conversations")}
+                </button>
+            })}
             <p class="agent-label" data-agent="" title="Who answers in this app">
                 {dynamic(move || chat.agent.get())}
             </p>

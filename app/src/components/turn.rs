@@ -601,6 +601,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     view! {
         <article
             class="turn"
+            id=turn.turn_id.clone()
             data-turn-id=turn.turn_id.clone()
             data-run-id=turn.run_id.clone()
             data-mode=dynamic(move || mode.get().as_str())

@@ -23,6 +23,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     Effect::new(move |_| crate::markdown::preload(move || set_renderer_ready.set(true)));
     let (drawer_open, set_drawer_open) = signal(false);
     let transcript = NodeRef::<leptos::html::Section>::new();
+    let loading_earlier = RwSignal::new(false);
     let menu_button = NodeRef::<leptos::html::Button>::new();
     let export_menu = NodeRef::<leptos::html::Details>::new();
 
@@ -104,6 +105,33 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
 
         follow_bottom(chat, transcript);
         watch_server(chat);
+
+        // A link to a turn (`/s/{id}#turn-…`) that is older than the window: load earlier
+        // windows until it is there, then show it.
+        leptos::task::spawn_local(async move {
+            let Some(target) = web_sys::window()
+                .and_then(|w| w.location().hash().ok())
+                .map(|h| h.trim_start_matches('#').to_owned())
+                .filter(|h| h.starts_with("turn-"))
+            else {
+                return;
+            };
+            let find = || {
+                web_sys::window()
+                    .and_then(|w| w.document())
+                    .and_then(|d| d.get_element_by_id(&target))
+            };
+            chat.following.set(false);
+            while find().is_none() && chat.earlier.get_untracked() {
+                if !show_earlier(chat, transcript, loading_earlier).await {
+                    return;
+                }
+            }
+            crate::client::next_frame().await;
+            if let Some(el) = find() {
+                el.scroll_into_view();
+            }
+        });
 
         // The tab says which conversation it shows.
         Effect::new(move |_| {
@@ -221,6 +249,12 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         }
     };
     let has_turns = Memo::new(move |_| chat.turns.with(|t| !t.is_empty()));
+    let on_show_earlier = move |_| {
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            show_earlier(chat, transcript, loading_earlier).await;
+        });
+    };
     let set_mode = move |mode: Mode| {
         chat.mode.set(mode);
         chat.turns
@@ -309,6 +343,18 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     on:click=on_transcript_click
                 >
                     {move || chat.missing.get().then(|| view! { <p class="notice" role="alert">"That conversation does not exist (any more). Here is your newest one."</p> })}
+                    {move || chat.earlier.get().then(|| view! {
+                        <div class="earlier">
+                            <button
+                                type="button"
+                                class="show-earlier"
+                                aria-busy=either(move || loading_earlier.get(), "true", "false")
+                                on:click=on_show_earlier
+                            >
+                                {either(move || loading_earlier.get(), "Loading earlier messages…", "Show earlier messages")}
+                            </button>
+                        </div>
+                    })}
                     {move || if has_turns.get() {
                         Either::Left(view! {
                             <For
@@ -377,6 +423,58 @@ pub(crate) fn focus_composer() {
     {
         let _ = el.focus();
     }
+}
+
+/// Loads the window of turns before the first one shown and puts it above, keeping what the
+/// reader looks at where it is on screen. False when nothing was loaded.
+#[cfg(feature = "hydrate")]
+async fn show_earlier(
+    chat: ChatState,
+    transcript: NodeRef<leptos::html::Section>,
+    loading: RwSignal<bool>,
+) -> bool {
+    if loading.get_untracked() {
+        return false;
+    }
+    let (Some(session), Some(first)) = (
+        chat.session_id.get_untracked(),
+        chat.turns
+            .with_untracked(|t| t.first().map(|t| t.run_id.clone())),
+    ) else {
+        return false;
+    };
+    let epoch = chat.epoch.get_value();
+    loading.set(true);
+    let page = crate::nav::fetch_earlier(&session, &first).await;
+    loading.set(false);
+    let page = match page {
+        Ok(page) => page,
+        Err(failure) => {
+            chat.fail(&failure);
+            return false;
+        }
+    };
+    if !chat.shows(&session, epoch) {
+        return false;
+    }
+    // The reader's first turn, and where it is on screen before the older ones go above it.
+    let anchor = web_sys::window().and_then(|w| w.document()).and_then(|d| {
+        d.query_selector(&format!("article.turn[data-run-id='{first}']"))
+            .ok()
+            .flatten()
+    });
+    let before = anchor.as_ref().map(|a| a.get_bounding_client_rect().top());
+    let count = chat.turns.with_untracked(Vec::len);
+    chat.prepend(&page);
+    let added = chat.turns.with_untracked(Vec::len) > count;
+    crate::client::next_frame().await;
+    if let (Some(anchor), Some(before), Some(el)) = (anchor, before, transcript.get_untracked()) {
+        let moved = anchor.get_bounding_client_rect().top() - before;
+        if moved.abs() >= 0.5 {
+            el.set_scroll_top(el.scroll_top() + moved.round() as i32);
+        }
+    }
+    added
 }
 
 /// Keeps the transcript at its bottom while the reader is there, and only then: any scroll up

@@ -59,10 +59,31 @@ pub async fn create(
 }
 
 /// `GET /api/sessions`: newest first.
-pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Result<Json<Value>, ApiError> {
-    Ok(Json(
-        json!({ "sessions": state.store.list_sessions(viewer.owner()).await? }),
-    ))
+pub async fn list(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let Some(limit) = q.limit else {
+        return Ok(Json(
+            json!({ "sessions": state.store.list_sessions(viewer.owner()).await? }),
+        ));
+    };
+    let limit = limit.clamp(1, 200);
+    let mut sessions = state
+        .store
+        .sessions_page(viewer.owner(), q.offset.unwrap_or(0), limit + 1)
+        .await?;
+    let more = sessions.len() > limit as usize;
+    sessions.truncate(limit as usize);
+    Ok(Json(json!({ "sessions": sessions, "more": more })))
+}
+
+/// `GET /api/sessions?offset=&limit=` query: a page of the list (no limit: all of it).
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    offset: Option<u64>,
+    limit: Option<u32>,
 }
 
 /// A query naming a session.
@@ -155,7 +176,7 @@ pub async fn search(
     ApiQuery(q): ApiQuery<SearchQuery>,
 ) -> Result<Json<Value>, ApiError> {
     if q.q.trim().is_empty() {
-        return list(State(state), viewer).await;
+        return list(State(state), viewer, ApiQuery(ListQuery::default())).await;
     }
     if q.q.len() > 512 {
         return Err(ApiError::bad_request("query too long"));

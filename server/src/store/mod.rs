@@ -310,6 +310,13 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Session, StoreError>;
     /// The sessions of `owner` (`None`: those made in open mode), most recently updated first.
     async fn list_sessions(&self, owner: Option<&str>) -> Result<Vec<Session>, StoreError>;
+    /// At most `limit` of [`Store::list_sessions`], after the first `offset`.
+    async fn sessions_page(
+        &self,
+        owner: Option<&str>,
+        offset: u64,
+        limit: u32,
+    ) -> Result<Vec<Session>, StoreError>;
     /// Sessions of `owner` whose title or messages contain `query` (case-insensitive), newest
     /// first.
     async fn search_sessions(

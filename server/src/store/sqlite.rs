@@ -326,6 +326,24 @@ impl Store for SqliteStore {
         Ok(rows.iter().map(session_from).collect())
     }
 
+    async fn sessions_page(
+        &self,
+        owner: Option<&str>,
+        offset: u64,
+        limit: u32,
+    ) -> Result<Vec<Session>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.owner_id IS ?1 \
+             ORDER BY s.updated_at DESC, s.created_at DESC, s.id LIMIT ?2 OFFSET ?3"
+        ))
+        .bind(owner)
+        .bind(i64::from(limit))
+        .bind(offset.min(i64::MAX as u64) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(session_from).collect())
+    }
+
     async fn search_sessions(
         &self,
         owner: Option<&str>,

@@ -9,8 +9,7 @@ use server::store::Store as _;
 
 use crate::helpers::{spawn_app, wait_for_event};
 
-const ALICE_PW: &str = "alice-password-1";
-const BOB_PW: &str = "bob-password-22";
+use crate::helpers::{ALICE_PASSWORD as ALICE_PW, BOB_PASSWORD as BOB_PW};
 
 /// A client that shows redirects instead of following them.
 fn no_redirects() -> reqwest::Client {
@@ -339,10 +338,7 @@ enum Expect {
 #[tokio::test]
 async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
     let app = spawn_app().await;
-    app.add_user("alice", ALICE_PW, true).await;
-    app.add_user("bob", BOB_PW, false).await;
-    let alice = app.sign_in("alice", ALICE_PW).await;
-    let bob = app.sign_in("bob", BOB_PW).await;
+    let (alice, bob) = app.two_users(true).await;
 
     app.use_cookie(Some(&alice));
     let session = app.new_session().await;
@@ -559,10 +555,7 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
 #[tokio::test]
 async fn a_page_of_another_users_conversation_shows_only_your_own() {
     let app = spawn_app().await;
-    app.add_user("alice", ALICE_PW, false).await;
-    app.add_user("bob", BOB_PW, false).await;
-    let alice = app.sign_in("alice", ALICE_PW).await;
-    let bob = app.sign_in("bob", BOB_PW).await;
+    let (alice, bob) = app.two_users(false).await;
     app.use_cookie(Some(&alice));
     let session = app.new_session().await;
     app.post(

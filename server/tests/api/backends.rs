@@ -930,10 +930,7 @@ async fn openai_allow_always_holds_for_the_account_that_chose_it_only() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
     let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
-    app.add_user("alice", "alice-password-1", false).await;
-    app.add_user("bob", "bob-password-22", false).await;
-    let alice = app.sign_in("alice", "alice-password-1").await;
-    let bob = app.sign_in("bob", "bob-password-22").await;
+    let (alice, bob) = app.two_users(false).await;
 
     app.use_cookie(Some(&alice));
     let session = app.new_session().await;

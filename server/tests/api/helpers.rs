@@ -12,6 +12,10 @@ use server::AppState;
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
+/// The passwords of the accounts [`TestApp::two_users`] makes.
+pub const ALICE_PASSWORD: &str = "alice-password-1";
+pub const BOB_PASSWORD: &str = "bob-password-22";
+
 /// A server on an ephemeral port with its own site root and SQLite file; stops when dropped.
 pub struct TestApp {
     pub addr: SocketAddr,
@@ -52,6 +56,16 @@ impl TestApp {
             .create_user(name, &hash, admin, server::journal::now())
             .await
             .expect("account");
+    }
+
+    /// Adds alice (admin when `alice_admin`) and bob, and signs both in; returns their cookies.
+    pub async fn two_users(&self, alice_admin: bool) -> (String, String) {
+        self.add_user("alice", ALICE_PASSWORD, alice_admin).await;
+        self.add_user("bob", BOB_PASSWORD, false).await;
+        (
+            self.sign_in("alice", ALICE_PASSWORD).await,
+            self.sign_in("bob", BOB_PASSWORD).await,
+        )
     }
 
     /// Signs in; returns the cookie to send (`anchorage_session=…`).

@@ -255,3 +255,124 @@ async fn pages_carry_a_policy_that_admits_only_their_own_hydration_script() {
         assert_eq!(res.headers()["x-content-type-options"], "nosniff", "{path}");
     }
 }
+
+#[tokio::test]
+async fn a_long_conversation_opens_on_its_latest_window_and_loads_earlier_ones_before_it() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let mut runs = Vec::new();
+    for i in 0..25 {
+        let run = app
+            .start(&session, &format!("/demo long {}", 2 + i % 3))
+            .await;
+        app.wait_finished(&run).await;
+        runs.push(run);
+    }
+    let run_ids = |page: &serde_json::Value| -> Vec<String> {
+        page["session"]["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["run_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (code, page) = app.get(&format!("/api/page?session_id={session}")).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        run_ids(&page),
+        runs[5..].to_vec(),
+        "the latest 20, in order"
+    );
+    assert_eq!(page["session"]["earlier"], serde_json::json!(true));
+    // The rendered page carries the same window.
+    let html = reqwest::get(app.url(&format!("/s/{session}")))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(html.matches("data-turn-id=").count(), 20);
+    assert!(!html.contains(&runs[4]), "an older turn is not in the page");
+    // "Show earlier": the window before the first one shown.
+    let (code, earlier) = app
+        .get(&format!(
+            "/api/page?session_id={session}&before_run_id={}",
+            runs[5]
+        ))
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(run_ids(&earlier), runs[..5].to_vec());
+    assert_eq!(earlier["session"]["earlier"], serde_json::json!(false));
+    // An unknown run: nothing earlier, not the whole conversation.
+    let (_, none) = app
+        .get(&format!(
+            "/api/page?session_id={session}&before_run_id=nosuchrun"
+        ))
+        .await;
+    assert_eq!(run_ids(&none), Vec::<String>::new());
+    // Catching up after a run still gives every turn after it.
+    let (_, after) = app
+        .get(&format!(
+            "/api/page?session_id={session}&after_run_id={}",
+            runs[2]
+        ))
+        .await;
+    assert_eq!(run_ids(&after), runs[3..].to_vec());
+}
+
+#[tokio::test]
+async fn the_sidebar_lists_a_page_of_sessions_and_any_session_still_opens() {
+    let app = spawn_app().await;
+    let mut ids = Vec::new();
+    for i in 0..55 {
+        let (_, body) = app
+            .post(
+                "/api/session/new",
+                serde_json::json!({"title": format!("Conversation {i}")}),
+            )
+            .await;
+        ids.push(body["session"]["id"].as_str().unwrap().to_owned());
+    }
+    let (_, page) = app.get("/api/page").await;
+    let listed = page["sessions"].as_array().unwrap();
+    assert_eq!(listed.len(), 50, "one page of the sidebar");
+    assert_eq!(page["more_sessions"], serde_json::json!(true));
+    assert_eq!(listed[0]["id"], serde_json::json!(ids[54]), "newest first");
+    // The oldest is not listed, and still opens (it is not "missing").
+    let (_, oldest) = app.get(&format!("/api/page?session_id={}", ids[0])).await;
+    assert_eq!(oldest["missing"], serde_json::json!(false));
+    assert_eq!(oldest["session"]["id"], serde_json::json!(ids[0]));
+    let html = reqwest::get(app.url(&format!("/s/{}", ids[0])))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("Conversation 0"));
+    assert_eq!(html.matches("class=\"session-row").count(), 50);
+    // The next page, and the end.
+    let (_, next) = app.get("/api/sessions?offset=50&limit=50").await;
+    let rest: Vec<&str> = next["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rest,
+        ids[..5]
+            .iter()
+            .rev()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(next["more"], serde_json::json!(false));
+    let (_, all) = app.get("/api/sessions").await;
+    assert_eq!(
+        all["sessions"].as_array().unwrap().len(),
+        55,
+        "without a limit: all"
+    );
+    let (code, _) = app.get("/api/sessions?limit=nope").await;
+    assert_eq!(code, 400);
+}
