@@ -7,7 +7,12 @@ use crate::state::use_chat;
 
 /// One session in the list, with rename and delete.
 #[component]
-fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> impl IntoView {
+fn SessionRow(
+    session: SessionSummary,
+    #[prop(into)] on_close: Callback<()>,
+    /// The sidebar's search results, which a rename or a delete updates too.
+    results: RwSignal<Option<Vec<SessionSummary>>>,
+) -> impl IntoView {
     let chat = use_chat();
     let id = session.id.clone();
     let current = {
@@ -55,11 +60,13 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                                 .as_str()
                                 .unwrap_or_default()
                                 .to_owned();
-                            chat.sessions.update(|list| {
+                            let retitle = |list: &mut Vec<SessionSummary>| {
                                 if let Some(s) = list.iter_mut().find(|s| s.id == id) {
                                     s.title = title.clone();
                                 }
-                            });
+                            };
+                            chat.sessions.update(retitle);
+                            results.update(|found| found.iter_mut().for_each(retitle));
                             if chat.session_id.get_untracked().as_deref() == Some(id.as_str()) {
                                 chat.title.set(title);
                             }
@@ -69,7 +76,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                 });
             }
             #[cfg(not(feature = "hydrate"))]
-            let _ = (&id, title);
+            let _ = (&id, title, results);
         }
     };
     let delete = {
@@ -96,6 +103,11 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                     {
                         Ok(_) => {
                             chat.sessions.update(|list| list.retain(|s| s.id != id));
+                            results.update(|found| {
+                                if let Some(list) = found {
+                                    list.retain(|s| s.id != id);
+                                }
+                            });
                             if chat.session_id.get_untracked().as_deref() == Some(id.as_str()) {
                                 crate::nav::go(chat, "/");
                             }
@@ -105,7 +117,7 @@ fn SessionRow(session: SessionSummary, #[prop(into)] on_close: Callback<()>) -> 
                 });
             }
             #[cfg(not(feature = "hydrate"))]
-            let _ = &id;
+            let _ = (&id, results);
         }
     };
     let rename_on_key = rename;
@@ -304,7 +316,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                         <For
                             each=list
                             key=|s| (s.id.clone(), s.title.clone(), s.active_run_id.clone())
-                            children=move |s| view! { <SessionRow session=s on_close=on_close /> }
+                            children=move |s| view! { <SessionRow session=s on_close=on_close results=results /> }
                         />
                     </ul>
                 })
