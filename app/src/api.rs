@@ -80,10 +80,57 @@ pub struct TurnData {
     pub run_id: String,
     /// The assistant turn's id.
     pub turn_id: String,
-    /// Its journal so far, in order.
+    /// Its journal so far, in order (empty when `snapshot` stands for it).
     pub events: Vec<JournalEvent>,
     /// The run is still producing events.
     pub running: bool,
+    /// A settled turn's view without its journal: what the page shows of it until the reader
+    /// opens its steps (then `/api/chat/journal` brings the rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<TurnSnapshot>,
+}
+
+/// What a settled turn shows folded, computed from its journal by the same model the page
+/// runs ([`crate::model::TurnState::snapshot`]) and stored when the turn settles.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnSnapshot {
+    /// The answer as shown (the settled final answer, or what was streamed of it).
+    pub answer: String,
+    /// `answer` is the settled final answer.
+    pub settled: bool,
+    /// How the turn ended.
+    pub terminal: Option<anchor::TerminalState>,
+    /// The terminal note's message and hint (for an ending other than completion).
+    pub note: (String, String),
+    /// Input and output tokens.
+    pub usage: Option<(u64, u64)>,
+    /// The worklog's steps (one per thing the turn did).
+    pub steps: usize,
+    /// The trace's rows and tool calls.
+    pub trace: (usize, usize),
+    /// The anchor's scene rows.
+    pub rows: usize,
+    /// The last journal seq.
+    pub last_seq: u64,
+    /// When the first and the last event happened.
+    pub span: (Option<f64>, Option<f64>),
+}
+
+/// A settled turn of at most this many journal rows comes with them (not as its snapshot)
+/// when the first view shows its rows: in the Transparent Stream, or when its worklog opens by
+/// itself (the turn failed). Larger ones load their rows when the reader asks.
+pub const INLINE_ROWS: u64 = 400;
+
+/// The rows of one run's journal (`GET /api/chat/journal?run_id=&after=`): a page of them,
+/// and the seq to ask after for the next page (`None`: that was the last).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JournalPage {
+    /// The run.
+    pub run_id: String,
+    /// Rows after the asked seq, in order.
+    pub events: Vec<JournalEvent>,
+    /// Ask again after this seq for more.
+    pub next: Option<u64>,
 }
 
 /// A follow-up waiting for the run to end.

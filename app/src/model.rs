@@ -10,7 +10,7 @@ use anchor::{
 };
 use serde_json::{json, Value};
 
-use crate::api::{JournalEvent, TurnData};
+use crate::api::{JournalEvent, TurnData, TurnSnapshot};
 
 /// How a segment reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -136,6 +136,9 @@ pub struct TurnState {
     /// what is derived from the process (the worklog, the trace) is not redone per token.
     pub process_rev: u64,
     next_key: u64,
+    /// A settled turn loaded as its snapshot: what it shows until its rows are loaded (the
+    /// registry and the segments are empty meanwhile).
+    snapshot: Option<Box<TurnSnapshot>>,
 }
 
 fn ctx(session_id: &str, run_id: &str) -> Value {
@@ -292,7 +295,15 @@ impl TurnState {
             answers: std::collections::HashMap::new(),
             process_rev: 0,
             next_key: 0,
+            snapshot: None,
         };
+        if let Some(snapshot) = &turn.snapshot {
+            state.last_seq = snapshot.last_seq;
+            (state.first_at, state.last_at) = snapshot.span;
+            state.ended = true;
+            state.snapshot = Some(Box::new(snapshot.clone()));
+            return state;
+        }
         let context = ctx(session_id, &turn.run_id);
         for event in &turn.events {
             state.apply_journal(event, &context);
@@ -519,17 +530,113 @@ fn push_segment(segments: &mut Vec<Segment>, next_key: &mut u64, row: &ActivityR
 impl TurnState {
     /// The settled final answer (`""` until there is one).
     pub fn final_answer(&self) -> &str {
-        &self.registry.anchor().content.final_answer
+        match &self.snapshot {
+            Some(s) if s.settled => &s.answer,
+            Some(_) => "",
+            None => &self.registry.anchor().content.final_answer,
+        }
     }
 
     /// How the turn ended, once it has.
     pub fn terminal_state(&self) -> Option<TerminalState> {
-        self.registry.anchor().lifecycle.terminal_state
+        match &self.snapshot {
+            Some(s) => s.terminal,
+            None => self.registry.anchor().lifecycle.terminal_state,
+        }
     }
 
     /// The row count of the anchor's scene.
     pub fn row_count(&self) -> usize {
-        self.registry.row_count()
+        match &self.snapshot {
+            Some(s) => s.rows,
+            None => self.registry.row_count(),
+        }
+    }
+
+    /// The turn shows its snapshot: its rows (the steps, the trace) are not loaded.
+    pub fn needs_rows(&self) -> bool {
+        self.snapshot.is_some()
+    }
+
+    /// How many steps the worklog lists (see [`step_count`]).
+    pub fn steps(&self) -> usize {
+        match &self.snapshot {
+            Some(s) => s.steps,
+            None => step_count(&self.process()),
+        }
+    }
+
+    /// The trace's rows and how many of them are tool calls.
+    pub fn trace_counts(&self) -> (usize, usize) {
+        match &self.snapshot {
+            Some(s) => s.trace,
+            None => (
+                self.process().len(),
+                self.segments
+                    .iter()
+                    .filter(|seg| seg.kind == SegmentKind::ToolStart)
+                    .count(),
+            ),
+        }
+    }
+
+    /// The input and output tokens the turn reported.
+    pub fn usage_tokens(&self) -> Option<(u64, u64)> {
+        if let Some(s) = &self.snapshot {
+            return s.usage;
+        }
+        let usage = self.registry.anchor().usage.as_ref()?;
+        let input = usage.get("input_tokens")?.as_u64()?;
+        let output = usage.get("output_tokens")?.as_u64()?;
+        Some((input, output))
+    }
+
+    /// What the terminal note says, and its hint (for the card of a turn that did not
+    /// complete).
+    pub fn terminal_note(&self) -> (String, String) {
+        if let Some(s) = &self.snapshot {
+            return s.note.clone();
+        }
+        let message = self
+            .segments
+            .iter()
+            .rev()
+            .find(|seg| seg.kind == SegmentKind::Terminal)
+            .map(|n| n.text.clone())
+            .unwrap_or_default();
+        let hint = self
+            .registry
+            .anchor()
+            .activity_events
+            .iter()
+            .rev()
+            .find(|e| e.kind == Some(Kind::TerminalStatus))
+            .and_then(|e| e.payload.get("hint").and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        (message, hint)
+    }
+
+    /// What a settled turn shows folded, to stand for its journal in page data (`None` while
+    /// it runs). A turn made from it shows the same as this one, until its rows are loaded.
+    pub fn snapshot(&self) -> Option<TurnSnapshot> {
+        if let Some(s) = &self.snapshot {
+            return Some((**s).clone());
+        }
+        let terminal = self.terminal_state()?;
+        let settled = !self.final_answer().is_empty();
+        Some(TurnSnapshot {
+            answer: self.answer_text(),
+            settled,
+            terminal: Some(terminal),
+            note: self.terminal_note(),
+            usage: self.usage_tokens(),
+            steps: self.steps(),
+            trace: self.trace_counts(),
+            rows: self.row_count(),
+            last_seq: self.last_seq,
+            span: (self.first_at, self.last_at),
+        })
     }
 
     /// Seconds between the first and the last event.
@@ -556,6 +663,9 @@ impl TurnState {
     /// turn has streamed as its answer so far (see [`answer_tail`]: the server stores the same
     /// text as the partial answer of a turn that did not complete).
     pub fn answer_text(&self) -> String {
+        if let Some(s) = &self.snapshot {
+            return s.answer.clone();
+        }
         let settled = self.final_answer();
         if !settled.is_empty() {
             return settled.to_owned();
@@ -736,6 +846,7 @@ mod tests {
             turn_id: "turn-run1".into(),
             events,
             running: false,
+            snapshot: None,
         }
     }
 
@@ -853,6 +964,100 @@ mod tests {
         let settled = TurnState::new("s1", &turn(all.clone()));
         assert_eq!(settled.answer_state(), AnswerState::Final);
         assert_eq!(settled.answer_text(), "The answer.");
+    }
+
+    /// Everything a folded turn shows, as a turn state answers it.
+    #[allow(clippy::type_complexity)]
+    fn shown(
+        s: &TurnState,
+    ) -> (
+        String,
+        AnswerState,
+        Option<TerminalState>,
+        (String, String),
+        Option<(u64, u64)>,
+        usize,
+        (usize, usize),
+        usize,
+        u64,
+        Option<f64>,
+        bool,
+    ) {
+        (
+            s.answer_text(),
+            s.answer_state(),
+            s.terminal_state(),
+            s.terminal_note(),
+            s.usage_tokens(),
+            s.steps(),
+            s.trace_counts(),
+            s.row_count(),
+            s.last_seq,
+            s.elapsed(),
+            s.ended,
+        )
+    }
+
+    #[test]
+    fn a_settled_turn_made_from_its_snapshot_shows_what_its_journal_shows() {
+        let all = journal();
+        let done = all.iter().position(|e| e.kind == "done").unwrap();
+        let mut failed = all[..done].to_vec();
+        failed.push(ev(
+            9,
+            "apperror",
+            json!({"message": "The provider failed.", "hint": "Try again.", "created_at": 2.5}),
+        ));
+        failed.push(ev(10, "stream_end", json!({"created_at": 2.5})));
+        let mut used = all.clone();
+        used.insert(
+            8,
+            ev(
+                9,
+                "usage",
+                json!({"input_tokens": 1200, "output_tokens": 7, "created_at": 1.8}),
+            ),
+        );
+        for (i, e) in used.iter_mut().enumerate() {
+            e.seq = i as u64 + 1;
+        }
+        for events in [all, failed, used] {
+            let full = TurnState::new("s1", &turn(events.clone()));
+            assert!(!full.needs_rows());
+            let snapshot = full.snapshot().expect("a settled turn has a snapshot");
+            // Through JSON, as page data carries it.
+            let wire: TurnSnapshot =
+                serde_json::from_str(&serde_json::to_string(&snapshot).unwrap()).unwrap();
+            let mut data = turn(Vec::new());
+            data.snapshot = Some(wire);
+            let folded = TurnState::new("s1", &data);
+            assert!(folded.needs_rows());
+            assert_eq!(shown(&folded), shown(&full));
+            assert!(folded.process().is_empty() && folded.row_count() == full.row_count());
+        }
+        // Each journal says something different: the comparison is not between defaults.
+        let failed_state = TurnState::new("s1", &turn(journal()[..done].to_vec()));
+        assert_eq!(failed_state.snapshot(), None, "a running turn has none");
+    }
+
+    #[test]
+    fn a_snapshot_keeps_the_ending_the_usage_and_the_note_of_its_turn() {
+        let mut events = journal();
+        let done = events.iter().position(|e| e.kind == "done").unwrap();
+        events.truncate(done);
+        events.push(ev(
+            9,
+            "apperror",
+            json!({"message": "The provider failed.", "hint": "Try again.", "created_at": 2.5}),
+        ));
+        let s = TurnState::new("s1", &turn(events)).snapshot().unwrap();
+        assert_eq!(s.terminal, Some(TerminalState::Error));
+        assert_eq!(s.note.1, "Try again.");
+        assert!(!s.settled);
+        assert_eq!(s.answer, "The answer.");
+        assert_eq!(s.steps, 2, "the reasoning and the tool call");
+        assert_eq!(s.trace.1, 1);
+        assert_eq!(s.span, (Some(1.0), Some(2.5)));
     }
 
     #[test]

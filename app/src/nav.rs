@@ -41,6 +41,29 @@ pub async fn fetch_page(
     })
 }
 
+/// Every journal row of a run (a settled turn shown as its snapshot, whose steps the reader
+/// opened), page after page.
+pub async fn fetch_journal(run_id: &str) -> Result<Vec<crate::api::JournalEvent>, client::Failure> {
+    let mut events = Vec::new();
+    let mut after = 0;
+    loop {
+        let path = format!(
+            "/api/chat/journal?run_id={}&after={after}",
+            client::encode(run_id)
+        );
+        let page: crate::api::JournalPage = serde_json::from_value(client::get(&path).await?)
+            .map_err(|e| client::Failure {
+                status: 200,
+                message: format!("The steps are not readable ({e})."),
+            })?;
+        events.extend(page.events);
+        match page.next {
+            Some(next) if next > after => after = next,
+            _ => return Ok(events),
+        }
+    }
+}
+
 /// The window of turns of `session_id` before the run `before_run` ("Show earlier").
 pub async fn fetch_earlier(
     session_id: &str,

@@ -68,6 +68,20 @@ pub struct TurnHandle {
     /// Which loading of the page data made this handle: a reload makes new handles for the
     /// same runs, and the page must draw those (see [`TurnHandle::key`]).
     pub epoch: u64,
+    /// Where loading the rows of a turn shown as its snapshot stands.
+    pub rows: RwSignal<Rows>,
+}
+
+/// Where loading the rows of a turn shown as its snapshot stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// Not asked for (or loaded: the turn no longer needs them).
+    Idle,
+    /// On their way.
+    Loading,
+    /// The last try failed, with this message.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server never loads rows
+    Failed(String),
 }
 
 impl TurnHandle {
@@ -82,6 +96,7 @@ impl TurnHandle {
             running: RwSignal::new(turn.running),
             watched: turn.running,
             epoch,
+            rows: RwSignal::new(Rows::Idle),
         }
     }
 
@@ -309,6 +324,47 @@ impl ChatState {
             Some(owner) => owner.with(make),
             None => make(),
         }
+    }
+
+    /// Loads the rows of a turn shown as its snapshot (the reader opened its steps or its
+    /// trace): once; a load under way is not started again. The turn then shows them as a
+    /// turn loaded with its journal does.
+    pub fn load_rows(&self, turn: &TurnHandle) {
+        if !turn.state.with_untracked(|s| s.needs_rows())
+            || turn.rows.get_untracked() == Rows::Loading
+        {
+            return;
+        }
+        let Some(session) = self.session_id.get_untracked() else {
+            return;
+        };
+        turn.rows.set(Rows::Loading);
+        #[cfg(feature = "hydrate")]
+        {
+            let turn = turn.clone();
+            leptos::task::spawn_local(async move {
+                match crate::nav::fetch_journal(&turn.run_id).await {
+                    Ok(events) => {
+                        let data = TurnData {
+                            user: turn.user.clone(),
+                            run_id: turn.run_id.clone(),
+                            turn_id: turn.turn_id.clone(),
+                            events,
+                            running: false,
+                            snapshot: None,
+                        };
+                        // The handle may be gone (another conversation opened meanwhile).
+                        let _ = turn.state.try_set(TurnState::new(&session, &data));
+                        let _ = turn.rows.try_set(Rows::Idle);
+                    }
+                    Err(failure) => {
+                        let _ = turn.rows.try_set(Rows::Failed(failure.message));
+                    }
+                }
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = session;
     }
 
     /// Whether the page still shows `session_id` as loaded by load number `epoch` (a task that

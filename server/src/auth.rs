@@ -130,17 +130,22 @@ pub fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// The sign-in token a request carries in its cookie, if any.
-pub fn cookie_token(headers: &HeaderMap) -> Option<&str> {
+/// The value of the cookie `name` a request carries, if any (empty counts as none).
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(key, _)| *key == name)
         .map(|(_, value)| value.trim())
         .filter(|v| !v.is_empty())
+}
+
+/// The sign-in token a request carries in its cookie, if any.
+pub fn cookie_token(headers: &HeaderMap) -> Option<&str> {
+    cookie(headers, COOKIE)
 }
 
 /// The `Set-Cookie` value that signs a browser in with `token`.

@@ -271,6 +271,35 @@ mod tests {
             self.inner.start_run(turn).await
         }
 
+        async fn messages_by_id(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+            self.inner.messages_by_id(ids).await
+        }
+
+        async fn snapshots(
+            &self,
+            run_ids: &[String],
+            version: i64,
+        ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+            self.inner.snapshots(run_ids, version).await
+        }
+
+        async fn put_snapshot(
+            &self,
+            run_id: &str,
+            version: i64,
+            data: &str,
+        ) -> Result<(), StoreError> {
+            self.inner.put_snapshot(run_id, version, data).await
+        }
+
+        async fn runs_without_snapshot(
+            &self,
+            version: i64,
+            limit: u32,
+        ) -> Result<Vec<Run>, StoreError> {
+            self.inner.runs_without_snapshot(version, limit).await
+        }
+
         async fn run(&self, run_id: &str) -> Result<Run, StoreError> {
             self.inner.run(run_id).await
         }

@@ -37,6 +37,7 @@ pub mod routes;
 pub mod runner;
 pub mod runtime;
 pub mod security;
+pub mod snapshots;
 pub mod store;
 pub mod telemetry;
 
@@ -116,6 +117,15 @@ impl AppState {
             tracing::info!(reaped, "ended runs left running by a previous process");
         }
         runner.spawn_reaper(shutdown.clone());
+        // Turns settled before snapshots existed (or of an older version) get theirs.
+        let backfill = Arc::clone(&store);
+        tokio::spawn(async move {
+            match snapshots::backfill(backfill).await {
+                Ok(0) => {}
+                Ok(made) => tracing::info!(made, "made snapshots of settled turns"),
+                Err(e) => tracing::warn!("making snapshots of settled turns stopped: {e}"),
+            }
+        });
         AppState {
             leptos_options,
             store,

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
+use anchor::Mode;
 use app::api::{
-    JournalEvent, MessageData, QueuedData, SessionDetail, SessionPage, SessionSummary, TurnData,
-    UserData,
+    JournalEvent, JournalPage, MessageData, QueuedData, SessionDetail, SessionPage, SessionSummary,
+    TurnData, UserData,
 };
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -15,15 +16,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use leptos::prelude::*;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::auth::Viewer;
 use crate::error::{ApiError, ApiQuery};
-use crate::store::{Session, Store, StoreError};
+use crate::snapshots;
+use crate::store::{Run, Session, Store, StoreError};
 use crate::AppState;
 
-/// Journal rows read per query while assembling a page.
-const PAGE_ROWS: u32 = 10_000;
+pub use app::api::INLINE_ROWS;
 /// The most turns a page (or one "Show earlier") carries.
 pub const WINDOW_TURNS: usize = 20;
 /// The journal rows a window may carry: older turns stay out once the newer ones have this
@@ -45,7 +45,15 @@ pub enum Turns<'a> {
     Before(&'a str),
 }
 
-/// The part of `runs` (oldest first; their `last_seq` says how many rows each has) a window
+/// Whether a settled turn's worklog opens by itself (it ended in an error of some kind).
+fn opens_folded_work(run: &Run) -> bool {
+    !matches!(
+        run.terminal_state.as_deref(),
+        Some("completed" | "cancelled") | None
+    )
+}
+
+/// The part of `runs` (oldest first; `rows` says how many journal rows each carries) a window
 /// ending before index `end` takes, and whether older turns are left out.
 pub fn window(rows: &[u64], end: usize) -> (std::ops::Range<usize>, bool) {
     let end = end.min(rows.len());
@@ -67,6 +75,7 @@ pub struct PageBackend {
     store: Arc<dyn Store>,
     agent: String,
     viewer: Viewer,
+    mode: Option<Mode>,
 }
 
 impl PageBackend {
@@ -77,7 +86,14 @@ impl PageBackend {
             store,
             agent,
             viewer,
+            mode: None,
         }
+    }
+
+    /// The display mode the reader chose (the page then carries what it shows first).
+    pub fn with_mode(mut self, mode: Option<Mode>) -> Self {
+        self.mode = mode;
+        self
     }
 
     fn user(&self) -> Option<UserData> {
@@ -92,46 +108,59 @@ impl PageBackend {
         session: &Session,
         which: Turns<'_>,
     ) -> Result<SessionDetail, StoreError> {
-        let messages = self.store.messages(&session.id).await?;
         let mut runs = self.store.session_runs(&session.id).await?;
+        let trace = self.mode == Some(Mode::TransparentStream);
+        let catching_up = matches!(which, Turns::After(_));
+        // Which turns come with their journal: those that run, those a page catches up on
+        // (it may have watched them start), and small ones whose rows the first view shows.
+        let carries_rows = |run: &Run| {
+            run.running
+                || catching_up
+                || (run.last_seq <= INLINE_ROWS && (trace || opens_folded_work(run)))
+        };
+        let costs: Vec<u64> = runs
+            .iter()
+            .map(|r| if carries_rows(r) { r.last_seq } else { 1 })
+            .collect();
         let position = |id: &str| runs.iter().position(|r| r.id == id);
         let (range, earlier) = match which {
             // Only the turns after one the page has (one it does not know: all of them).
             Turns::After(id) => (position(id).map_or(0, |i| i + 1)..runs.len(), false),
-            Turns::Latest => window(
-                &runs.iter().map(|r| r.last_seq).collect::<Vec<_>>(),
-                runs.len(),
-            ),
+            Turns::Latest => window(&costs, runs.len()),
             // A run it does not know: nothing earlier to show.
             Turns::Before(id) => match position(id) {
-                Some(i) => window(&runs.iter().map(|r| r.last_seq).collect::<Vec<_>>(), i),
+                Some(i) => window(&costs, i),
                 None => (0..0, false),
             },
         };
         runs.truncate(range.end);
         runs.drain(..range.start);
+        let wanted: Vec<String> = runs.iter().map(|r| r.user_message_id.clone()).collect();
+        let messages = self.store.messages_by_id(&wanted).await?;
+        let folded: Vec<String> = runs
+            .iter()
+            .filter(|r| !carries_rows(r))
+            .map(|r| r.id.clone())
+            .collect();
+        let mut stored = snapshots::stored(self.store.as_ref(), &folded).await?;
         let mut turns = Vec::with_capacity(runs.len());
         for run in runs {
             let Some(user) = messages.iter().find(|m| m.id == run.user_message_id) else {
                 continue;
             };
-            let mut events = Vec::new();
-            let mut after = 0;
-            loop {
-                let rows = self.store.events(&run.id, after, None, PAGE_ROWS).await?;
-                let full = rows.len() as u32 == PAGE_ROWS;
-                for row in rows {
-                    after = row.seq;
-                    events.push(JournalEvent {
-                        seq: row.seq,
-                        kind: row.kind,
-                        payload: Value::Object(row.payload),
-                    });
+            let snapshot = if carries_rows(&run) {
+                None
+            } else {
+                match stored.remove(&run.id) {
+                    Some(s) => Some(s),
+                    // Missing (the turn settled a moment ago) or of an older version.
+                    None => snapshots::refresh(self.store.as_ref(), &run).await?,
                 }
-                if !full {
-                    break;
-                }
-            }
+            };
+            let events = match snapshot {
+                Some(_) => Vec::new(),
+                None => snapshots::journal(self.store.as_ref(), &run.id).await?,
+            };
             turns.push(TurnData {
                 user: MessageData {
                     id: user.id.clone(),
@@ -142,6 +171,7 @@ impl PageBackend {
                 turn_id: run.turn_id.clone(),
                 events,
                 running: run.running,
+                snapshot,
             });
         }
         let queued = self
@@ -254,7 +284,10 @@ impl PageBackend {
 
 /// `GET /`: the newest session (or the empty state).
 pub async fn newest(State(state): State<AppState>, viewer: Viewer, req: Request<Body>) -> Response {
-    let page = PageBackend::of(&state, viewer).page(None).await;
+    let page = PageBackend::of(&state, viewer)
+        .with_mode(mode_cookie(req.headers()))
+        .page(None)
+        .await;
     render(state, page, req).await
 }
 
@@ -266,6 +299,7 @@ pub async fn session(
     req: Request<Body>,
 ) -> Response {
     let page = PageBackend::of(&state, viewer)
+        .with_mode(mode_cookie(req.headers()))
         .page(Some(&session_id))
         .await;
     render(state, page, req).await
@@ -299,7 +333,7 @@ async fn render(
                 .into_response();
         }
     };
-    page.mode = mode_cookie(req.headers());
+    page.mode = mode_cookie(req.headers()).map(|m| m.as_str().to_owned());
     let options = state.leptos_options.clone();
     // A fresh nonce per page: the hydration script carries it, the policy admits it.
     let nonce = leptos::nonce::Nonce::new();
@@ -319,16 +353,8 @@ async fn render(
 }
 
 /// The display mode a browser chose, from its cookie (a known mode only).
-fn mode_cookie(headers: &axum::http::HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == app::api::MODE_COOKIE)
-        .and_then(|(_, value)| anchor::Mode::parse(value))
-        .map(|mode| mode.as_str().to_owned())
+fn mode_cookie(headers: &axum::http::HeaderMap) -> Option<Mode> {
+    crate::auth::cookie(headers, app::api::MODE_COOKIE).and_then(Mode::parse)
 }
 
 /// `GET /api/page?session_id=&after_run_id=`: what the chat page renders from, as JSON (an
@@ -337,6 +363,7 @@ fn mode_cookie(headers: &axum::http::HeaderMap) -> Option<String> {
 pub async fn data(
     State(state): State<AppState>,
     viewer: Viewer,
+    headers: axum::http::HeaderMap,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<SessionPage>, ApiError> {
     let id = q.session_id.as_deref().filter(|s| !s.is_empty());
@@ -349,6 +376,7 @@ pub async fn data(
         (None, None) => Turns::Latest,
     };
     PageBackend::of(&state, viewer)
+        .with_mode(mode_cookie(&headers))
         .page_with(id, which)
         .await
         .map(Json)
@@ -391,4 +419,46 @@ mod tests {
         assert_eq!(window(&rows, 1), (0..1, false));
         assert_eq!(window(&[3 * WINDOW_ROWS], 1), (0..1, false));
     }
+}
+
+/// Journal rows per `/api/chat/journal` answer.
+pub const JOURNAL_PAGE: u32 = 5_000;
+
+/// The query of [`journal`].
+#[derive(Debug, Deserialize)]
+pub struct JournalQuery {
+    /// The run.
+    pub run_id: String,
+    /// Rows after this seq (0: from the start).
+    #[serde(default)]
+    pub after: u64,
+}
+
+/// `GET /api/chat/journal?run_id=&after=`: a page of a run's journal rows, for a settled turn
+/// the page shows as its snapshot when the reader opens its steps or its trace.
+pub async fn journal(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiQuery(q): ApiQuery<JournalQuery>,
+) -> Result<Json<JournalPage>, ApiError> {
+    let run = crate::auth::owned_run(&state, &viewer, &q.run_id).await?;
+    let rows = state
+        .store
+        .events(&run.id, q.after, None, JOURNAL_PAGE)
+        .await?;
+    let full = rows.len() as u32 == JOURNAL_PAGE;
+    let events: Vec<JournalEvent> = rows
+        .into_iter()
+        .map(|row| JournalEvent {
+            seq: row.seq,
+            kind: row.kind,
+            payload: serde_json::Value::Object(row.payload),
+        })
+        .collect();
+    let next = events.last().map(|e| e.seq).filter(|_| full);
+    Ok(Json(JournalPage {
+        run_id: run.id,
+        events,
+        next,
+    }))
 }

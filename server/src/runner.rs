@@ -309,7 +309,10 @@ impl Runner {
             usage,
         };
         let settled = match self.journal.settle(run_id, terminal, answer).await {
-            Ok(_) => true,
+            Ok(_) => {
+                crate::snapshots::after_settle(Arc::clone(&self.store), run_id.to_owned());
+                true
+            }
             Err(JournalError::Finished) => false,
             Err(e) => {
                 tracing::error!(run_id, "settling failed: {e}");
@@ -426,6 +429,7 @@ impl Runner {
                 usage,
             };
             if self.journal.settle(&run.id, terminal, answer).await.is_ok() {
+                crate::snapshots::after_settle(Arc::clone(&self.store), run.id.clone());
                 reaped += 1;
                 tracing::info!(run_id = %run.id, "reaped an abandoned run as interrupted");
             }

@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
 use crate::dynamic::{dynamic, either, flag};
-use crate::model::{fold_tools, step_count, AnswerState, Segment, SegmentKind, WorkItem};
-use crate::state::{use_chat, Connection, TurnHandle};
+use crate::model::{fold_tools, AnswerState, Segment, SegmentKind, WorkItem};
+use crate::state::{use_chat, Connection, Rows, TurnHandle};
 
 /// How many trace rows a turn shows before "Show earlier".
 const TRACE_WINDOW: usize = 200;
@@ -382,17 +382,60 @@ fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl 
     }
 }
 
+/// The process of a turn, or while the turn shows its snapshot, where loading its rows stands
+/// (the reader opened them: they are on their way; a long trace shown at first asks first).
+#[component]
+fn Steps(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl IntoView {
+    let chat = use_chat();
+    let needs = Memo::new(move |_| turn.state.with(|s| s.needs_rows()));
+    let rows = turn.rows;
+    let total = Memo::new(move |_| {
+        turn.state
+            .with(|s| if trace { s.trace_counts().0 } else { s.steps() })
+    });
+    let count = move || counted(total.get(), if trace { "event" } else { "step" });
+    let stored = StoredValue::new(turn);
+    let load = move |_| stored.with_value(|t| chat.load_rows(t));
+    move || {
+        // A turn with no steps has nothing to load.
+        if !needs.get() || total.get() == 0 {
+            return EitherOf4::A(view! {
+                <ProcessItems turn=stored.get_value() turn_over=turn_over trace=trace />
+            });
+        }
+        match rows.get() {
+            Rows::Loading => EitherOf4::B(view! {
+                <div class="rows-state" role="status">{move || format!("Loading {}…", count())}</div>
+            }),
+            Rows::Failed(message) => EitherOf4::C(view! {
+                <div class="rows-state rows-failed" role="alert">
+                    <span>{format!("The steps could not be loaded: {message}")}</span>
+                    <button type="button" class="load-rows" on:click=load>"Try again"</button>
+                </div>
+            }),
+            Rows::Idle => EitherOf4::D(view! {
+                <div class="rows-state">
+                    <button type="button" class="load-rows" on:click=load>
+                        {move || format!("Show {}", count())}
+                    </button>
+                </div>
+            }),
+        }
+    }
+}
+
 /// The Compact Worklog: the process folded under a summary line, the answer primary. A turn
 /// the reader watched run keeps what it showed when it settles (nothing folds under the
 /// reader); a turn loaded settled comes folded (errors open).
 #[component]
 fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
+    let chat = use_chat();
     let user_choice = RwSignal::new(None::<bool>);
     let rev = process_rev(&turn);
     let steps = Memo::new(move |_| {
         // Read (not only tracked): a memo is computed, and subscribed, when read.
         let _ = rev.get();
-        turn.state.with_untracked(|s| step_count(&s.process()))
+        turn.state.with_untracked(|s| s.steps())
     });
     let elapsed = Memo::new(move |_| turn.state.with(|s| s.elapsed()));
     let ending = Memo::new(move |_| turn.state.with(|s| s.terminal_state()));
@@ -426,7 +469,13 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
                         class="worklog-summary"
                         disabled=dynamic(move || !has_steps.get())
                         aria-expanded=flag(move || open.get() && has_steps.get())
-                        on:click=move |_| user_choice.set(Some(!open.get_untracked()))
+                        on:click=move |_| {
+                            let opening = !open.get_untracked();
+                            user_choice.set(Some(opening));
+                            if opening {
+                                stored_turn.with_value(|t| chat.load_rows(t));
+                            }
+                        }
                     >
                         // The chevron leads and the dots keep to the far end: a summary that
                         // changes its length moves neither.
@@ -437,7 +486,7 @@ fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
                         })}
                     </button>
                     {move || (open.get() && has_steps.get()).then(|| view! {
-                        <ProcessItems turn=stored_turn.get_value() turn_over=turn_over trace=false />
+                        <Steps turn=stored_turn.get_value() turn_over=turn_over trace=false />
                     })}
                 </div>
             }
@@ -469,14 +518,7 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
     let counts = Memo::new(move |_| {
         // Read (not only tracked): a memo is computed, and subscribed, when read.
         let _ = rev.get();
-        turn.state.with_untracked(|s| {
-            let tools = s
-                .segments
-                .iter()
-                .filter(|seg| seg.kind == SegmentKind::ToolStart)
-                .count();
-            (s.process().len(), tools)
-        })
+        turn.state.with_untracked(|s| s.trace_counts())
     });
     let total = Memo::new(move |_| counts.get().0);
     let tools = Memo::new(move |_| counts.get().1);
@@ -488,7 +530,7 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
                     <span class="working" aria-hidden="true"></span>
                 })}
             </div>
-            <ProcessItems turn=turn turn_over=turn_over trace=true />
+            <Steps turn=turn turn_over=turn_over trace=true />
         </div>
     }
 }
@@ -513,27 +555,8 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
         turn.state.with(|s| {
             let state = s.terminal_state()?;
             (state != TerminalState::Completed).then(|| {
-                let note = s
-                    .segments
-                    .iter()
-                    .rev()
-                    .find(|seg| seg.kind == SegmentKind::Terminal);
-                let payload_text = note.map(|n| n.text.clone()).unwrap_or_default();
-                let hint = s
-                    .registry
-                    .anchor()
-                    .activity_events
-                    .iter()
-                    .rev()
-                    .find(|e| e.kind == Some(anchor::Kind::TerminalStatus))
-                    .and_then(|e| {
-                        e.payload
-                            .get("hint")
-                            .and_then(|h| h.as_str())
-                            .map(str::to_owned)
-                    })
-                    .unwrap_or_default();
-                (state, payload_text, hint)
+                let (message, hint) = s.terminal_note();
+                (state, message, hint)
             })
         })
     });
@@ -577,13 +600,11 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
         }
     });
     let usage = Memo::new(move |_| {
-        turn.state.with(|s| {
-            let usage = s.registry.anchor().usage.as_ref()?;
-            let input = usage.get("input_tokens")?.as_u64()?;
-            let output = usage.get("output_tokens")?.as_u64()?;
-            Some(usage_label(input, output))
-        })
+        turn.state
+            .with(|s| s.usage_tokens())
+            .map(|(input, output)| usage_label(input, output))
     });
+    let turn_for_toggle = turn.clone();
     let toggle_mode = move |_| {
         let next = match mode.get_untracked() {
             Mode::TransparentStream => Mode::CompactWorklog,
@@ -594,6 +615,9 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
         } else {
             Some(next)
         });
+        if next == Mode::TransparentStream {
+            chat.load_rows(&turn_for_toggle);
+        }
     };
     let user_text = turn.user.content.clone();
     let turn_for_worklog = turn.clone();

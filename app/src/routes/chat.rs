@@ -257,8 +257,20 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     };
     let set_mode = move |mode: Mode| {
         chat.mode.set(mode);
-        chat.turns
-            .with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
+        chat.turns.with_untracked(|ts| {
+            for turn in ts {
+                turn.mode.set(None);
+                // Turns shown as their snapshot bring their rows for the trace; a long one
+                // waits for the reader to ask (its trace offers to load them).
+                if mode == Mode::TransparentStream
+                    && turn
+                        .state
+                        .with_untracked(|s| s.needs_rows() && s.last_seq <= crate::api::INLINE_ROWS)
+                {
+                    chat.load_rows(turn);
+                }
+            }
+        });
     };
     let skip_to_composer = move |ev: leptos::ev::MouseEvent| {
         ev.prevent_default();
@@ -800,6 +812,7 @@ async fn deliver(
         turn_id: answer["turn_id"].as_str().unwrap_or_default().to_owned(),
         events: Vec::new(),
         running: true,
+        snapshot: None,
     };
     if answer["duplicate"] == true {
         // An earlier attempt started it: the page learns of it as of the journal.

@@ -33,6 +33,7 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("POST", "/api/approval/respond", post(chat::approval)),
         ("POST", "/api/clarify/respond", post(chat::clarify)),
         ("GET", "/api/page", get(crate::pages::data)),
+        ("GET", "/api/chat/journal", get(crate::pages::journal)),
         ("POST", "/api/auth/logout", post(crate::auth::logout)),
         ("GET", "/api/auth/me", get(crate::auth::me)),
     ]

@@ -340,6 +340,8 @@ pub trait Store: Send + Sync + 'static {
     async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError>;
     /// The session's runs, oldest first.
     async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError>;
+    /// These messages (of any session; those that do not exist are left out).
+    async fn messages_by_id(&self, ids: &[String]) -> Result<Vec<Message>, StoreError>;
 
     /// Stores the user message and creates a running run, atomically; `Busy` when the session
     /// already runs one, `Duplicate` when its client id was sent before.
@@ -376,6 +378,18 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Frames, StoreError>;
 
     /// Records an approval or clarify request.
+    /// The stored snapshots of `version` among these runs (run id → its JSON).
+    async fn snapshots(
+        &self,
+        run_ids: &[String],
+        version: i64,
+    ) -> Result<std::collections::HashMap<String, String>, StoreError>;
+    /// Stores a run's snapshot (replacing one of another version).
+    async fn put_snapshot(&self, run_id: &str, version: i64, data: &str) -> Result<(), StoreError>;
+    /// Finished runs with no snapshot of `version`, oldest first, at most `limit`.
+    async fn runs_without_snapshot(&self, version: i64, limit: u32)
+        -> Result<Vec<Run>, StoreError>;
+
     async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError>;
     /// Answers a pending interaction of `kind` once: `AlreadyAnswered` for a second answer,
     /// `WrongKind` (nothing changed) when it is the other kind.

@@ -439,6 +439,20 @@ impl Store for SqliteStore {
         Ok(rows.iter().map(run_from).collect())
     }
 
+    async fn messages_by_id(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(200) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let sql = format!("SELECT * FROM messages WHERE id IN ({marks})");
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            found.extend(query.fetch_all(&self.pool).await?.iter().map(message_from));
+        }
+        Ok(found)
+    }
+
     async fn start_run(&self, turn: NewTurn<'_>) -> Result<(Run, Message), StoreError> {
         let NewTurn {
             session_id,
@@ -549,6 +563,60 @@ impl Store for SqliteStore {
         let rows = sqlx::query("SELECT * FROM runs WHERE status = 'running' ORDER BY created_at")
             .fetch_all(&self.pool)
             .await?;
+        Ok(rows.iter().map(run_from).collect())
+    }
+
+    async fn snapshots(
+        &self,
+        run_ids: &[String],
+        version: i64,
+    ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+        let mut found = std::collections::HashMap::new();
+        // A bounded number of parameters per query.
+        for chunk in run_ids.chunks(200) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let sql = format!(
+                "SELECT run_id, data FROM turn_snapshots WHERE version = ? AND run_id IN ({marks})"
+            );
+            let mut query = sqlx::query(&sql).bind(version);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                found.insert(row.get("run_id"), row.get("data"));
+            }
+        }
+        Ok(found)
+    }
+
+    async fn put_snapshot(&self, run_id: &str, version: i64, data: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO turn_snapshots (run_id, version, data) \
+             SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1) \
+             ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, data = excluded.data",
+        )
+        .bind(run_id)
+        .bind(version)
+        .bind(data)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn runs_without_snapshot(
+        &self,
+        version: i64,
+        limit: u32,
+    ) -> Result<Vec<Run>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT r.* FROM runs r LEFT JOIN turn_snapshots t ON t.run_id = r.id \
+             WHERE r.status = 'finished' AND (t.run_id IS NULL OR t.version <> ?1) \
+             ORDER BY r.created_at, r.id LIMIT ?2",
+        )
+        .bind(version)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows.iter().map(run_from).collect())
     }
 

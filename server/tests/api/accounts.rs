@@ -443,6 +443,12 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         },
         Case {
             method: "GET",
+            path: format!("/api/chat/journal?run_id={run}"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
             path: format!("/api/page?session_id={session}"),
             body: Value::Null,
             expect: Expect::NothingOfHers,

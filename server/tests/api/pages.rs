@@ -1,4 +1,4 @@
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, TestApp};
 
 #[tokio::test]
 async fn healthz_reports_ok() {
@@ -179,7 +179,11 @@ async fn a_session_page_carries_the_data_it_was_rendered_from() {
     let turn = &data["session"]["turns"][0];
     assert_eq!(turn["run_id"], run.as_str());
     assert_eq!(turn["user"]["content"], "hello <script>alert(1)</script>");
-    assert!(turn["events"].as_array().is_some_and(|e| !e.is_empty()));
+    // A settled turn comes as its snapshot: the answer, not the rows.
+    assert_eq!(turn["events"], serde_json::json!([]));
+    assert!(turn["snapshot"]["answer"]
+        .as_str()
+        .is_some_and(|a| !a.is_empty()));
     assert_eq!(data["missing"], false);
 
     // The same data as JSON for in-page navigation.
@@ -375,4 +379,164 @@ async fn the_sidebar_lists_a_page_of_sessions_and_any_session_still_opens() {
     );
     let (code, _) = app.get("/api/sessions?limit=nope").await;
     assert_eq!(code, 400);
+}
+
+/// Every row of a run's journal, through `/api/chat/journal`, page after page.
+async fn whole_journal(app: &TestApp, run: &str) -> (Vec<app::api::JournalEvent>, usize) {
+    let mut events = Vec::new();
+    let mut after = 0;
+    let mut pages = 0;
+    loop {
+        let (code, page) = app
+            .get(&format!("/api/chat/journal?run_id={run}&after={after}"))
+            .await;
+        assert_eq!(code, 200, "{page}");
+        pages += 1;
+        let page: app::api::JournalPage = serde_json::from_value(page).unwrap();
+        assert_eq!(page.run_id, run);
+        events.extend(page.events);
+        match page.next {
+            Some(next) => after = next,
+            None => return (events, pages),
+        }
+    }
+}
+
+/// What a page made from these journal rows shows of the turn, as its snapshot.
+fn snapshot_of(run: &str, events: Vec<app::api::JournalEvent>) -> app::api::TurnSnapshot {
+    let turn = app::api::TurnData {
+        user: app::api::MessageData {
+            id: "u".into(),
+            content: String::new(),
+            created_at: 0.0,
+        },
+        run_id: run.into(),
+        turn_id: "t".into(),
+        events,
+        running: false,
+        snapshot: None,
+    };
+    app::model::TurnState::new("s", &turn)
+        .snapshot()
+        .expect("the turn settled")
+}
+
+#[tokio::test]
+async fn a_settled_turn_travels_as_its_snapshot_and_its_rows_come_when_asked() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let tools = app.start(&session, "/demo tools").await;
+    app.wait_finished(&tools).await;
+    let failed = app.start(&session, "/demo error").await;
+    app.wait_finished(&failed).await;
+    let long = app.start(&session, "/demo long 6000").await;
+    app.wait_finished(&long).await;
+
+    let (code, page) = app.get(&format!("/api/page?session_id={session}")).await;
+    assert_eq!(code, 200);
+    let turns = page["session"]["turns"].as_array().unwrap().clone();
+    assert_eq!(turns.len(), 3);
+    // The completed turns: their snapshots, no rows.
+    for (turn, run) in [(&turns[0], &tools), (&turns[2], &long)] {
+        assert_eq!(turn["events"], serde_json::json!([]), "{run}");
+        let snapshot: app::api::TurnSnapshot =
+            serde_json::from_value(turn["snapshot"].clone()).unwrap();
+        // The same as the page's model makes of the whole journal, fetched on demand.
+        let (rows, pages) = whole_journal(&app, run).await;
+        assert_eq!(rows.len() as u64, snapshot.last_seq);
+        assert!(rows.windows(2).all(|w| w[1].seq == w[0].seq + 1), "gapless");
+        assert_eq!(snapshot, snapshot_of(run, rows));
+        if run == &long {
+            assert!(pages >= 2, "6,000 rows come in pages");
+            assert!(snapshot.answer.starts_with("w0 w1 ") && snapshot.settled);
+        } else {
+            assert_eq!(
+                snapshot.steps, 6,
+                "two thoughts, three tool calls, a remark"
+            );
+            assert_eq!(snapshot.trace.1, 3);
+        }
+    }
+    // A small turn that failed opens its worklog: it comes with its rows.
+    assert!(turns[1]["snapshot"].is_null());
+    assert!(!turns[1]["events"].as_array().unwrap().is_empty());
+    // The page is the answers and little more, not the 6,000 rows behind the last one.
+    let bytes = serde_json::to_string(&page).unwrap().len();
+    let answers = turns[2]["snapshot"]["answer"].as_str().unwrap().len();
+    assert!(bytes < answers + 12_000, "{bytes} bytes");
+
+    // A reader of the Transparent Stream gets the rows of small turns in the first page.
+    app.use_cookie(Some("anchorage_mode=transparent_stream"));
+    let (_, trace) = app.get(&format!("/api/page?session_id={session}")).await;
+    let turns = trace["session"]["turns"].as_array().unwrap();
+    assert!(turns[0]["snapshot"].is_null());
+    assert!(!turns[0]["events"].as_array().unwrap().is_empty());
+    assert!(
+        turns[2]["snapshot"].is_object(),
+        "6,000 rows wait to be asked for"
+    );
+    let html = reqwest::Client::new()
+        .get(app.url(&format!("/s/{session}")))
+        .header("cookie", "anchorage_mode=transparent_stream")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(page_data(&html)["session"], trace["session"]);
+    app.use_cookie(None);
+
+    // Bad questions get a JSON answer.
+    let (code, body) = app.get("/api/chat/journal").await;
+    assert_eq!(code, 400, "{body}");
+    assert!(body["error"].is_string());
+    let (code, _) = app.get("/api/chat/journal?run_id=nosuchrun").await;
+    assert_eq!(code, 404);
+    let (code, _) = app
+        .get(&format!("/api/chat/journal?run_id={tools}&after=x"))
+        .await;
+    assert_eq!(code, 400);
+}
+
+#[tokio::test]
+async fn snapshots_missing_or_of_an_older_version_are_made_again() {
+    use server::store::Store;
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo tools").await;
+    app.wait_finished(&run).await;
+    let (_, page) = app.get(&format!("/api/page?session_id={session}")).await;
+    let fresh = page["session"]["turns"][0]["snapshot"].clone();
+    assert!(fresh.is_object());
+    // An older version (as after an upgrade) is not used: the page makes it again.
+    app.store
+        .put_snapshot(
+            &run,
+            server::snapshots::VERSION - 1,
+            r#"{"answer":"stale"}"#,
+        )
+        .await
+        .unwrap();
+    let (_, again) = app.get(&format!("/api/page?session_id={session}")).await;
+    assert_eq!(again["session"]["turns"][0]["snapshot"], fresh);
+    // And the pass at startup makes what is missing.
+    app.store
+        .put_snapshot(
+            &run,
+            server::snapshots::VERSION - 1,
+            r#"{"answer":"stale"}"#,
+        )
+        .await
+        .unwrap();
+    let store: std::sync::Arc<dyn Store> = app.store.clone();
+    assert_eq!(server::snapshots::backfill(store.clone()).await.unwrap(), 1);
+    assert_eq!(server::snapshots::backfill(store).await.unwrap(), 0);
+    let stored = app
+        .store
+        .snapshots(std::slice::from_ref(&run), server::snapshots::VERSION)
+        .await
+        .unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&stored[&run]).unwrap();
+    assert_eq!(stored, fresh);
 }
