@@ -47,6 +47,9 @@ pub struct SessionSummary {
     pub updated_at: f64,
     /// The run in progress, if any.
     pub active_run_id: Option<String>,
+    /// In search results: the turn of the newest matching message (its link opens there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_turn_id: Option<String>,
 }
 
 /// A transcript message.
@@ -215,6 +218,7 @@ mod tests {
                 title: "</script><script>alert(1)</script>".into(),
                 updated_at: 1.5,
                 active_run_id: None,
+                hit_turn_id: None,
             }],
             more_sessions: true,
             session: None,

@@ -80,3 +80,70 @@ test("the sidebar lists a page of conversations; more come on request, and searc
   await expect(page).toHaveURL(new RegExp(`/s/${oldest}$`));
   await expect(page.locator(".chat-title")).toContainText(marker);
 });
+
+test("a search hit deep in a long conversation opens at its turn", async ({ page, request }, testInfo) => {
+  test.setTimeout(120_000);
+  const word = `Quokka${Date.now()}`;
+  const session = await newSession(request, "A long conversation to search");
+  const runs: string[] = [];
+  for (let i = 0; i < 45; i++) {
+    const run = await startTurn(request, session, `/demo long 3 · Message ${i}${i === 2 ? ` about the ${word}` : ""}`);
+    await waitRunEnd(request, run);
+    runs.push(run);
+  }
+  await page.goto("/new");
+  await hydrated(page);
+  if ((page.viewportSize()?.width ?? 1280) <= 640) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await page.getByRole("searchbox", { name: "Search conversations" }).fill(word);
+  const hits = page.locator(".session-list .session-row");
+  await expect(hits).toHaveCount(1);
+  await hits.first().locator("a").click();
+  // The turn that matched, two windows before the latest, is on screen.
+  await expect(page).toHaveURL(new RegExp(`/s/${session}#turn-${runs[2]}$`));
+  await hydrated(page);
+  const target = page.locator(`#turn-${runs[2]}`);
+  await expect(target).toBeInViewport();
+  await expect(target.locator(".user-message")).toContainText(word);
+  await page.screenshot({ path: testInfo.outputPath("search-hit.png") });
+});
+
+test("scrolling back through a conversation of 404 turns reaches its first message", async ({ page, request }, testInfo) => {
+  test.skip(testInfo.project.name !== "desktop", "filling 404 turns once is enough");
+  test.setTimeout(600_000);
+  // Issue 14's session B: four turns of 5,000 tool rows, then 400 turns with tool calls.
+  const session = await newSession(request, "Session B");
+  const runs: string[] = [];
+  const messages = [...Array.from({ length: 4 }, (_, i) => `/demo trace 5000 · long ${i}`), ...Array.from({ length: 400 }, (_, i) => `/demo tools · short ${i}`)];
+  for (const message of messages) {
+    const run = await startTurn(request, session, message);
+    await waitRunEnd(request, run);
+    runs.push(run);
+  }
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  const turns = page.locator("article.turn");
+  await expect(turns).toHaveCount(20);
+  const transcript = page.locator(".transcript");
+  const more = page.getByRole("button", { name: "Show earlier messages" });
+  let windows = 0;
+  while ((await more.count()) > 0) {
+    // The reader scrolls to the top, where the button is, and asks for more.
+    await transcript.evaluate((el) => (el.scrollTop = 0));
+    const shown = await turns.count();
+    await more.click();
+    await expect.poll(() => turns.count()).toBeGreaterThan(shown);
+    windows++;
+    expect(windows).toBeLessThan(30);
+  }
+  await expect(turns).toHaveCount(404);
+  await transcript.evaluate((el) => (el.scrollTop = 0));
+  const first = turns.first();
+  await expect(first).toHaveAttribute("data-run-id", runs[0]);
+  await expect(first.locator(".user-message")).toContainText("long 0");
+  await expect(first.locator(".user-message")).toBeInViewport();
+  // The long turns came folded: their answers, not their 5,000 rows.
+  await expect(first.locator(".worklog-summary")).toContainText("steps");
+  await expect(first.locator(".tool-card")).toHaveCount(0);
+  expect(await page.evaluate(() => document.querySelectorAll("*").length)).toBeLessThan(40_000);
+  await page.screenshot({ path: testInfo.outputPath("first-message.png") });
+});

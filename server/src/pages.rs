@@ -200,6 +200,7 @@ fn summary(s: &Session) -> SessionSummary {
         title: s.title.clone(),
         updated_at: s.updated_at,
         active_run_id: s.active_run_id.clone(),
+        hit_turn_id: s.hit_turn_id.clone(),
     }
 }
 

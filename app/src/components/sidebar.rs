@@ -23,7 +23,12 @@ fn SessionRow(
     let title = session.title.clone();
     let draft = RwSignal::new(title.clone());
     let running = session.active_run_id.is_some();
-    let href = format!("/s/{}", session.id);
+    // A search hit in a message opens at its turn (a page load: the window that holds it).
+    let at_turn = session.hit_turn_id.is_some();
+    let href = match &session.hit_turn_id {
+        Some(turn) => format!("/s/{}#{turn}", session.id),
+        None => format!("/s/{}", session.id),
+    };
     let input = NodeRef::<leptos::html::Input>::new();
     // The title field takes the focus, its text selected, as soon as it is shown.
     Effect::new(move |_| {
@@ -159,6 +164,7 @@ fn SessionRow(
                         on:click=move |ev: leptos::ev::MouseEvent| {
                             on_close.run(());
                             let plain = ev.button() == 0
+                                && !at_turn
                                 && !(ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key());
                             if plain {
                                 ev.prevent_default();
@@ -229,7 +235,10 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                 .filter_map(|f| {
                     all.iter()
                         .find(|s| s.id == f.id)
-                        .cloned()
+                        .map(|s| SessionSummary {
+                            hit_turn_id: f.hit_turn_id.clone(),
+                            ..s.clone()
+                        })
                         .or_else(|| partial.then(|| f.clone()))
                 })
                 .collect()
@@ -315,7 +324,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     <ul class="session-list">
                         <For
                             each=list
-                            key=|s| (s.id.clone(), s.title.clone(), s.active_run_id.clone())
+                            key=|s| (s.id.clone(), s.title.clone(), s.active_run_id.clone(), s.hit_turn_id.clone())
                             children=move |s| view! { <SessionRow session=s on_close=on_close results=results /> }
                         />
                     </ul>

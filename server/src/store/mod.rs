@@ -27,6 +27,9 @@ pub struct Session {
     /// The account it belongs to (`None`: made with no account, in open mode).
     #[serde(skip)]
     pub owner_id: Option<String>,
+    /// In search results: the turn of the newest message that matched (a link opens there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit_turn_id: Option<String>,
 }
 
 /// An account.

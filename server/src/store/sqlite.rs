@@ -76,6 +76,7 @@ fn session_from(row: &SqliteRow) -> Session {
         updated_at: row.get("updated_at"),
         active_run_id: row.get("active_run_id"),
         owner_id: row.get("owner_id"),
+        hit_turn_id: row.try_get("hit_turn_id").ok().flatten(),
     }
 }
 
@@ -350,8 +351,14 @@ impl Store for SqliteStore {
         query: &str,
     ) -> Result<Vec<Session>, StoreError> {
         let pattern = like_pattern(query.trim());
+        // The turn of the newest matching message: its own (an answer) or the one it started.
         let rows = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s \
+            "SELECT {SESSION_COLUMNS}, \
+               (SELECT r.turn_id FROM messages m JOIN runs r \
+                  ON r.id = m.run_id OR r.user_message_id = m.id \
+                WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\' \
+                ORDER BY m.position DESC LIMIT 1) AS hit_turn_id \
+             FROM sessions s \
              WHERE s.owner_id IS ?2 AND (s.title LIKE ?1 ESCAPE '\\' \
                 OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\')) \
              ORDER BY s.updated_at DESC, s.id"

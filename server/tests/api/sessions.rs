@@ -181,3 +181,45 @@ async fn writes_from_several_requests_while_a_run_journals_never_fail() {
     let failed: Vec<_> = codes.iter().filter(|(c, _)| *c != 200).collect();
     assert!(failed.is_empty(), "{failed:?}");
 }
+
+#[tokio::test]
+async fn a_search_hit_in_a_message_names_the_turn_it_belongs_to() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let mut runs = Vec::new();
+    for word in ["alpha", "narwhal", "gamma", "narwhal again", "delta"] {
+        let run = app.start(&session, &format!("/demo long 2 {word}")).await;
+        app.wait_finished(&run).await;
+        runs.push(run);
+    }
+    let turn_of = |run: &str| format!("turn-{run}");
+    let (_, hits) = app.get("/api/sessions/search?q=narwhal").await;
+    assert_eq!(hits["sessions"][0]["id"], session.as_str());
+    // The newest message that matched.
+    assert_eq!(
+        hits["sessions"][0]["hit_turn_id"],
+        turn_of(&runs[3]).as_str()
+    );
+    let (_, hits) = app.get("/api/sessions/search?q=gamma").await;
+    assert_eq!(
+        hits["sessions"][0]["hit_turn_id"],
+        turn_of(&runs[2]).as_str()
+    );
+    // An answer's words lead to its turn too ("w1" is in every answer of `/demo long 2`).
+    let (_, hits) = app.get("/api/sessions/search?q=w1").await;
+    assert_eq!(
+        hits["sessions"][0]["hit_turn_id"],
+        turn_of(&runs[4]).as_str()
+    );
+    // A title hit names no turn; the plain list names none.
+    app.post(
+        "/api/session/rename",
+        json!({"session_id": session, "title": "Zoology"}),
+    )
+    .await;
+    let (_, hits) = app.get("/api/sessions/search?q=zoology").await;
+    assert_eq!(hits["sessions"][0]["id"], session.as_str());
+    assert!(hits["sessions"][0].get("hit_turn_id").is_none());
+    let (_, list) = app.get("/api/sessions").await;
+    assert!(list["sessions"][0].get("hit_turn_id").is_none());
+}
