@@ -152,6 +152,9 @@ pub struct ChatState {
     pub following: RwSignal<bool>,
     /// Content arrived below while the reader was scrolled up.
     pub unseen: RwSignal<bool>,
+    /// The page is live (hydrated, its Markdown renderer loaded): what it loads to complete
+    /// itself (the rest of the sidebar) waits for this.
+    pub live: RwSignal<bool>,
 }
 
 /// Something that went wrong, shown above the composer until it no longer holds.
@@ -204,6 +207,7 @@ impl ChatState {
             outbox: RwSignal::new(None),
             following: RwSignal::new(true),
             unseen: RwSignal::new(false),
+            live: RwSignal::new(false),
             epoch: StoredValue::new(0),
             turn_owner: StoredValue::new(None),
         };
@@ -218,8 +222,7 @@ impl ChatState {
             .turn_owner
             .try_update_value(|o| o.replace(Owner::new()))
             .flatten();
-        self.sessions.set(page.sessions.clone());
-        self.more_sessions.set(page.more_sessions);
+        self.take_sidebar(page);
         self.agent.set(page.agent.clone());
         self.user.set(page.user.clone());
         self.missing.set(page.missing);
@@ -253,6 +256,30 @@ impl ChatState {
         }
     }
 
+    /// Takes the sidebar's first page from `page`, keeping the sessions loaded after it (the
+    /// reader scrolled the list down: it does not shrink back when a conversation opens).
+    fn take_sidebar(&self, page: &SessionPage) {
+        let first = &page.sessions;
+        let mut list = first.clone();
+        let mut more = page.more_sessions;
+        if page.more_sessions {
+            // Newest first: what is not in the new first page comes after it, in its order.
+            let rest: Vec<SessionSummary> = self.sessions.with_untracked(|loaded| {
+                loaded
+                    .iter()
+                    .filter(|s| !first.iter().any(|f| f.id == s.id))
+                    .cloned()
+                    .collect()
+            });
+            if !rest.is_empty() {
+                list.extend(rest);
+                more = self.more_sessions.get_untracked();
+            }
+        }
+        self.sessions.set(list);
+        self.more_sessions.set(more);
+    }
+
     /// Shows a failed call's problem.
     #[cfg(feature = "hydrate")]
     pub fn fail(&self, failure: &crate::client::Failure) {
@@ -272,8 +299,7 @@ impl ChatState {
         if self.session_id.get_untracked().as_deref() != Some(session.id.as_str()) {
             return;
         }
-        self.sessions.set(page.sessions.clone());
-        self.more_sessions.set(page.more_sessions);
+        self.take_sidebar(page);
         self.title.set(session.title.clone());
         let new = self.unknown_turns(session);
         if !new.is_empty() {

@@ -30,9 +30,10 @@ pub const WINDOW_TURNS: usize = 20;
 /// many (the newest turn of a window is always in, however long).
 pub const WINDOW_ROWS: u64 = 20_000;
 
-/// The sessions a page lists in its sidebar ("Show more conversations" loads the next ones
-/// through `/api/sessions?offset=&limit=`).
-pub const SIDEBAR_PAGE: usize = 50;
+/// The sessions a page lists in its sidebar: the top of the list, so that a page costs the
+/// same with ten sessions or thousands. The browser loads the next ones through
+/// `/api/sessions?offset=&limit=` once the page is live, and more as the list is scrolled.
+pub const SIDEBAR_PAGE: usize = 10;
 
 /// Which turns of a session a page carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -246,10 +246,11 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         None => chat.sessions.get(),
     };
     let loading_more = RwSignal::new(false);
-    let show_more = move |_| {
+    // The next 50 of the list, after those shown (the page came with the first few).
+    let load_more = move || {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
-            if loading_more.get_untracked() {
+            if loading_more.get_untracked() || !chat.more_sessions.get_untracked() {
                 return;
             }
             loading_more.set(true);
@@ -275,6 +276,32 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             }
         });
     };
+    let show_more = move |_| load_more();
+    // The page carries the first few sessions; the next ones come once it is live, and more
+    // whenever the reader scrolls near the end of the list.
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if chat.live.get() {
+            load_more();
+        }
+    });
+    let near_end = move |_ev: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            let Some(el) = _ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            else {
+                return;
+            };
+            if el.scroll_top() + el.client_height() + 200 >= el.scroll_height()
+                && results.with_untracked(Option::is_none)
+            {
+                load_more();
+            }
+        }
+    };
     let has_sessions = Memo::new(move |_| !list().is_empty());
     let sign_out = move |_| {
         #[cfg(feature = "hydrate")]
@@ -297,7 +324,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         })
     };
     view! {
-        <nav id="sidebar" class="sidebar" aria-label="Sessions">
+        <nav id="sidebar" class="sidebar" aria-label="Sessions" on:scroll=near_end>
             <div class="sidebar-header">
                 <span class="brand">"Anchorage"</span>
                 <button

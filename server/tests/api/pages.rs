@@ -339,7 +339,11 @@ async fn the_sidebar_lists_a_page_of_sessions_and_any_session_still_opens() {
     }
     let (_, page) = app.get("/api/page").await;
     let listed = page["sessions"].as_array().unwrap();
-    assert_eq!(listed.len(), 50, "one page of the sidebar");
+    assert_eq!(
+        listed.len(),
+        server::pages::SIDEBAR_PAGE,
+        "the top of the sidebar"
+    );
     assert_eq!(page["more_sessions"], serde_json::json!(true));
     assert_eq!(listed[0]["id"], serde_json::json!(ids[54]), "newest first");
     // The oldest is not listed, and still opens (it is not "missing").
@@ -353,9 +357,12 @@ async fn the_sidebar_lists_a_page_of_sessions_and_any_session_still_opens() {
         .await
         .unwrap();
     assert!(html.contains("Conversation 0"));
-    assert_eq!(html.matches("class=\"session-row").count(), 50);
+    assert_eq!(
+        html.matches("class=\"session-row").count(),
+        server::pages::SIDEBAR_PAGE
+    );
     // The next page, and the end.
-    let (_, next) = app.get("/api/sessions?offset=50&limit=50").await;
+    let (_, next) = app.get("/api/sessions?offset=10&limit=50").await;
     let rest: Vec<&str> = next["sessions"]
         .as_array()
         .unwrap()
@@ -364,7 +371,7 @@ async fn the_sidebar_lists_a_page_of_sessions_and_any_session_still_opens() {
         .collect();
     assert_eq!(
         rest,
-        ids[..5]
+        ids[..45]
             .iter()
             .rev()
             .map(String::as_str)
