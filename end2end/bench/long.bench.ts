@@ -1,4 +1,5 @@
-import { test, expect, type APIRequestContext, type Page } from "@playwright/test";
+import { test, expect, type APIRequestContext } from "@playwright/test";
+import { median, timeToLive } from "./live";
 
 // Issue 14's measure: what a long conversation costs to open. Three sessions filled through the
 // demo agent (run the server with ANCHORAGE_DEMO_DELAY_MS=0): A = 20 `/demo tools` turns;
@@ -28,20 +29,6 @@ async function session(request: APIRequestContext, title: string, turns: string[
 
 const times = (n: number, message: string) => Array.from({ length: n }, () => message);
 
-async function open(page: Page, url: string): Promise<number> {
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send("Emulation.setCPUThrottlingRate", { rate: 4 });
-  const started = Date.now();
-  await page.goto(url);
-  await expect(page.locator(".app[data-markdown='ready']")).toHaveCount(1, { timeout: 120_000 });
-  const ms = Date.now() - started;
-  await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
-  await cdp.detach();
-  return ms;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
 test("long conversations open as fast as short ones", async ({ page, request }) => {
   test.setTimeout(1_800_000);
   const a = await session(request, "A", times(20, "/demo tools"));
@@ -52,7 +39,7 @@ test("long conversations open as fast as short ones", async ({ page, request }) 
   for (const [name, id] of [["A", a], ["B", b], ["C", c]] as const) {
     const html = await (await request.get(`/s/${id}`, { headers: { "accept-encoding": "identity" } })).text();
     const loads: number[] = [];
-    for (let i = 0; i < 5; i++) loads.push(await open(page, `/s/${id}`));
+    for (let i = 0; i < 5; i++) loads.push(await timeToLive(page, `/s/${id}`));
     measured[name] = {
       html_bytes: Buffer.byteLength(html),
       live_ms: median(loads),

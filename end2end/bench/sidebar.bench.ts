@@ -1,4 +1,5 @@
-import { test, expect, type APIRequestContext, type Page } from "@playwright/test";
+import { test, expect, type APIRequestContext } from "@playwright/test";
+import { median, timeToLive } from "./live";
 
 // Issue 14's sidebar measure: what a page costs with 10 sessions in its sidebar and with 1,000.
 // Run against two release servers on fresh data directories (BASE_URL gets 10 sessions,
@@ -15,20 +16,6 @@ async function count(request: APIRequestContext, base: string): Promise<number> 
     if (!page.more) return total;
   }
 }
-
-async function open(page: Page, url: string): Promise<number> {
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send("Emulation.setCPUThrottlingRate", { rate: 4 });
-  const started = Date.now();
-  await page.goto(url);
-  await expect(page.locator(".app[data-markdown='ready']")).toHaveCount(1, { timeout: 120_000 });
-  const ms = Date.now() - started;
-  await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
-  await cdp.detach();
-  return ms;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // The two servers: one with 10 sessions, one with 1,000 (both fresh), loaded in turns.
 const TEN = process.env.BASE_URL || "http://127.0.0.1:3500";
@@ -59,7 +46,7 @@ test("a sidebar of 1,000 sessions costs what one of 10 does", async ({ page, req
     const loads: Record<string, number[]> = { ten: [], thousand: [] };
     // In turns, so that both see the same machine.
     for (let i = 0; i < 9; i++) {
-      for (const k of ["ten", "thousand"] as const) loads[k].push(await open(page, bases[k] + path(k)));
+      for (const k of ["ten", "thousand"] as const) loads[k].push(await timeToLive(page, bases[k] + path(k)));
     }
     for (const k of ["ten", "thousand"] as const) {
       const html = await (await request.get(bases[k] + path(k), { headers: { "accept-encoding": "identity" } })).text();
