@@ -277,14 +277,9 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         });
     };
     let show_more = move |_| load_more();
-    // The page carries the first few sessions; the next ones come once it is live, and more
-    // whenever the reader scrolls near the end of the list.
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        if chat.live.get() {
-            load_more();
-        }
-    });
+    // The page carries the first few sessions; the next ones come when the reader asks or
+    // scrolls near the end of the list (never by themselves: a list that grew under the page
+    // would move what is below it).
     let near_end = move |_ev: leptos::ev::Event| {
         #[cfg(feature = "hydrate")]
         {
