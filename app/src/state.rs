@@ -393,6 +393,25 @@ impl ChatState {
         let _ = session;
     }
 
+    /// Turns shown in the Transparent Stream as their snapshot bring their rows (after a switch
+    /// of the page's mode); a long one waits for the reader to ask (its trace offers them).
+    pub fn rows_for_trace(&self) {
+        let page_mode = self.mode.get_untracked();
+        self.turns.with_untracked(|turns| {
+            for turn in turns {
+                let trace =
+                    turn.mode.get_untracked().unwrap_or(page_mode) == Mode::TransparentStream;
+                if trace
+                    && turn
+                        .state
+                        .with_untracked(|s| s.needs_rows() && s.last_seq <= crate::api::INLINE_ROWS)
+                {
+                    self.load_rows(turn);
+                }
+            }
+        });
+    }
+
     /// Whether the page still shows `session_id` as loaded by load number `epoch` (a task that
     /// waited on the server checks this before writing into the page).
     #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]

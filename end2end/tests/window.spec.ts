@@ -99,9 +99,13 @@ test("a search hit deep in a long conversation opens at its turn", async ({ page
     await waitRunEnd(request, run);
     runs.push(run);
   }
+  // From another conversation: the hit opens the page at its turn.
   await page.goto("/new");
   await hydrated(page);
-  if ((page.viewportSize()?.width ?? 1280) <= 640) await page.getByRole("button", { name: "Open sessions" }).tap();
+  const openSidebar = async () => {
+    if ((page.viewportSize()?.width ?? 1280) <= 640) await page.getByRole("button", { name: "Open sessions" }).tap();
+  };
+  await openSidebar();
   await page.getByRole("searchbox", { name: "Search conversations" }).fill(word);
   const hits = page.locator(".session-list .session-row");
   await expect(hits).toHaveCount(1);
@@ -113,6 +117,17 @@ test("a search hit deep in a long conversation opens at its turn", async ({ page
   await expect(target).toBeInViewport();
   await expect(target.locator(".user-message")).toContainText(word);
   await page.screenshot({ path: testInfo.outputPath("search-hit.png") });
+
+  // In the conversation shown, opened on its latest turns: the hit loads the windows up to it.
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  await expect(page.locator(`#turn-${runs[2]}`)).toHaveCount(0);
+  await openSidebar();
+  await page.getByRole("searchbox", { name: "Search conversations" }).fill(word);
+  await expect(hits).toHaveCount(1);
+  await hits.first().locator("a").click();
+  await expect(page).toHaveURL(new RegExp(`/s/${session}#turn-${runs[2]}$`));
+  await expect(target).toBeInViewport();
 });
 
 test("scrolling back through a conversation of 404 turns reaches its first message", async ({ page, request }, testInfo) => {

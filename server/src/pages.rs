@@ -119,18 +119,37 @@ impl PageBackend {
                 || catching_up
                 || (run.last_seq <= INLINE_ROWS && (trace || opens_folded_work(run)))
         };
+        let position = |id: &str| runs.iter().position(|r| r.id == id);
+        let end = match which {
+            Turns::After(_) | Turns::Latest => runs.len(),
+            // A run it does not know: nothing earlier to show.
+            Turns::Before(id) => position(id).unwrap_or(0),
+        };
+        // A window takes at most WINDOW_TURNS turns before its end. Those of them that come
+        // folded and have a stored snapshot cost a row; any other turn costs its journal (a
+        // missing snapshot is made from it here).
+        let candidates: Vec<String> = runs[end.saturating_sub(WINDOW_TURNS)..end]
+            .iter()
+            .filter(|r| !carries_rows(r))
+            .map(|r| r.id.clone())
+            .collect();
+        let mut stored = snapshots::stored(self.store.as_ref(), &candidates).await?;
         let costs: Vec<u64> = runs
             .iter()
-            .map(|r| if carries_rows(r) { r.last_seq } else { 1 })
+            .map(|r| {
+                if !carries_rows(r) && stored.contains_key(&r.id) {
+                    1
+                } else {
+                    r.last_seq
+                }
+            })
             .collect();
-        let position = |id: &str| runs.iter().position(|r| r.id == id);
         let (range, earlier) = match which {
             // Only the turns after one the page has (one it does not know: all of them).
             Turns::After(id) => (position(id).map_or(0, |i| i + 1)..runs.len(), false),
-            Turns::Latest => window(&costs, runs.len()),
-            // A run it does not know: nothing earlier to show.
+            Turns::Latest => window(&costs, end),
             Turns::Before(id) => match position(id) {
-                Some(i) => window(&costs, i),
+                Some(_) => window(&costs, end),
                 None => (0..0, false),
             },
         };
@@ -138,29 +157,35 @@ impl PageBackend {
         runs.drain(..range.start);
         let wanted: Vec<String> = runs.iter().map(|r| r.user_message_id.clone()).collect();
         let messages = self.store.messages_by_id(&wanted).await?;
-        let folded: Vec<String> = runs
-            .iter()
-            .filter(|r| !carries_rows(r))
-            .map(|r| r.id.clone())
-            .collect();
-        let mut stored = snapshots::stored(self.store.as_ref(), &folded).await?;
         let mut turns = Vec::with_capacity(runs.len());
         for run in runs {
             let Some(user) = messages.iter().find(|m| m.id == run.user_message_id) else {
                 continue;
             };
-            let snapshot = if carries_rows(&run) {
-                None
-            } else {
-                match stored.remove(&run.id) {
-                    Some(s) => Some(s),
-                    // Missing (the turn settled a moment ago) or of an older version.
-                    None => snapshots::refresh(self.store.as_ref(), &run).await?,
+            let (snapshot, events) = match stored.remove(&run.id) {
+                Some(s) if !carries_rows(&run) => (Some(s), Vec::new()),
+                _ => {
+                    let events = snapshots::journal(self.store.as_ref(), &run.id).await?;
+                    if carries_rows(&run) {
+                        (None, events)
+                    } else {
+                        // Missing (the turn settled a moment ago) or of an older version: made
+                        // from the rows read, and kept for the next page (which a failure to
+                        // store it does not fail).
+                        let (snapshot, events) = snapshots::fold(&run, events);
+                        match snapshot {
+                            Some(s) => {
+                                if let Err(e) =
+                                    snapshots::save(self.store.as_ref(), &run.id, &s).await
+                                {
+                                    tracing::warn!(run_id = %run.id, "snapshot not stored: {e}");
+                                }
+                                (Some(s), Vec::new())
+                            }
+                            None => (None, events),
+                        }
+                    }
                 }
-            };
-            let events = match snapshot {
-                Some(_) => Vec::new(),
-                None => snapshots::journal(self.store.as_ref(), &run.id).await?,
             };
             turns.push(TurnData {
                 user: MessageData {

@@ -41,10 +41,11 @@ pub async fn journal(store: &dyn Store, run_id: &str) -> Result<Vec<JournalEvent
     }
 }
 
-/// The snapshot of a finished run, from its journal (`None`: the journal has no ending).
-pub async fn compute(store: &dyn Store, run: &Run) -> Result<Option<TurnSnapshot>, StoreError> {
+/// The snapshot of a finished run, from its journal rows (`None`: the journal has no ending);
+/// gives the rows back.
+pub fn fold(run: &Run, events: Vec<JournalEvent>) -> (Option<TurnSnapshot>, Vec<JournalEvent>) {
     if run.running {
-        return Ok(None);
+        return (None, events);
     }
     let turn = TurnData {
         // The user's message plays no part in what the assistant's turn shows.
@@ -55,23 +56,36 @@ pub async fn compute(store: &dyn Store, run: &Run) -> Result<Option<TurnSnapshot
         },
         run_id: run.id.clone(),
         turn_id: run.turn_id.clone(),
-        events: journal(store, &run.id).await?,
+        events,
         running: false,
         snapshot: None,
     };
-    Ok(TurnState::new(&run.session_id, &turn).snapshot())
+    let snapshot = TurnState::new(&run.session_id, &turn).snapshot();
+    (snapshot, turn.events)
+}
+
+/// Stores a run's snapshot.
+pub async fn save(
+    store: &dyn Store,
+    run_id: &str,
+    snapshot: &TurnSnapshot,
+) -> Result<(), StoreError> {
+    if let Ok(data) = serde_json::to_string(snapshot) {
+        store.put_snapshot(run_id, VERSION, &data).await?;
+    }
+    Ok(())
 }
 
 /// Computes and stores the snapshot of a finished run; returns it.
 pub async fn refresh(store: &dyn Store, run: &Run) -> Result<Option<TurnSnapshot>, StoreError> {
-    let Some(snapshot) = compute(store, run).await? else {
+    if run.running {
         return Ok(None);
-    };
-    let Ok(data) = serde_json::to_string(&snapshot) else {
-        return Ok(None);
-    };
-    store.put_snapshot(&run.id, VERSION, &data).await?;
-    Ok(Some(snapshot))
+    }
+    let (snapshot, _) = fold(run, journal(store, &run.id).await?);
+    if let Some(snapshot) = &snapshot {
+        save(store, &run.id, snapshot).await?;
+    }
+    Ok(snapshot)
 }
 
 /// Makes the snapshot of a run that just settled (in the background: the run's followers and
@@ -100,9 +114,14 @@ pub async fn backfill(store: Arc<dyn Store>) -> Result<u64, StoreError> {
         }
         let mut progress = false;
         for run in &runs {
-            if refresh(store.as_ref(), run).await?.is_some() {
-                made += 1;
-                progress = true;
+            match refresh(store.as_ref(), run).await {
+                Ok(Some(_)) => {
+                    made += 1;
+                    progress = true;
+                }
+                Ok(None) => {}
+                // One run that cannot be read does not stop the others.
+                Err(e) => tracing::warn!(run_id = %run.id, "no snapshot made: {e}"),
             }
             // Pages are served meanwhile.
             tokio::task::yield_now().await;

@@ -46,6 +46,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 let mode = Mode::parse_or_default(&mode);
                 if mode != chat.mode.get_untracked() {
                     chat.mode.set(mode);
+                    chat.rows_for_trace();
                 }
             }
         });
@@ -111,32 +112,13 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         follow_bottom(chat, transcript);
         watch_server(chat);
 
-        // A link to a turn (`/s/{id}#turn-…`) that is older than the window: load earlier
-        // windows until it is there, then show it.
-        leptos::task::spawn_local(async move {
-            let Some(target) = web_sys::window()
-                .and_then(|w| w.location().hash().ok())
-                .map(|h| h.trim_start_matches('#').to_owned())
-                .filter(|h| h.starts_with("turn-"))
-            else {
-                return;
-            };
-            let find = || {
-                web_sys::window()
-                    .and_then(|w| w.document())
-                    .and_then(|d| d.get_element_by_id(&target))
-            };
-            chat.following.set(false);
-            while find().is_none() && chat.earlier.get_untracked() {
-                if !show_earlier(chat, transcript, loading_earlier).await {
-                    return;
-                }
-            }
-            crate::client::next_frame().await;
-            if let Some(el) = find() {
-                el.scroll_into_view();
-            }
+        // A link to a turn (`/s/{id}#turn-…`), on arrival or when the fragment changes (a search
+        // hit in the conversation shown): the windows up to it load, then it is shown.
+        leptos::task::spawn_local(reveal_linked_turn(chat, transcript, loading_earlier));
+        let on_hash = window_event_listener(leptos::ev::hashchange, move |_| {
+            leptos::task::spawn_local(reveal_linked_turn(chat, transcript, loading_earlier));
         });
+        on_cleanup(move || on_hash.remove());
 
         // The tab says which conversation it shows.
         Effect::new(move |_| {
@@ -262,20 +244,9 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     };
     let set_mode = move |mode: Mode| {
         chat.mode.set(mode);
-        chat.turns.with_untracked(|ts| {
-            for turn in ts {
-                turn.mode.set(None);
-                // Turns shown as their snapshot bring their rows for the trace; a long one
-                // waits for the reader to ask (its trace offers to load them).
-                if mode == Mode::TransparentStream
-                    && turn
-                        .state
-                        .with_untracked(|s| s.needs_rows() && s.last_seq <= crate::api::INLINE_ROWS)
-                {
-                    chat.load_rows(turn);
-                }
-            }
-        });
+        chat.turns
+            .with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
+        chat.rows_for_trace();
     };
     let skip_to_composer = move |ev: leptos::ev::MouseEvent| {
         ev.prevent_default();
@@ -444,6 +415,38 @@ pub(crate) fn focus_composer() {
 
 /// Loads the window of turns before the first one shown and puts it above, keeping what the
 /// reader looks at where it is on screen. False when nothing was loaded.
+/// Shows the turn the address's fragment names (`#turn-…`), loading earlier windows until it
+/// is there.
+#[cfg(feature = "hydrate")]
+async fn reveal_linked_turn(
+    chat: ChatState,
+    transcript: NodeRef<leptos::html::Section>,
+    loading: RwSignal<bool>,
+) {
+    let Some(target) = web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .map(|h| h.trim_start_matches('#').to_owned())
+        .filter(|h| h.starts_with("turn-"))
+    else {
+        return;
+    };
+    let find = || {
+        web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id(&target))
+    };
+    chat.following.set(false);
+    while find().is_none() && chat.earlier.get_untracked() {
+        if !show_earlier(chat, transcript, loading).await {
+            return;
+        }
+    }
+    crate::client::next_frame().await;
+    if let Some(el) = find() {
+        el.scroll_into_view();
+    }
+}
+
 #[cfg(feature = "hydrate")]
 async fn show_earlier(
     chat: ChatState,

@@ -355,7 +355,7 @@ impl Store for SqliteStore {
         let rows = sqlx::query(&format!(
             "SELECT {SESSION_COLUMNS}, \
                (SELECT r.turn_id FROM messages m JOIN runs r \
-                  ON r.id = m.run_id OR r.user_message_id = m.id \
+                  ON r.session_id = s.id AND (r.id = m.run_id OR r.user_message_id = m.id) \
                 WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\' \
                 ORDER BY m.position DESC LIMIT 1) AS hit_turn_id \
              FROM sessions s \
