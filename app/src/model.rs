@@ -138,7 +138,7 @@ pub struct TurnState {
     next_key: u64,
     /// A settled turn loaded as its snapshot: what it shows until its rows are loaded (the
     /// registry and the segments are empty meanwhile).
-    snapshot: Option<Box<TurnSnapshot>>,
+    folded: Option<Box<TurnSnapshot>>,
 }
 
 fn ctx(session_id: &str, run_id: &str) -> Value {
@@ -295,13 +295,13 @@ impl TurnState {
             answers: std::collections::HashMap::new(),
             process_rev: 0,
             next_key: 0,
-            snapshot: None,
+            folded: None,
         };
         if let Some(snapshot) = &turn.snapshot {
             state.last_seq = snapshot.last_seq;
             (state.first_at, state.last_at) = snapshot.span;
             state.ended = true;
-            state.snapshot = Some(Box::new(snapshot.clone()));
+            state.folded = Some(Box::new(snapshot.clone()));
             return state;
         }
         let context = ctx(session_id, &turn.run_id);
@@ -530,7 +530,7 @@ fn push_segment(segments: &mut Vec<Segment>, next_key: &mut u64, row: &ActivityR
 impl TurnState {
     /// The settled final answer (`""` until there is one).
     pub fn final_answer(&self) -> &str {
-        match &self.snapshot {
+        match &self.folded {
             Some(s) if s.settled => &s.answer,
             Some(_) => "",
             None => &self.registry.anchor().content.final_answer,
@@ -539,7 +539,7 @@ impl TurnState {
 
     /// How the turn ended, once it has.
     pub fn terminal_state(&self) -> Option<TerminalState> {
-        match &self.snapshot {
+        match &self.folded {
             Some(s) => s.terminal,
             None => self.registry.anchor().lifecycle.terminal_state,
         }
@@ -547,7 +547,7 @@ impl TurnState {
 
     /// The row count of the anchor's scene.
     pub fn row_count(&self) -> usize {
-        match &self.snapshot {
+        match &self.folded {
             Some(s) => s.rows,
             None => self.registry.row_count(),
         }
@@ -555,12 +555,12 @@ impl TurnState {
 
     /// The turn shows its snapshot: its rows (the steps, the trace) are not loaded.
     pub fn needs_rows(&self) -> bool {
-        self.snapshot.is_some()
+        self.folded.is_some()
     }
 
     /// How many steps the worklog lists (see [`step_count`]).
     pub fn steps(&self) -> usize {
-        match &self.snapshot {
+        match &self.folded {
             Some(s) => s.steps,
             None => step_count(&self.process()),
         }
@@ -568,7 +568,7 @@ impl TurnState {
 
     /// The trace's rows and how many of them are tool calls.
     pub fn trace_counts(&self) -> (usize, usize) {
-        match &self.snapshot {
+        match &self.folded {
             Some(s) => s.trace,
             None => (
                 self.process().len(),
@@ -582,7 +582,7 @@ impl TurnState {
 
     /// The input and output tokens the turn reported.
     pub fn usage_tokens(&self) -> Option<(u64, u64)> {
-        if let Some(s) = &self.snapshot {
+        if let Some(s) = &self.folded {
             return s.usage;
         }
         let usage = self.registry.anchor().usage.as_ref()?;
@@ -594,7 +594,7 @@ impl TurnState {
     /// What the terminal note says, and its hint (for the card of a turn that did not
     /// complete).
     pub fn terminal_note(&self) -> (String, String) {
-        if let Some(s) = &self.snapshot {
+        if let Some(s) = &self.folded {
             return s.note.clone();
         }
         let message = self
@@ -620,7 +620,7 @@ impl TurnState {
     /// What a settled turn shows folded, to stand for its journal in page data (`None` while
     /// it runs). A turn made from it shows the same as this one, until its rows are loaded.
     pub fn snapshot(&self) -> Option<TurnSnapshot> {
-        if let Some(s) = &self.snapshot {
+        if let Some(s) = &self.folded {
             return Some((**s).clone());
         }
         let terminal = self.terminal_state()?;
@@ -663,7 +663,7 @@ impl TurnState {
     /// turn has streamed as its answer so far (see [`answer_tail`]: the server stores the same
     /// text as the partial answer of a turn that did not complete).
     pub fn answer_text(&self) -> String {
-        if let Some(s) = &self.snapshot {
+        if let Some(s) = &self.folded {
             return s.answer.clone();
         }
         let settled = self.final_answer();

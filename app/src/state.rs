@@ -152,9 +152,6 @@ pub struct ChatState {
     pub following: RwSignal<bool>,
     /// Content arrived below while the reader was scrolled up.
     pub unseen: RwSignal<bool>,
-    /// The page is live (hydrated, its Markdown renderer loaded): what it loads to complete
-    /// itself (the rest of the sidebar) waits for this.
-    pub live: RwSignal<bool>,
 }
 
 /// Something that went wrong, shown above the composer until it no longer holds.
@@ -207,7 +204,6 @@ impl ChatState {
             outbox: RwSignal::new(None),
             following: RwSignal::new(true),
             unseen: RwSignal::new(false),
-            live: RwSignal::new(false),
             epoch: StoredValue::new(0),
             turn_owner: StoredValue::new(None),
         };

@@ -220,10 +220,6 @@ mod tests {
             self.inner.create_session(title, owner, now).await
         }
 
-        async fn list_sessions(&self, owner: Option<&str>) -> Result<Vec<Session>, StoreError> {
-            self.inner.list_sessions(owner).await
-        }
-
         async fn sessions_page(
             &self,
             owner: Option<&str>,
@@ -237,8 +233,9 @@ mod tests {
             &self,
             owner: Option<&str>,
             query: &str,
+            limit: u32,
         ) -> Result<Vec<Session>, StoreError> {
-            self.inner.search_sessions(owner, query).await
+            self.inner.search_sessions(owner, query, limit).await
         }
 
         async fn session(&self, id: &str) -> Result<Session, StoreError> {

@@ -361,7 +361,7 @@ fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl 
     view! {
         <div class=class>
             {move || any_hidden.get().then(|| view! {
-                <button type="button" class="show-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
+                <button type="button" class="pill rows-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
                     {dynamic(move || format!("Show {} earlier", hidden.get().min(TRACE_WINDOW)))}
                 </button>
             })}
@@ -410,12 +410,12 @@ fn Steps(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl IntoVie
             Rows::Failed(message) => EitherOf4::C(view! {
                 <div class="rows-state rows-failed" role="alert">
                     <span>{format!("The steps could not be loaded: {message}")}</span>
-                    <button type="button" class="load-rows" on:click=load>"Try again"</button>
+                    <button type="button" class="pill load-rows" on:click=load>"Try again"</button>
                 </div>
             }),
             Rows::Idle => EitherOf4::D(view! {
                 <div class="rows-state">
-                    <button type="button" class="load-rows" on:click=load>
+                    <button type="button" class="pill load-rows" on:click=load>
                         {move || format!("Show {}", count())}
                     </button>
                 </div>

@@ -20,12 +20,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     Effect::new(move |_| set_hydrated.set(true));
     // The Markdown renderer, when the build splits it off, is fetched once the page is live.
     let (renderer_ready, set_renderer_ready) = signal(false);
-    Effect::new(move |_| {
-        crate::markdown::preload(move || {
-            set_renderer_ready.set(true);
-            chat.live.set(true);
-        })
-    });
+    Effect::new(move |_| crate::markdown::preload(move || set_renderer_ready.set(true)));
     let (drawer_open, set_drawer_open) = signal(false);
     let transcript = NodeRef::<leptos::html::Section>::new();
     let loading_earlier = RwSignal::new(false);
@@ -335,7 +330,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         <div class="earlier">
                             <button
                                 type="button"
-                                class="show-earlier"
+                                class="pill show-earlier"
                                 aria-busy=either(move || loading_earlier.get(), "true", "false")
                                 on:click=on_show_earlier
                             >

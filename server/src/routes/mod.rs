@@ -3,6 +3,7 @@
 pub(crate) mod chat;
 pub(crate) mod health;
 pub(crate) mod session;
+pub use session::LIST_LIMIT;
 pub(crate) mod stream;
 
 use axum::extract::DefaultBodyLimit;

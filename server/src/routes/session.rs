@@ -58,18 +58,17 @@ pub async fn create(
     Ok(Json(json!({ "session": session })))
 }
 
-/// `GET /api/sessions`: newest first.
+/// The most sessions one answer lists (a list or search results); `more` says when others
+/// follow.
+pub const LIST_LIMIT: u32 = 200;
+
+/// `GET /api/sessions`: newest first, a page at a time.
 pub async fn list(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Some(limit) = q.limit else {
-        return Ok(Json(
-            json!({ "sessions": state.store.list_sessions(viewer.owner()).await? }),
-        ));
-    };
-    let limit = limit.clamp(1, 200);
+    let limit = q.limit.unwrap_or(LIST_LIMIT).clamp(1, LIST_LIMIT);
     let mut sessions = state
         .store
         .sessions_page(viewer.owner(), q.offset.unwrap_or(0), limit + 1)
@@ -79,7 +78,8 @@ pub async fn list(
     Ok(Json(json!({ "sessions": sessions, "more": more })))
 }
 
-/// `GET /api/sessions?offset=&limit=` query: a page of the list (no limit: all of it).
+/// `GET /api/sessions?offset=&limit=` query: a page of the list (no limit: the first
+/// [`LIST_LIMIT`]).
 #[derive(Debug, Default, Deserialize)]
 pub struct ListQuery {
     offset: Option<u64>,
@@ -181,9 +181,13 @@ pub async fn search(
     if q.q.len() > 512 {
         return Err(ApiError::bad_request("query too long"));
     }
-    Ok(Json(
-        json!({ "sessions": state.store.search_sessions(viewer.owner(), &q.q).await? }),
-    ))
+    let mut sessions = state
+        .store
+        .search_sessions(viewer.owner(), &q.q, LIST_LIMIT + 1)
+        .await?;
+    let more = sessions.len() > LIST_LIMIT as usize;
+    sessions.truncate(LIST_LIMIT as usize);
+    Ok(Json(json!({ "sessions": sessions, "more": more })))
 }
 
 /// `GET /api/session/export` query.

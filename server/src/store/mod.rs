@@ -311,21 +311,21 @@ pub trait Store: Send + Sync + 'static {
         owner: Option<&str>,
         now: f64,
     ) -> Result<Session, StoreError>;
-    /// The sessions of `owner` (`None`: those made in open mode), most recently updated first.
-    async fn list_sessions(&self, owner: Option<&str>) -> Result<Vec<Session>, StoreError>;
-    /// At most `limit` of [`Store::list_sessions`], after the first `offset`.
+    /// At most `limit` sessions of `owner` (`None`: those made in open mode), most recently
+    /// updated first, after the first `offset`.
     async fn sessions_page(
         &self,
         owner: Option<&str>,
         offset: u64,
         limit: u32,
     ) -> Result<Vec<Session>, StoreError>;
-    /// Sessions of `owner` whose title or messages contain `query` (case-insensitive), newest
-    /// first.
+    /// At most `limit` sessions of `owner` whose title or messages contain `query`
+    /// (case-insensitive), newest first.
     async fn search_sessions(
         &self,
         owner: Option<&str>,
         query: &str,
+        limit: u32,
     ) -> Result<Vec<Session>, StoreError>;
     /// One session.
     async fn session(&self, id: &str) -> Result<Session, StoreError>;

@@ -316,17 +316,6 @@ impl Store for SqliteStore {
         self.session(&id).await
     }
 
-    async fn list_sessions(&self, owner: Option<&str>) -> Result<Vec<Session>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.owner_id IS ?1 \
-             ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
-        ))
-        .bind(owner)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(session_from).collect())
-    }
-
     async fn sessions_page(
         &self,
         owner: Option<&str>,
@@ -349,6 +338,7 @@ impl Store for SqliteStore {
         &self,
         owner: Option<&str>,
         query: &str,
+        limit: u32,
     ) -> Result<Vec<Session>, StoreError> {
         let pattern = like_pattern(query.trim());
         // The turn of the newest matching message: its own (an answer) or the one it started.
@@ -361,10 +351,11 @@ impl Store for SqliteStore {
              FROM sessions s \
              WHERE s.owner_id IS ?2 AND (s.title LIKE ?1 ESCAPE '\\' \
                 OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\')) \
-             ORDER BY s.updated_at DESC, s.id"
+             ORDER BY s.updated_at DESC, s.id LIMIT ?3"
         ))
         .bind(pattern)
         .bind(owner)
+        .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(session_from).collect())

@@ -506,6 +506,14 @@ async fn a_settled_turn_travels_as_its_snapshot_and_its_rows_come_when_asked() {
     assert_eq!(code, 400);
 }
 
+/// Stores a snapshot of the version before this one for `run`, as an upgrade leaves them.
+async fn make_stale(app: &TestApp, run: &str) {
+    use server::store::Store;
+    let stale = r#"{"answer":"stale"}"#;
+    let version = server::snapshots::VERSION - 1;
+    app.store.put_snapshot(run, version, stale).await.unwrap();
+}
+
 #[tokio::test]
 async fn snapshots_missing_or_of_an_older_version_are_made_again() {
     use server::store::Store;
@@ -517,25 +525,11 @@ async fn snapshots_missing_or_of_an_older_version_are_made_again() {
     let fresh = page["session"]["turns"][0]["snapshot"].clone();
     assert!(fresh.is_object());
     // An older version (as after an upgrade) is not used: the page makes it again.
-    app.store
-        .put_snapshot(
-            &run,
-            server::snapshots::VERSION - 1,
-            r#"{"answer":"stale"}"#,
-        )
-        .await
-        .unwrap();
+    make_stale(&app, &run).await;
     let (_, again) = app.get(&format!("/api/page?session_id={session}")).await;
     assert_eq!(again["session"]["turns"][0]["snapshot"], fresh);
     // And the pass at startup makes what is missing.
-    app.store
-        .put_snapshot(
-            &run,
-            server::snapshots::VERSION - 1,
-            r#"{"answer":"stale"}"#,
-        )
-        .await
-        .unwrap();
+    make_stale(&app, &run).await;
     let store: std::sync::Arc<dyn Store> = app.store.clone();
     assert_eq!(server::snapshots::backfill(store.clone()).await.unwrap(), 1);
     assert_eq!(server::snapshots::backfill(store).await.unwrap(), 0);

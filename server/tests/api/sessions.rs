@@ -223,3 +223,37 @@ async fn a_search_hit_in_a_message_names_the_turn_it_belongs_to() {
     let (_, list) = app.get("/api/sessions").await;
     assert!(list["sessions"][0].get("hit_turn_id").is_none());
 }
+
+#[tokio::test]
+async fn a_list_and_search_results_come_a_page_at_a_time() {
+    use server::store::Store;
+    let app = spawn_app().await;
+    let limit = server::routes::LIST_LIMIT as usize;
+    for i in 0..=limit {
+        let title = format!("Walrus notes {i}");
+        app.store
+            .create_session(&title, None, i as f64)
+            .await
+            .unwrap();
+    }
+    app.store.create_session("Other", None, 0.5).await.unwrap();
+    let (code, list) = app.get("/api/sessions").await;
+    assert_eq!(code, 200);
+    assert_eq!(list["sessions"].as_array().unwrap().len(), limit);
+    assert_eq!(list["more"], true, "the rest is a request away");
+    assert_eq!(
+        list["sessions"][0]["title"],
+        format!("Walrus notes {limit}")
+    );
+    let (code, hits) = app.get("/api/sessions/search?q=walrus").await;
+    assert_eq!(code, 200);
+    assert_eq!(hits["sessions"].as_array().unwrap().len(), limit);
+    assert_eq!(hits["more"], true);
+    assert_eq!(
+        hits["sessions"][0]["title"],
+        format!("Walrus notes {limit}")
+    );
+    let (_, hits) = app.get("/api/sessions/search?q=other").await;
+    assert_eq!(hits["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(hits["more"], false);
+}
