@@ -91,6 +91,32 @@ pub struct TurnData {
     /// opens its steps (then `/api/chat/journal` brings the rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<TurnSnapshot>,
+    /// Which version of its place in the conversation it is (retries and edits of a message
+    /// are versions of the same place).
+    #[serde(default, skip_serializing_if = "Versions::is_single")]
+    pub versions: Versions,
+}
+
+/// Which of the versions of a place in a conversation a turn is: `index` of `count`, from 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Versions {
+    /// Its place among them, oldest first, from 1.
+    pub index: u32,
+    /// How many there are.
+    pub count: u32,
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions { index: 1, count: 1 }
+    }
+}
+
+impl Versions {
+    /// The turn has no other version.
+    pub fn is_single(&self) -> bool {
+        self.count <= 1
+    }
 }
 
 /// What a settled turn shows folded, computed from its journal by the same model the page

@@ -27,6 +27,8 @@ use leptos::prelude::*;
 
 pub mod api;
 #[cfg(feature = "hydrate")]
+mod branches;
+#[cfg(feature = "hydrate")]
 mod client;
 mod components;
 mod dynamic;

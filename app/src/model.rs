@@ -847,6 +847,7 @@ mod tests {
             events,
             running: false,
             snapshot: None,
+            versions: Default::default(),
         }
     }
 

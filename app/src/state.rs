@@ -4,7 +4,7 @@
 use anchor::Mode;
 use leptos::prelude::*;
 
-use crate::api::{MessageData, QueuedData, SessionPage, SessionSummary, TurnData};
+use crate::api::{MessageData, QueuedData, SessionPage, SessionSummary, TurnData, Versions};
 use crate::model::TurnState;
 
 /// What the live connection of the running turn is doing.
@@ -70,6 +70,8 @@ pub struct TurnHandle {
     pub epoch: u64,
     /// Where loading the rows of a turn shown as its snapshot stands.
     pub rows: RwSignal<Rows>,
+    /// Which version of its place it is (retries and edits are the others).
+    pub versions: Versions,
 }
 
 /// Where loading the rows of a turn shown as its snapshot stands.
@@ -97,6 +99,7 @@ impl TurnHandle {
             watched: turn.running,
             epoch,
             rows: RwSignal::new(Rows::Idle),
+            versions: turn.versions,
         }
     }
 
@@ -152,6 +155,9 @@ pub struct ChatState {
     pub following: RwSignal<bool>,
     /// Content arrived below while the reader was scrolled up.
     pub unseen: RwSignal<bool>,
+    /// No turn of the shown conversation runs (one memo for the page: every turn's actions
+    /// read it, and a streaming turn's tokens do not reach them).
+    pub idle: Memo<bool>,
 }
 
 /// Something that went wrong, shown above the composer until it no longer holds.
@@ -179,12 +185,22 @@ pub struct Outgoing {
 impl ChatState {
     /// State for a loaded page.
     pub fn new(page: &SessionPage) -> Self {
+        let turns = RwSignal::new(Vec::<TurnHandle>::new());
+        let idle = Memo::new(move |_| {
+            turns.with(|turns| {
+                !turns
+                    .iter()
+                    .rev()
+                    .any(|t| t.running.get() && t.state.with(|s| !s.ended))
+            })
+        });
         let state = ChatState {
             session_id: RwSignal::new(None),
             title: RwSignal::new(String::new()),
             sessions: RwSignal::new(Vec::new()),
             more_sessions: RwSignal::new(false),
-            turns: RwSignal::new(Vec::new()),
+            turns,
+            idle,
             earlier: RwSignal::new(false),
             queued: RwSignal::new(Vec::new()),
             mode: RwSignal::new(
@@ -337,6 +353,44 @@ impl ChatState {
         }
     }
 
+    /// Shows `turn` in place of the turn of `run_id` and of every turn after it: a retry or an
+    /// edit forked the conversation there. The turns before it stay as they are.
+    #[cfg(feature = "hydrate")]
+    pub fn fork(&self, session_id: &str, run_id: &str, turn: &TurnData) {
+        let handle = self.new_turn(session_id, turn);
+        self.turns.update(|turns| {
+            if let Some(i) = turns.iter().position(|t| t.run_id == run_id) {
+                turns.truncate(i);
+            }
+            turns.push(handle);
+        });
+    }
+
+    /// Shows the branch of `page` from its turn of run `chosen` on, in place of the turn of
+    /// `run_id` (another version of the same place) and of the turns after it; the turns before
+    /// stay as they are. False when `page` does not hold `chosen`.
+    #[cfg(feature = "hydrate")]
+    pub fn show_branch(&self, run_id: &str, chosen: &str, page: &SessionPage) -> bool {
+        let Some(session) = &page.session else {
+            return false;
+        };
+        let Some(from) = session.turns.iter().position(|t| t.run_id == chosen) else {
+            return false;
+        };
+        let shown: Vec<TurnHandle> = session.turns[from..]
+            .iter()
+            .map(|t| self.new_turn(&session.id, t))
+            .collect();
+        self.turns.update(|turns| {
+            if let Some(i) = turns.iter().position(|t| t.run_id == run_id) {
+                turns.truncate(i);
+            }
+            turns.extend(shown);
+        });
+        self.queued.set(session.queued.clone());
+        true
+    }
+
     /// A handle for a turn of the shown conversation, owned with the others.
     pub fn new_turn(&self, session_id: &str, turn: &TurnData) -> TurnHandle {
         let epoch = self.epoch.get_value();
@@ -374,6 +428,7 @@ impl ChatState {
                             events,
                             running: false,
                             snapshot: None,
+                            versions: turn.versions,
                         };
                         // The handle may be gone (another conversation opened meanwhile).
                         let _ = turn.state.try_set(TurnState::new(&session, &data));

@@ -123,14 +123,14 @@ test.describe("app shell", () => {
     await expect(page.locator(".chat-title")).toHaveText("Second harbour");
     await expect(page).toHaveTitle("Second harbour · Anchorage");
     await expect(page.locator("article.turn")).toHaveCount(1);
-    await expect(page.locator("article.turn .user-message")).toHaveText("tell me about axolotls");
+    await expect(page.locator("article.turn .user-message .bubble")).toHaveText("tell me about axolotls");
     await expect(page.locator("article.turn [data-final-answer='true']")).toBeVisible();
     await expect(page.locator(`[data-session-id='${second}']`)).toHaveClass(/current/);
     expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
 
     await page.goBack();
     await expect(page).toHaveURL(new RegExp(`/s/${first}$`));
-    await expect(page.locator("article.turn .user-message")).toHaveText("tell me about narwhals");
+    await expect(page.locator("article.turn .user-message .bubble")).toHaveText("tell me about narwhals");
     expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
     expect(pageData).toHaveLength(2);
 
@@ -142,7 +142,7 @@ test.describe("app shell", () => {
     // The server renders the same conversation for the address.
     await page.goto(`/s/${second}`);
     await hydrated(page);
-    await expect(page.locator("article.turn .user-message")).toHaveText("tell me about axolotls");
+    await expect(page.locator("article.turn .user-message .bubble")).toHaveText("tell me about axolotls");
   });
 
   test("opening the conversation already shown, mid-run, keeps following its turn", async ({ page, request }) => {

@@ -132,6 +132,7 @@ async fn replay_benchmark() -> Value {
             message: "bench",
             client_id: None,
             queued_id: None,
+            place: server::store::Place::Next,
             now: 0.0,
         })
         .await

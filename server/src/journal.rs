@@ -200,7 +200,8 @@ mod tests {
     use super::*;
     use crate::store::sqlite::SqliteStore;
     use crate::store::{
-        Frames, Interaction, JournalRow, Message, NewTurn, QueuedMessage, Run, Session, User,
+        Frames, Interaction, JournalRow, Message, NewTurn, Place, QueuedMessage, Run, Session,
+        User, Versions,
     };
 
     /// The real SQLite store, whose next `failures` commits fail as a busy database does.
@@ -262,6 +263,22 @@ mod tests {
 
         async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError> {
             self.inner.session_runs(session_id).await
+        }
+
+        async fn branch(&self, session_id: &str) -> Result<Vec<(Run, Versions)>, StoreError> {
+            self.inner.branch(session_id).await
+        }
+
+        async fn history(&self, run_id: &str) -> Result<Vec<Message>, StoreError> {
+            self.inner.history(run_id).await
+        }
+
+        async fn versions(&self, run_id: &str) -> Result<Vec<Run>, StoreError> {
+            self.inner.versions(run_id).await
+        }
+
+        async fn show_branch(&self, session_id: &str, run_id: &str) -> Result<String, StoreError> {
+            self.inner.show_branch(session_id, run_id).await
         }
 
         async fn start_run(&self, turn: NewTurn<'_>) -> Result<(Run, Message), StoreError> {
@@ -455,6 +472,7 @@ mod tests {
                 message: "hi",
                 client_id: None,
                 queued_id: None,
+                place: Place::Next,
                 now: 0.0,
             })
             .await

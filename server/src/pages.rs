@@ -109,7 +109,9 @@ impl PageBackend {
         session: &Session,
         which: Turns<'_>,
     ) -> Result<SessionDetail, StoreError> {
-        let mut runs = self.store.session_runs(&session.id).await?;
+        // The branch the session shows (retries and edits leave other versions beside it).
+        let (mut runs, mut versions): (Vec<Run>, Vec<app::api::Versions>) =
+            self.store.branch(&session.id).await?.into_iter().unzip();
         let trace = self.mode == Some(Mode::TransparentStream);
         let catching_up = matches!(which, Turns::After(_));
         // Which turns come with their journal: those that run, those a page catches up on
@@ -155,10 +157,12 @@ impl PageBackend {
         };
         runs.truncate(range.end);
         runs.drain(..range.start);
+        versions.truncate(range.end);
+        versions.drain(..range.start);
         let wanted: Vec<String> = runs.iter().map(|r| r.user_message_id.clone()).collect();
         let messages = self.store.messages_by_id(&wanted).await?;
         let mut turns = Vec::with_capacity(runs.len());
-        for run in runs {
+        for (run, versions) in runs.into_iter().zip(versions) {
             let Some(user) = messages.iter().find(|m| m.id == run.user_message_id) else {
                 continue;
             };
@@ -198,6 +202,7 @@ impl PageBackend {
                 events,
                 running: run.running,
                 snapshot,
+                versions,
             });
         }
         let queued = self

@@ -14,7 +14,7 @@ use crate::runtime::{
     redact_secrets, ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnRequest, Waiters,
 };
 use crate::store::{
-    Interaction, Message, NewTurn, QueuedMessage, SettledAnswer, Store, StoreError,
+    Interaction, Message, NewTurn, Place, QueuedMessage, SettledAnswer, Store, StoreError,
 };
 
 /// How often the reaper looks for runs without a worker.
@@ -131,7 +131,27 @@ impl Runner {
         message: &str,
         client_id: Option<&str>,
     ) -> Result<Started, RunError> {
-        self.start_turn(session_id, message, client_id, None).await
+        self.start_turn(session_id, message, client_id, None, Place::Next)
+            .await
+    }
+
+    /// Answers the user message of `run_id` again: a new version of that turn, beside it.
+    pub async fn retry(&self, session_id: &str, run_id: &str) -> Result<Started, RunError> {
+        self.start_turn(session_id, "", None, None, Place::Retry(run_id))
+            .await
+    }
+
+    /// Sends `message` in place of the user message of `run_id`: the conversation forks
+    /// there (the earlier version stays, beside it).
+    pub async fn edit(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        message: &str,
+        client_id: Option<&str>,
+    ) -> Result<Started, RunError> {
+        self.start_turn(session_id, message, client_id, None, Place::Edit(run_id))
+            .await
     }
 
     /// Starts a queued follow-up: it leaves the queue in the transaction that stores it as the
@@ -142,6 +162,7 @@ impl Runner {
             &queued.content,
             queued.client_id.as_deref(),
             Some(&queued.id),
+            Place::Next,
         )
         .await
     }
@@ -171,6 +192,7 @@ impl Runner {
         message: &str,
         client_id: Option<&str>,
         queued_id: Option<&str>,
+        place: Place<'_>,
     ) -> Result<Started, RunError> {
         let run_id = uuid::Uuid::new_v4().simple().to_string();
         let turn_id = format!("turn-{run_id}");
@@ -184,7 +206,6 @@ impl Runner {
         // Live before it exists, so no follower and no reaper can see it half-started.
         self.hub.open(&run_id);
         self.active().insert(run_id.clone(), Arc::clone(&active));
-        let history = self.store.messages(session_id).await;
         let started = self
             .store
             .start_run(NewTurn {
@@ -195,12 +216,25 @@ impl Runner {
                 message,
                 client_id,
                 queued_id,
+                place,
                 now: journal::now(),
             })
             .await;
-        let (history, user_message) = match (history, started) {
-            (Ok(history), Ok((_, user_message))) => (history, user_message),
-            (Err(e), _) | (_, Err(e)) => {
+        // What the model is told came before: the branch the turn follows.
+        let started = match started {
+            Ok((run, user_message)) => match &run.parent_run_id {
+                Some(parent) => self
+                    .store
+                    .history(parent)
+                    .await
+                    .map(|history| (history, user_message)),
+                None => Ok((Vec::new(), user_message)),
+            },
+            Err(e) => Err(e),
+        };
+        let (history, user_message) = match started {
+            Ok(started) => started,
+            Err(e) => {
                 self.active().remove(&run_id);
                 self.hub.close(&run_id);
                 return match e {
@@ -212,6 +246,14 @@ impl Runner {
             }
         };
         let first_turn = history.is_empty();
+        let attempt = match self.store.versions(&run_id).await {
+            Ok(versions) => versions
+                .iter()
+                .position(|r| r.id == run_id)
+                .map_or(1, |i| i as u32 + 1),
+            Err(_) => 1,
+        };
+        let message = user_message.content.as_str();
         self.name_from_prompt(session_id, message, first_turn).await;
         let owner = self
             .store
@@ -232,6 +274,7 @@ impl Runner {
                 })
                 .collect(),
             first_turn,
+            attempt,
         };
         let io = RunIo {
             session_id: session_id.to_owned(),

@@ -59,6 +59,7 @@ pub fn fold(run: &Run, events: Vec<JournalEvent>) -> (Option<TurnSnapshot>, Vec<
         events,
         running: false,
         snapshot: None,
+        versions: Default::default(),
     };
     let snapshot = TurnState::new(&run.session_id, &turn).snapshot();
     (snapshot, turn.events)

@@ -3,6 +3,7 @@
 mod cards;
 mod composer;
 mod empty_chat;
+mod message;
 mod prose;
 mod sidebar;
 pub(crate) mod terminal;

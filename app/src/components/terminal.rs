@@ -49,6 +49,9 @@ pub(crate) fn TerminalCard(
     state: TerminalState,
     #[prop(into)] message: String,
     #[prop(into)] hint: String,
+    /// What the reader can do about it (a button), if anything.
+    #[prop(optional)]
+    children: Option<Children>,
 ) -> impl IntoView {
     let hint = if hint.is_empty() {
         default_hint(state).to_owned()
@@ -67,6 +70,7 @@ pub(crate) fn TerminalCard(
             <strong class="terminal-label">{terminal_label(state)}</strong>
             {(!message.is_empty()).then(|| view! { <p class="terminal-message">{message.clone()}</p> })}
             {(!hint.is_empty()).then(|| view! { <p class="terminal-hint">{hint.clone()}</p> })}
+            {children.map(|action| view! { <div class="card-actions terminal-actions">{action()}</div> })}
         </div>
     }
 }

@@ -2,6 +2,7 @@ use anchor::{Mode, TerminalState};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
 
+use crate::components::message::{copy_text, CopyButton, UserMessage};
 use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
 use crate::dynamic::{dynamic, either, flag};
@@ -536,6 +537,86 @@ fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
 }
 
 /// One exchange: the user's message and the assistant's turn in the chosen display mode.
+/// A settled turn's "⋯": copy its answer, retry it, copy a link that opens the conversation at
+/// it. The menu closes after each.
+#[component]
+fn TurnMenu(
+    turn_id: String,
+    answer: Callback<(), String>,
+    retry: Callback<()>,
+    can_retry: Signal<bool>,
+) -> impl IntoView {
+    let chat = use_chat();
+    let menu = NodeRef::<leptos::html::Details>::new();
+    let close = move || {
+        if let Some(menu) = menu.get_untracked() {
+            menu.set_open(false);
+        }
+    };
+    let link = move || {
+        let origin = {
+            #[cfg(feature = "hydrate")]
+            {
+                web_sys::window()
+                    .and_then(|w| w.location().origin().ok())
+                    .unwrap_or_default()
+            }
+            #[cfg(not(feature = "hydrate"))]
+            {
+                String::new()
+            }
+        };
+        let session = chat.session_id.get_untracked().unwrap_or_default();
+        format!("{origin}/s/{session}#{turn_id}")
+    };
+    view! {
+        <details class="turn-menu" node_ref=menu>
+            <summary class="message-action" aria-label="More for this turn">"⋯"</summary>
+            <div class="turn-menu-items">
+                <button type="button" on:click=move |_| { copy_text(&answer.run(())); close(); }>"Copy answer"</button>
+                <button type="button" disabled=dynamic(move || !can_retry.get()) on:click=move |_| { close(); retry.run(()); }>"Retry"</button>
+                <button type="button" on:click=move |_| { copy_text(&link()); close(); }>"Copy link to this turn"</button>
+            </div>
+        </details>
+    }
+}
+
+/// What a terminal card offers: run the turn again (a retry of a turn before the last forks
+/// the conversation there), or for the last turn when it used all of its steps, ask it to go
+/// on (a follow-up, so that its work so far stays). The button stays while it cannot be used
+/// (a turn runs, or another came after the one to continue), so that the card keeps its size.
+fn card_action(
+    state: TerminalState,
+    retry: Callback<()>,
+    can_change: Signal<bool>,
+    can_continue: Signal<bool>,
+) -> Option<impl IntoView> {
+    let continues = state == TerminalState::ToolLimitReached;
+    if state == TerminalState::CompressionExhausted {
+        return None;
+    }
+    let usable = if continues { can_continue } else { can_change };
+    let on_click = move |_| {
+        if continues {
+            #[cfg(feature = "hydrate")]
+            crate::routes::send(use_chat(), "Continue".to_owned());
+        } else {
+            retry.run(());
+        }
+    };
+    Some(view! {
+        <button
+            type="button"
+            class="primary card-retry"
+            data-retry=""
+            disabled=dynamic(move || !usable.get())
+            on:click=on_click
+        >
+            {if continues { "Continue" } else { "Retry" }}
+        </button>
+    })
+}
+
 #[component]
 pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     let chat = use_chat();
@@ -619,7 +700,25 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             chat.load_rows(&turn_for_toggle);
         }
     };
-    let user_text = turn.user.content.clone();
+    // What the reader may do to the turn: change it (edit its message, show another version)
+    // once it is over and nothing runs; retry it (or continue it) when it is also the last.
+    let can_change: Signal<bool> = Memo::new(move |_| turn_over.get() && chat.idle.get()).into();
+    let run_id = turn.run_id.clone();
+    let is_last = Memo::new(move |_| {
+        chat.turns
+            .with(|ts| ts.last().is_some_and(|t| t.run_id == run_id))
+    });
+    let can_retry: Signal<bool> = Memo::new(move |_| can_change.get() && is_last.get()).into();
+    let turn_for_retry = turn.clone();
+    let retry = Callback::new(move |_: ()| {
+        #[cfg(feature = "hydrate")]
+        crate::branches::retry(chat, &turn_for_retry);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = &turn_for_retry;
+    });
+    let answer_for_copy = Callback::new(move |_: ()| answer_text.get_untracked());
+    let turn_id = turn.turn_id.clone();
+    let turn_for_message = turn.clone();
     let turn_for_worklog = turn.clone();
     let turn_for_trace = turn.clone();
     view! {
@@ -632,9 +731,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             data-row-count=dynamic(move || turn.state.with(|s| s.row_count().to_string()))
             data-last-seq=dynamic(move || turn.state.with(|s| s.last_seq.to_string()))
         >
-            <div class="user-message">
-                <div class="bubble">{user_text}</div>
-            </div>
+            <UserMessage turn=turn_for_message can_change=can_change />
             <div class="assistant" data-state=either(move || turn_over.get(), "settled", "running")>
                 <div class="assistant-head">
                     <span class="assistant-label">"Assistant"</span>
@@ -664,10 +761,23 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                         })}
                     </div>
                 })}
-                {move || terminal.get().map(|(state, message, hint)| view! { <TerminalCard state=state message=message hint=hint /> })}
+                {move || terminal.get().map(|(state, message, hint)| view! {
+                    <TerminalCard state=state message=message hint=hint>
+                        {card_action(state, retry, can_change, can_retry)}
+                    </TerminalCard>
+                })}
                 {move || evidence.get().map(|evidence| view! { <EvidenceCard evidence=evidence /> })}
                 <div class="turn-footer">
                     {move || usage.get().map(|u| view! { <span class="usage">{u}</span> })}
+                    {move || (turn_over.get() && has_answer.get()).then(|| view! {
+                        <CopyButton label="Copy answer" text=answer_for_copy />
+                    })}
+                    {move || (can_retry.get() && terminal.get().is_none()).then(|| view! {
+                        <button type="button" class="message-action" data-retry="" on:click=move |_| retry.run(())>"Retry"</button>
+                    })}
+                    {move || turn_over.get().then(|| view! {
+                        <TurnMenu turn_id=turn_id.clone() answer=answer_for_copy retry=retry can_retry=can_retry />
+                    })}
                 </div>
             </div>
         </article>

@@ -642,7 +642,7 @@ async fn probe(chat: ChatState) {
 /// Sends a message: starts a turn (creating the session first on a new conversation), or
 /// queues it while a turn runs. The text stays in the composer until the server has it.
 #[cfg(feature = "hydrate")]
-fn send(chat: ChatState, text: String) {
+pub(crate) fn send(chat: ChatState, text: String) {
     if chat.outbox.with_untracked(Option::is_some) {
         return;
     }
@@ -719,7 +719,7 @@ async fn deliver(
     chat: ChatState,
     out: &crate::state::Outgoing,
 ) -> Result<String, crate::client::Failure> {
-    use crate::api::{MessageData, QueuedData, TurnData};
+    use crate::api::QueuedData;
     use crate::client;
     use serde_json::json;
 
@@ -796,27 +796,8 @@ async fn deliver(
         }
         Err(e) => return Err(e),
     };
-    let run_id = answer["run_id"].as_str().unwrap_or_default().to_owned();
-    let turn = TurnData {
-        user: MessageData {
-            id: answer["user_message"]["id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            content: answer["user_message"]["content"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            created_at: answer["user_message"]["created_at"]
-                .as_f64()
-                .unwrap_or_default(),
-        },
-        run_id: run_id.clone(),
-        turn_id: answer["turn_id"].as_str().unwrap_or_default().to_owned(),
-        events: Vec::new(),
-        running: true,
-        snapshot: None,
-    };
+    let turn = crate::branches::started_turn(&answer);
+    let run_id = turn.run_id.clone();
     if answer["duplicate"] == true {
         // An earlier attempt started it: the page learns of it as of the journal.
         if chat.shows(&session_id, epoch) {

@@ -5,7 +5,7 @@ mod chat;
 mod not_found;
 
 #[cfg(feature = "hydrate")]
-pub(crate) use chat::focus_composer;
+pub(crate) use chat::{focus_composer, send};
 pub use chat::{ChatPage, ChatPageProps};
 #[cfg(feature = "ssr")]
 pub(crate) use not_found::NotFound;

@@ -115,6 +115,96 @@ pub struct RunBody {
     run_id: String,
 }
 
+/// What a retry or an edit answers: the start, with the new turn's versions.
+async fn fork_json(
+    state: &AppState,
+    started: &crate::runner::Started,
+) -> Result<Json<Value>, ApiError> {
+    let count = state.store.versions(&started.run_id).await?.len().max(1);
+    let count = u32::try_from(count).unwrap_or(u32::MAX);
+    let mut body = started_json(started);
+    body["versions"] = json!(crate::store::Versions {
+        index: count,
+        count
+    });
+    Ok(Json(body))
+}
+
+/// `POST /api/chat/retry`: answers the user message of `run_id` again, as a new version of
+/// that turn (the session then shows it; the earlier version stays). 409 while a turn runs.
+pub async fn retry(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<RunBody>,
+) -> Result<Json<Value>, ApiError> {
+    let run = owned_run(&state, &viewer, &body.run_id).await?;
+    check_running(&state, &viewer, &run.session_id, None).await?;
+    let started = state.runner.retry(&run.session_id, &run.id).await?;
+    fork_json(&state, &started).await
+}
+
+/// `POST /api/chat/edit` body.
+#[derive(Debug, Deserialize)]
+pub struct EditBody {
+    run_id: String,
+    message: String,
+    /// The browser's id for the new message: a retry of the same edit makes nothing new.
+    client_id: Option<String>,
+}
+
+/// `POST /api/chat/edit`: sends `message` in place of the user message of `run_id`; the
+/// conversation forks there (the earlier version stays, beside it). 409 while a turn runs.
+pub async fn edit(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<EditBody>,
+) -> Result<Json<Value>, ApiError> {
+    let message = checked_message(&body.message)?;
+    let client_id = checked_client_id(body.client_id.as_deref())?;
+    let run = owned_run(&state, &viewer, &body.run_id).await?;
+    check_running(&state, &viewer, &run.session_id, client_id).await?;
+    let started = state
+        .runner
+        .edit(&run.session_id, &run.id, message, client_id)
+        .await?;
+    fork_json(&state, &started).await
+}
+
+/// `POST /api/chat/branch` body: show version `version` (from 1) of the place of `run_id`.
+#[derive(Debug, Deserialize)]
+pub struct BranchBody {
+    run_id: String,
+    version: u32,
+}
+
+/// `POST /api/chat/branch`: the session shows another version of a turn, and below it the
+/// newest turns that follow that version. 409 while a turn runs, 400 for a version that
+/// does not exist.
+pub async fn branch(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<BranchBody>,
+) -> Result<Json<Value>, ApiError> {
+    let run = owned_run(&state, &viewer, &body.run_id).await?;
+    let versions = state.store.versions(&run.id).await?;
+    let Some(chosen) = (body.version as usize)
+        .checked_sub(1)
+        .and_then(|i| versions.get(i))
+    else {
+        return Err(ApiError::bad_request(format!(
+            "version must be between 1 and {}",
+            versions.len()
+        )));
+    };
+    let head = state.store.show_branch(&run.session_id, &chosen.id).await?;
+    Ok(Json(json!({
+        "ok": true,
+        "run_id": chosen.id,
+        "turn_id": chosen.turn_id,
+        "head_run_id": head,
+    })))
+}
+
 /// `POST /api/chat/cancel`: journals the cancellation and stops the agent (idempotent).
 pub async fn cancel(
     State(state): State<AppState>,

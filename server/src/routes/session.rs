@@ -296,7 +296,12 @@ fn attachment(session: &crate::store::Session, extension: &str) -> String {
 
 async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<String, ApiError> {
     let mut out = format!("# {}\n", session.title);
-    for m in store.messages(&session.id).await? {
+    // The branch the session shows (the other versions of its turns are in the JSON lines).
+    let messages = match store.branch(&session.id).await?.last() {
+        Some((last, _)) => store.history(&last.id).await?,
+        None => Vec::new(),
+    };
+    for m in messages {
         let who = if m.role == "user" { "You" } else { "Assistant" };
         out.push_str(&format!("\n## {who}\n\n"));
         let state = m.terminal_state.as_deref().unwrap_or("no answer");
@@ -317,11 +322,15 @@ async fn jsonl(store: &dyn Store, session_id: &str) -> Result<String, ApiError> 
     let messages = store.messages(session_id).await?;
     let mut out = String::new();
     for run in store.session_runs(session_id).await? {
-        // The user's message that started the run, then the run's journal.
+        // The user's message that started the run, then the run's journal. Every branch is
+        // here: a run names the turn it follows (`parent_run_id`); versions of one place (a
+        // retry, an edit) follow the same turn, and a retry answers the same message.
         if let Some(m) = messages.iter().find(|m| m.id == run.user_message_id) {
             let line = json!({
                 "version": 1,
                 "run_id": run.id,
+                "parent_run_id": run.parent_run_id,
+                "turn_id": run.turn_id,
                 "session_id": session_id,
                 "event": "user_message",
                 "type": "user_message",

@@ -20,7 +20,7 @@ pub struct DemoAgent {
 }
 
 /// The scenarios `/demo` knows.
-pub const SCENARIOS: [&str; 15] = [
+pub const SCENARIOS: [&str; 16] = [
     "prose",
     "tools",
     "approval",
@@ -29,6 +29,7 @@ pub const SCENARIOS: [&str; 15] = [
     "artifact",
     "compress",
     "error",
+    "flaky",
     "no_response",
     "tool_limit",
     "exhausted",
@@ -394,6 +395,20 @@ impl Turn<'_> {
                     message: "The provider returned 500 Internal Server Error.".into(),
                     hint: Some("Try again in a moment; the partial answer is kept.".into()),
                 })
+            }
+            // Fails as `error` does the first time, and answers when retried.
+            "flaky" if turn.attempt <= 1 => {
+                self.think("Calling the provider.").await?;
+                Ok(RunEnd::Failed {
+                    message: "The provider returned 503 Service Unavailable.".into(),
+                    hint: Some("Retry: the provider is back in a moment.".into()),
+                })
+            }
+            "flaky" => {
+                let answer = self
+                    .say(&format!("Answered on attempt {}.", turn.attempt))
+                    .await?;
+                self.finish(answer).await
             }
             "no_response" => {
                 self.think("Waiting for the model...").await?;

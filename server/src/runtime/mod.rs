@@ -44,6 +44,9 @@ pub struct TurnRequest {
     pub history: Vec<ChatMessage>,
     /// This is the session's first turn.
     pub first_turn: bool,
+    /// Which version of its place in the conversation this turn is: 1 for the first answer
+    /// to a message, then one more for each retry or edit of it.
+    pub attempt: u32,
     /// The account the session belongs to (`None`: open mode). Permissions granted beyond
     /// one call ("always") are this account's.
     pub owner: Option<String>,

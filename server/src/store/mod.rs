@@ -7,6 +7,8 @@ use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use app::api::Versions;
+
 pub mod sqlite;
 
 /// A chat session.
@@ -97,6 +99,9 @@ pub struct Run {
     pub created_at: f64,
     /// Seconds since the epoch.
     pub finished_at: Option<f64>,
+    /// The turn it follows on its branch (`None`: a first turn). Retries and edits of a turn
+    /// have its parent: they are its other versions.
+    pub parent_run_id: Option<String>,
 }
 
 /// One journaled event: `event_id = run_id:seq`, `seq` gapless from 1 per run.
@@ -297,8 +302,22 @@ pub struct NewTurn<'a> {
     /// The queued follow-up this turn starts: removed from the queue in the same transaction
     /// (`NotFound` when it is no longer queued).
     pub queued_id: Option<&'a str>,
+    /// Where the turn goes in the session's tree of turns.
+    pub place: Place<'a>,
     /// Seconds since the epoch.
     pub now: f64,
+}
+
+/// Where a new turn goes in its session's tree of turns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place<'a> {
+    /// After the turn the session shows last (a message sent, a follow-up started).
+    Next,
+    /// Beside this turn, answering its user message again (a retry): the turn's message and
+    /// client id are not used.
+    Retry(&'a str),
+    /// Beside this turn, with a new user message (an edit of its message).
+    Edit(&'a str),
 }
 
 /// Durable storage for sessions, transcripts, runs and their journal.
@@ -341,13 +360,25 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_session(&self, id: &str) -> Result<(), StoreError>;
     /// The session's transcript, in order.
     async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError>;
-    /// The session's runs, oldest first.
+    /// The session's runs (of every branch), oldest first.
     async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError>;
+    /// The runs of the branch the session shows, first turn first, each with its versions.
+    async fn branch(&self, session_id: &str) -> Result<Vec<(Run, Versions)>, StoreError>;
+    /// The messages of the branch that ends with `run_id`, in order: each turn's user message,
+    /// then its answer once it has settled (what the model is told came before).
+    async fn history(&self, run_id: &str) -> Result<Vec<Message>, StoreError>;
+    /// The versions of a run's place (it and its siblings), oldest first.
+    async fn versions(&self, run_id: &str) -> Result<Vec<Run>, StoreError>;
+    /// Shows the branch through `run_id`: down from it, the newest turn at each step; returns
+    /// the run it ends with. `Busy` while the session runs a turn, `NotFound` for a run of
+    /// another session.
+    async fn show_branch(&self, session_id: &str, run_id: &str) -> Result<String, StoreError>;
     /// These messages (of any session; those that do not exist are left out).
     async fn messages_by_id(&self, ids: &[String]) -> Result<Vec<Message>, StoreError>;
 
-    /// Stores the user message and creates a running run, atomically; `Busy` when the session
-    /// already runs one, `Duplicate` when its client id was sent before.
+    /// Stores the user message and creates a running run, atomically, in its place (which the
+    /// session then shows); `Busy` when the session already runs one, `Duplicate` when its
+    /// client id was sent before, `NotFound` for a place of another session.
     async fn start_run(&self, turn: NewTurn<'_>) -> Result<(Run, Message), StoreError>;
     /// One run.
     async fn run(&self, run_id: &str) -> Result<Run, StoreError>;

@@ -12,8 +12,8 @@ use sqlx::sqlite::{
 use sqlx::{Row, SqlitePool};
 
 use super::{
-    Frames, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn, QueuedMessage, Run,
-    Session, Store, StoreError, User,
+    Frames, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn, Place, QueuedMessage,
+    Run, Session, Store, StoreError, User, Versions,
 };
 
 /// Sessions, transcripts and the run journal in one SQLite file.
@@ -133,6 +133,18 @@ async fn sent_before(
     Ok(row.map(|r| r.get::<Option<String>, _>("run_id").unwrap_or_default()))
 }
 
+/// The run a session is running, if any.
+async fn running_run(
+    conn: &mut sqlx::SqliteConnection,
+    session_id: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    let row = sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
+        .bind(session_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.map(|r| r.get("id")))
+}
+
 /// Event types that end the answer stream (see `app::model::breaks_answer`), for SQL.
 fn answer_breaks_sql() -> &'static str {
     static LIST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -190,8 +202,38 @@ fn run_from(row: &SqliteRow) -> Run {
         last_seq: last_seq.max(0) as u64,
         created_at: row.get("created_at"),
         finished_at: row.get("finished_at"),
+        parent_run_id: row.get("parent_run_id"),
     }
 }
+
+/// The versions of a run's place in its session's tree, from a row that has them.
+fn versions_from(row: &SqliteRow) -> Versions {
+    let index: i64 = row.get("version");
+    let count: i64 = row.get("versions");
+    Versions {
+        index: index.clamp(1, i64::from(u32::MAX)) as u32,
+        count: count.clamp(1, i64::from(u32::MAX)) as u32,
+    }
+}
+
+/// The run a session shows last: its head, or its newest run (SQL, session id in `?1`).
+const HEAD_SQL: &str = "COALESCE((SELECT head_run_id FROM sessions WHERE id = ?1), \
+     (SELECT r.id FROM runs r WHERE r.session_id = ?1 ORDER BY r.created_at DESC, r.id DESC LIMIT 1))";
+
+/// The runs from the run in `?1` up to its first, with their depth (0: that run) (SQL).
+const PATH_SQL: &str = "WITH RECURSIVE path(id, depth) AS ( \
+       SELECT ?1, 0 \
+       UNION ALL \
+       SELECT r.parent_run_id, path.depth + 1 FROM runs r JOIN path ON r.id = path.id \
+       WHERE r.parent_run_id IS NOT NULL)";
+
+/// A run's place among its siblings (`version`, from 1, oldest first) and their number
+/// (`versions`), as columns of `r` (SQL).
+const VERSIONS_SQL: &str = "(SELECT COUNT(*) FROM runs x WHERE x.session_id = r.session_id \
+       AND x.parent_run_id IS r.parent_run_id) AS versions, \
+     (SELECT COUNT(*) FROM runs x WHERE x.session_id = r.session_id \
+       AND x.parent_run_id IS r.parent_run_id \
+       AND (x.created_at < r.created_at OR (x.created_at = r.created_at AND x.id <= r.id))) AS version";
 
 fn journal_row_from(row: &SqliteRow) -> JournalRow {
     let payload: String = row.get("payload");
@@ -400,15 +442,8 @@ impl Store for SqliteStore {
 
     async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
-        if let Some(row) =
-            sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?
-        {
-            return Err(StoreError::Busy {
-                active_run_id: row.get("id"),
-            });
+        if let Some(active_run_id) = running_run(&mut tx, id).await? {
+            return Err(StoreError::Busy { active_run_id });
         }
         let done = sqlx::query("DELETE FROM sessions WHERE id = ?1")
             .bind(id)
@@ -460,6 +495,7 @@ impl Store for SqliteStore {
             message,
             client_id,
             queued_id,
+            place,
             now,
         } = turn;
         let mut tx = self.write_tx().await?;
@@ -474,16 +510,32 @@ impl Store for SqliteStore {
         if let Some(run_id) = sent_before(&mut tx, session_id, client_id).await? {
             return Err(StoreError::Duplicate { run_id });
         }
-        if let Some(row) =
-            sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
+        if let Some(active_run_id) = running_run(&mut tx, session_id).await? {
+            return Err(StoreError::Busy { active_run_id });
+        }
+        // Where the turn goes: after the turn shown last, or beside the one it retries or
+        // edits (which must be a turn of this session).
+        let (parent, retried_message): (Option<String>, Option<String>) = match place {
+            Place::Next => {
+                let head = sqlx::query(&format!("SELECT {HEAD_SQL} AS head"))
+                    .bind(session_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                (head.get("head"), None)
+            }
+            Place::Retry(of) | Place::Edit(of) => {
+                let row = sqlx::query(
+                    "SELECT parent_run_id, user_message_id FROM runs WHERE id = ?1 AND session_id = ?2",
+                )
+                .bind(of)
                 .bind(session_id)
                 .fetch_optional(&mut *tx)
                 .await?
-        {
-            return Err(StoreError::Busy {
-                active_run_id: row.get("id"),
-            });
-        }
+                .ok_or(StoreError::NotFound)?;
+                let message = matches!(place, Place::Retry(_)).then(|| row.get("user_message_id"));
+                (row.get("parent_run_id"), message)
+            }
+        };
         if let Some(queued_id) = queued_id {
             let taken =
                 sqlx::query("DELETE FROM queued_messages WHERE id = ?1 AND session_id = ?2")
@@ -495,27 +547,35 @@ impl Store for SqliteStore {
                 return Err(StoreError::NotFound);
             }
         }
-        sqlx::query(
-            "INSERT INTO messages (id, session_id, position, role, content, run_id, client_id, created_at) \
-             VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'user', ?3, ?4, ?5, ?6)",
-        )
-        .bind(user_message_id)
-        .bind(session_id)
-        .bind(message)
-        .bind(run_id)
-        .bind(client_id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        // A retry answers the same message again; anything else stores a new one.
+        let user_message_id = match retried_message {
+            Some(id) => id,
+            None => {
+                sqlx::query(
+                    "INSERT INTO messages (id, session_id, position, role, content, run_id, client_id, created_at) \
+                     VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'user', ?3, ?4, ?5, ?6)",
+                )
+                .bind(user_message_id)
+                .bind(session_id)
+                .bind(message)
+                .bind(run_id)
+                .bind(client_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                user_message_id.to_owned()
+            }
+        };
         let inserted = sqlx::query(
-            "INSERT INTO runs (id, session_id, turn_id, user_message_id, status, created_at) \
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+            "INSERT INTO runs (id, session_id, turn_id, user_message_id, status, created_at, parent_run_id) \
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
         )
         .bind(run_id)
         .bind(session_id)
         .bind(turn_id)
-        .bind(user_message_id)
+        .bind(&user_message_id)
         .bind(now)
+        .bind(&parent)
         .execute(&mut *tx)
         .await;
         if let Err(sqlx::Error::Database(e)) = &inserted {
@@ -533,19 +593,96 @@ impl Store for SqliteStore {
             }
         }
         inserted?;
-        sqlx::query("UPDATE sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1")
-            .bind(session_id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        // The new turn is what the session shows last.
+        sqlx::query(
+            "UPDATE sessions SET updated_at = MAX(updated_at, ?2), head_run_id = ?3 WHERE id = ?1",
+        )
+        .bind(session_id)
+        .bind(now)
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         let run = self.run(run_id).await?;
         let message = sqlx::query("SELECT * FROM messages WHERE id = ?1")
-            .bind(user_message_id)
+            .bind(&user_message_id)
             .fetch_one(&self.pool)
             .await
             .map(|row| message_from(&row))?;
         Ok((run, message))
+    }
+
+    async fn branch(&self, session_id: &str) -> Result<Vec<(Run, Versions)>, StoreError> {
+        let sql = format!(
+            "WITH RECURSIVE path(id, depth) AS ( \
+               SELECT {HEAD_SQL}, 0 \
+               UNION ALL \
+               SELECT r.parent_run_id, path.depth + 1 FROM runs r JOIN path ON r.id = path.id \
+               WHERE r.parent_run_id IS NOT NULL) \
+             SELECT r.*, {VERSIONS_SQL} FROM path JOIN runs r ON r.id = path.id \
+             WHERE r.session_id = ?1 ORDER BY path.depth DESC"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(session_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| (run_from(r), versions_from(r)))
+            .collect())
+    }
+
+    async fn history(&self, run_id: &str) -> Result<Vec<Message>, StoreError> {
+        let sql = format!(
+            "{PATH_SQL} \
+             SELECT m.* FROM path JOIN runs r ON r.id = path.id \
+             JOIN messages m ON m.id = r.user_message_id OR (m.run_id = r.id AND m.role = 'assistant') \
+             ORDER BY path.depth DESC, m.role = 'assistant'"
+        );
+        let rows = sqlx::query(&sql).bind(run_id).fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(message_from).collect())
+    }
+
+    async fn versions(&self, run_id: &str) -> Result<Vec<Run>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT x.* FROM runs r JOIN runs x \
+               ON x.session_id = r.session_id AND x.parent_run_id IS r.parent_run_id \
+             WHERE r.id = ?1 ORDER BY x.created_at, x.id",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from).collect())
+    }
+
+    async fn show_branch(&self, session_id: &str, run_id: &str) -> Result<String, StoreError> {
+        let mut tx = self.write_tx().await?;
+        if let Some(active_run_id) = running_run(&mut tx, session_id).await? {
+            return Err(StoreError::Busy { active_run_id });
+        }
+        // Down from the run, always to the newest of the turns that follow it.
+        let head = sqlx::query(
+            "WITH RECURSIVE down(id, depth) AS ( \
+               SELECT id, 0 FROM runs WHERE id = ?1 AND session_id = ?2 \
+               UNION ALL \
+               SELECT (SELECT c.id FROM runs c WHERE c.session_id = ?2 AND c.parent_run_id = down.id \
+                       ORDER BY c.created_at DESC, c.id DESC LIMIT 1), down.depth + 1 \
+               FROM down WHERE down.id IS NOT NULL) \
+             SELECT id FROM down WHERE id IS NOT NULL ORDER BY depth DESC LIMIT 1",
+        )
+        .bind(run_id)
+        .bind(session_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(|row| row.get::<String, _>("id"))
+        .ok_or(StoreError::NotFound)?;
+        sqlx::query("UPDATE sessions SET head_run_id = ?2 WHERE id = ?1")
+            .bind(session_id)
+            .bind(&head)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(head)
     }
 
     async fn run(&self, run_id: &str) -> Result<Run, StoreError> {

@@ -418,6 +418,24 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
             expect: Expect::NotFound,
         },
         Case {
+            method: "POST",
+            path: q("/api/chat/retry"),
+            body: json!({"run_id": run}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/chat/edit"),
+            body: json!({"run_id": run, "message": "hi"}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/chat/branch"),
+            body: json!({"run_id": run, "version": 1}),
+            expect: Expect::NotFound,
+        },
+        Case {
             method: "GET",
             path: format!("/api/chat/stream?run_id={run}"),
             body: Value::Null,

@@ -971,3 +971,49 @@ async fn openai_allow_always_holds_for_the_account_that_chose_it_only() {
     app.wait_finished(&run).await;
     assert!(!ws.path().join("c.txt").exists());
 }
+
+#[tokio::test]
+async fn after_an_edit_the_model_is_told_the_branch_shown() {
+    let upstream = Upstream::start().await;
+    let ws = tempfile::tempdir().unwrap();
+    for answer in ["Paris.", "About 2.1 million.", "Rome.", "Still Paris."] {
+        upstream.script(COMPLETIONS, say(answer));
+    }
+    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let session = app.new_session().await;
+    let first = app.start(&session, "Capital of France?").await;
+    app.wait_finished(&first).await;
+    let second = app.start(&session, "Population?").await;
+    app.wait_finished(&second).await;
+    // The second message, changed: the model hears the first turn, not the version replaced.
+    let (code, edited) = app
+        .post(
+            "/api/chat/edit",
+            json!({"run_id": second, "message": "Capital of Italy?"}),
+        )
+        .await;
+    assert_eq!(code, 200, "{edited}");
+    app.wait_finished(edited["run_id"].as_str().unwrap()).await;
+    let tail = |i: usize| {
+        upstream.requests(COMPLETIONS)[i].body["messages"]
+            .as_array()
+            .unwrap()[1..]
+            .to_vec()
+    };
+    assert_eq!(
+        tail(2),
+        vec![
+            json!({"role": "user", "content": "Capital of France?"}),
+            json!({"role": "assistant", "content": "Paris."}),
+            json!({"role": "user", "content": "Capital of Italy?"}),
+        ]
+    );
+    // A retry of the first turn forks before both: the model hears nothing before it.
+    let (code, retried) = app.post("/api/chat/retry", json!({"run_id": first})).await;
+    assert_eq!(code, 200, "{retried}");
+    app.wait_finished(retried["run_id"].as_str().unwrap()).await;
+    assert_eq!(
+        tail(3),
+        vec![json!({"role": "user", "content": "Capital of France?"})]
+    );
+}

@@ -357,17 +357,7 @@ async fn a_stopped_turn_settles_with_what_it_streamed_flagged_partial() {
     assert_eq!(message["partial"], true);
     assert_eq!(message["terminal_state"], "cancelled");
 
-    let md = app
-        .client
-        .get(app.url(&format!(
-            "/api/session/export?session_id={session}&format=md"
-        )))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let md = app.export(&session, "md").await;
     assert!(md.contains(partial.trim_end()), "{md}");
     assert!(
         md.contains("partial answer: the turn ended cancelled"),
@@ -554,17 +544,7 @@ async fn a_compression_between_model_calls_leaves_a_whole_answer() {
         .find(|e| e.event == "settled_message")
         .unwrap();
     assert_eq!(settled.data["content"], answer.as_str());
-    let md = app
-        .client
-        .get(app.url(&format!(
-            "/api/session/export?session_id={session}&format=md"
-        )))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let md = app.export(&session, "md").await;
     assert!(
         md.contains("\n\nThe context is compressed and I can continue"),
         "{md}"

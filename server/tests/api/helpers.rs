@@ -111,6 +111,18 @@ impl TestApp {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
+    /// The session's export in `format` (`md` or `jsonl`), as text.
+    pub async fn export(&self, session: &str, format: &str) -> String {
+        let path = format!("/api/session/export?session_id={session}&format={format}");
+        let res = self
+            .with_cookie(self.client.get(self.url(&path)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        res.text().await.unwrap()
+    }
+
     pub async fn new_session(&self) -> String {
         let (status, body) = self.post("/api/session/new", json!({})).await;
         assert_eq!(status, 200, "{body}");

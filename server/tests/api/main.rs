@@ -2,6 +2,7 @@
 
 mod accounts;
 mod backends;
+mod branches;
 mod chat;
 mod errors;
 mod helpers;

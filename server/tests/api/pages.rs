@@ -422,6 +422,7 @@ fn snapshot_of(run: &str, events: Vec<app::api::JournalEvent>) -> app::api::Turn
         events,
         running: false,
         snapshot: None,
+        versions: Default::default(),
     };
     app::model::TurnState::new("s", &turn)
         .snapshot()
