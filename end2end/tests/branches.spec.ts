@@ -161,8 +161,19 @@ test("Copy puts the answer's Markdown on the clipboard, and a message's text", a
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe("/demo prose");
 
   // The turn's "⋯" copies a link that opens the conversation at the turn.
-  await turn.locator("summary[aria-label='More for this turn']").click();
-  const copyLink = turn.getByRole("button", { name: "Copy link to this turn" });
+  // Its menu opens with the focus on the first item, moves with the arrows, closes on Escape
+  // with the focus back on the "⋯", and on a choice.
+  const more = turn.getByRole("button", { name: "More for this turn" });
+  await more.click();
+  await expect(more).toHaveAttribute("aria-expanded", "true");
+  await expect(turn.getByRole("menuitem", { name: "Copy answer" })).toBeFocused();
+  await page.keyboard.press("ArrowUp");
+  await expect(turn.getByRole("menuitem", { name: "Copy link to this turn" })).toBeFocused();
+  await page.keyboard.press("Escape");
+  await expect(turn.getByRole("menu")).toHaveCount(0);
+  await expect(more).toBeFocused();
+  await more.click();
+  const copyLink = turn.getByRole("menuitem", { name: "Copy link to this turn" });
   await expect(copyLink).toBeVisible();
   await copyLink.click();
   await expect(copyLink).toBeHidden();
