@@ -210,6 +210,28 @@ pub struct SessionPage {
     /// HTML is already in it; `None`: the default, or a page loaded in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// Prompts an empty conversation offers to try, from who answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
+}
+
+/// A prompt to try: what the button says, and the message it sends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Example {
+    /// What the button says.
+    pub label: String,
+    /// The message it sends.
+    pub prompt: String,
+}
+
+impl Example {
+    /// An example from its label and prompt.
+    pub fn new(label: &str, prompt: &str) -> Self {
+        Example {
+            label: label.to_owned(),
+            prompt: prompt.to_owned(),
+        }
+    }
 }
 
 /// The cookie that tells the server which display mode this browser shows.
@@ -255,6 +277,7 @@ mod tests {
                 admin: false,
             }),
             mode: Some("transparent_stream".into()),
+            examples: vec![Example::new("</script>", "<!--")],
         };
         let json = page_json(&page);
         assert!(!json.contains('<'), "{json}");

@@ -178,6 +178,7 @@ fn open(chat: ChatState, path: String, push: bool) {
             agent: chat.agent.get_untracked(),
             user: chat.user.get_untracked(),
             mode: None,
+            examples: chat.examples.get_untracked(),
         };
         chat.loading.set(false);
         push_address(&path, push);

@@ -155,6 +155,8 @@ pub struct ChatState {
     pub following: RwSignal<bool>,
     /// Content arrived below while the reader was scrolled up.
     pub unseen: RwSignal<bool>,
+    /// Prompts an empty conversation offers.
+    pub examples: RwSignal<Vec<crate::api::Example>>,
     /// No turn of the shown conversation runs (one memo for the page: every turn's actions
     /// read it, and a streaming turn's tokens do not reach them).
     pub idle: Memo<bool>,
@@ -201,6 +203,7 @@ impl ChatState {
             more_sessions: RwSignal::new(false),
             turns,
             idle,
+            examples: RwSignal::new(Vec::new()),
             earlier: RwSignal::new(false),
             queued: RwSignal::new(Vec::new()),
             mode: RwSignal::new(
@@ -236,6 +239,7 @@ impl ChatState {
             .flatten();
         self.take_sidebar(page);
         self.agent.set(page.agent.clone());
+        self.examples.set(page.examples.clone());
         self.user.set(page.user.clone());
         self.missing.set(page.missing);
         match &page.session {

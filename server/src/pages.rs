@@ -77,6 +77,7 @@ pub struct PageBackend {
     agent: String,
     viewer: Viewer,
     mode: Option<Mode>,
+    examples: Vec<app::api::Example>,
 }
 
 impl PageBackend {
@@ -88,7 +89,14 @@ impl PageBackend {
             agent,
             viewer,
             mode: None,
+            examples: Vec::new(),
         }
+    }
+
+    /// The prompts an empty conversation offers.
+    pub fn with_examples(mut self, examples: Vec<app::api::Example>) -> Self {
+        self.examples = examples;
+        self
     }
 
     /// The display mode the reader chose (the page then carries what it shows first).
@@ -264,6 +272,7 @@ impl PageBackend {
             agent: self.agent.clone(),
             user: self.user(),
             mode: None,
+            examples: self.examples.clone(),
         })
     }
 
@@ -299,6 +308,7 @@ impl PageBackend {
             agent: self.agent.clone(),
             user: self.user(),
             mode: None,
+            examples: self.examples.clone(),
         })
     }
 }
@@ -311,6 +321,7 @@ impl PageBackend {
             state.runner.adapter_label(),
             viewer,
         )
+        .with_examples(state.runner.adapter_examples())
     }
 }
 

@@ -123,6 +123,11 @@ impl Runner {
         self.adapter.label()
     }
 
+    /// Prompts an empty conversation offers (see [`RuntimeAdapter::examples`]).
+    pub fn adapter_examples(&self) -> Vec<app::api::Example> {
+        self.adapter.examples()
+    }
+
     /// Stores the user message, creates the run and starts the agent on it. A `client_id`
     /// sent before starts nothing and reports the run it started then.
     pub async fn start(

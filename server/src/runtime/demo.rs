@@ -49,6 +49,15 @@ impl RuntimeAdapter for DemoAgent {
         "Demo agent (no model)".to_owned()
     }
 
+    fn examples(&self) -> Vec<app::api::Example> {
+        use app::api::Example;
+        vec![
+            Example::new("Watch it use tools", "/demo tools"),
+            Example::new("Approve what it runs", "/demo approval"),
+            Example::new("Stream a long answer", "/demo long 400"),
+        ]
+    }
+
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
         let mut turn_state = Turn {
             io: &io,

@@ -384,6 +384,24 @@ pub trait RuntimeAdapter: Send + Sync + 'static {
     fn label(&self) -> String {
         self.name().to_owned()
     }
+    /// Prompts an empty conversation offers to try: what this agent does well.
+    fn examples(&self) -> Vec<app::api::Example> {
+        use app::api::Example;
+        vec![
+            Example::new(
+                "Explain an idea",
+                "Explain how a hash map works, with a short example.",
+            ),
+            Example::new(
+                "Look around the workspace",
+                "List the files in the workspace and tell me what this project is.",
+            ),
+            Example::new(
+                "Plan a task",
+                "Plan the steps to add a dark mode to a web app, as a short checklist.",
+            ),
+        ]
+    }
     /// Runs one turn to its end.
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd;
 }

@@ -542,3 +542,28 @@ async fn snapshots_missing_or_of_an_older_version_are_made_again() {
     let stored: serde_json::Value = serde_json::from_str(&stored[&run]).unwrap();
     assert_eq!(stored, fresh);
 }
+
+#[tokio::test]
+async fn an_empty_conversation_offers_the_agents_examples() {
+    let app = spawn_app().await;
+    let (code, page) = app.get("/api/page").await;
+    assert_eq!(code, 200);
+    let prompts: Vec<&str> = page["examples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["prompt"].as_str().unwrap())
+        .collect();
+    assert_eq!(prompts, ["/demo tools", "/demo approval", "/demo long 400"]);
+    // And the HTML shows them before any script runs.
+    let html = app
+        .client
+        .get(app.url("/new"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("Watch it use tools") && html.contains("/demo approval"));
+}
