@@ -102,11 +102,13 @@ test("interim prose stays where it streamed when the next tool call starts", asy
         const w = window as any;
         w.__interim = [];
         const tick = () => {
-          const scrolled = document.querySelector(".transcript")?.scrollTop ?? 0;
+          // Where the transcript's content begins: positions from there do not depend on how
+          // far it is scrolled (scrollTop is rounded, a box's edge is not).
+          const origin = document.querySelector(".transcript > *")?.getBoundingClientRect().top ?? 0;
           for (const el of document.querySelectorAll("article.turn:last-of-type .answer, article.turn:last-of-type .process-prose")) {
             if (el.textContent?.includes("One test fails")) {
               const r = el.getBoundingClientRect();
-              w.__interim.push({ kind: el.classList.contains("answer") ? "answer" : "process", left: r.left, top: r.top + scrolled });
+              w.__interim.push({ kind: el.classList.contains("answer") ? "answer" : "process", left: r.left, top: r.top - origin });
             }
           }
           requestAnimationFrame(tick);
