@@ -95,6 +95,9 @@ pub struct TurnData {
     /// are versions of the same place).
     #[serde(default, skip_serializing_if = "Versions::is_single")]
     pub versions: Versions,
+    /// The model that answered it (`None`: a backend with no choice of model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Which of the versions of a place in a conversation a turn is: `index` of `count`, from 1.
@@ -186,6 +189,9 @@ pub struct SessionDetail {
     /// before, through `/api/page?before_run_id=`).
     #[serde(default)]
     pub earlier: bool,
+    /// The model it asks for (`None`: the server's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Everything the chat page shows.
@@ -213,6 +219,46 @@ pub struct SessionPage {
     /// Prompts an empty conversation offers to try, from who answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// The model a conversation gets unless it asks for another; `None`: who answers offers
+    /// no choice of model (the composer then shows no picker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    /// The colour theme this browser chose (its `anchorage_theme` cookie: `light` or `dark`);
+    /// `None`: the system's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+}
+
+/// A model a conversation may ask for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// What the provider calls it (sent back as the choice).
+    pub id: String,
+    /// What people read.
+    pub name: String,
+}
+
+impl ModelInfo {
+    /// A model by its id, named by [`model_name`].
+    pub fn new(id: &str) -> Self {
+        ModelInfo {
+            id: id.to_owned(),
+            name: model_name(id).to_owned(),
+        }
+    }
+}
+
+/// A model's readable name: a local server that names its model by the file it loaded
+/// (`/models/gemma-3-270m-it-Q4_K_M.gguf`) is shown by the file's stem; any other id as it is
+/// (`gpt-4o-mini`, `meta-llama/Llama-3.1-8B-Instruct`).
+pub fn model_name(id: &str) -> &str {
+    const FILES: [&str; 5] = [".gguf", ".ggml", ".bin", ".safetensors", ".llamafile"];
+    let file = id.rsplit(['/', '\\']).next().unwrap_or(id);
+    let lower = file.to_ascii_lowercase();
+    match FILES.iter().find(|ext| lower.ends_with(*ext)) {
+        Some(ext) if file.len() > ext.len() => &file[..file.len() - ext.len()],
+        _ => id,
+    }
 }
 
 /// A prompt to try: what the button says, and the message it sends.
@@ -236,6 +282,71 @@ impl Example {
 
 /// The cookie that tells the server which display mode this browser shows.
 pub const MODE_COOKIE: &str = "anchorage_mode";
+
+/// The cookie that tells the server which colour theme this browser shows (absent: the
+/// system's).
+pub const THEME_COOKIE: &str = "anchorage_theme";
+
+/// The colour theme: the system's, or one chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Theme {
+    /// Light or dark as the system is.
+    #[default]
+    System,
+    /// Always light.
+    Light,
+    /// Always dark.
+    Dark,
+}
+
+impl Theme {
+    /// Every theme, in the order Settings offers them.
+    pub const ALL: [Theme; 3] = [Theme::System, Theme::Light, Theme::Dark];
+
+    /// Its name in the cookie and on `<html data-theme>` (`system` is never written there).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Theme::System => "system",
+            Theme::Light => "light",
+            Theme::Dark => "dark",
+        }
+    }
+
+    /// What Settings calls it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Theme::System => "System",
+            Theme::Light => "Light",
+            Theme::Dark => "Dark",
+        }
+    }
+
+    /// A theme by name; anything else is the system's.
+    pub fn parse(name: &str) -> Theme {
+        match name {
+            "light" => Theme::Light,
+            "dark" => Theme::Dark,
+            _ => Theme::System,
+        }
+    }
+}
+
+/// A standing permission, as Settings lists it (`GET /api/grants`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GrantData {
+    /// Its id (for `POST /api/grants/revoke`).
+    pub id: String,
+    /// `session` or `always`.
+    pub scope: String,
+    /// The kind of action it lets go ahead.
+    pub pattern: String,
+    /// The conversation it holds in (`None`: all).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// That conversation's title.
+    #[serde(default)]
+    pub session_title: Option<String>,
+}
 
 /// A signed-in account, as the sidebar shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -278,10 +389,36 @@ mod tests {
             }),
             mode: Some("transparent_stream".into()),
             examples: vec![Example::new("</script>", "<!--")],
+            default_model: Some("</script>".into()),
+            theme: Some("dark".into()),
         };
         let json = page_json(&page);
         assert!(!json.contains('<'), "{json}");
         let back: SessionPage = serde_json::from_str(&json).unwrap();
         assert_eq!(back, page);
+    }
+
+    #[test]
+    fn a_model_served_from_a_file_is_named_by_the_file() {
+        let cases = [
+            (
+                "/models/gemma-3-270m-it-Q4_K_M.gguf",
+                "gemma-3-270m-it-Q4_K_M",
+            ),
+            ("C:\\models\\llama.GGUF", "llama"),
+            ("phi-3.bin", "phi-3"),
+            ("gpt-4o-mini", "gpt-4o-mini"),
+            (
+                "meta-llama/Llama-3.1-8B-Instruct",
+                "meta-llama/Llama-3.1-8B-Instruct",
+            ),
+            ("qwen2.5:7b", "qwen2.5:7b"),
+            (".gguf", ".gguf"),
+            ("/models/.gguf", "/models/.gguf"),
+        ];
+        for (id, name) in cases {
+            assert_eq!(model_name(id), name, "{id}");
+            assert_eq!(ModelInfo::new(id).name, name);
+        }
     }
 }

@@ -30,6 +30,7 @@ pub fn started_turn(answer: &Value) -> TurnData {
         snapshot: None,
         versions: serde_json::from_value::<Versions>(answer["versions"].clone())
             .unwrap_or_default(),
+        model: answer["model"].as_str().map(str::to_owned),
     }
 }
 

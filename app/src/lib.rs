@@ -83,6 +83,13 @@ fn head_common() -> impl IntoView {
 #[cfg(feature = "ssr")]
 pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
     let data = api::page_json(&page);
+    // A chosen theme is on the document from its first paint (no flash of the other one).
+    let theme = page
+        .theme
+        .as_deref()
+        .map(api::Theme::parse)
+        .filter(|t| *t != api::Theme::System)
+        .map(api::Theme::as_str);
     let title = document_title(
         page.session
             .as_ref()
@@ -91,7 +98,7 @@ pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
     );
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang="en" data-theme=theme>
             <head>
                 {head_common()}
                 // Text written as markup: a text child would get a hydration marker, which
@@ -167,6 +174,35 @@ pub(crate) fn remember_mode(mode: anchor::Mode) {
         api::MODE_COOKIE,
         mode.as_str()
     ));
+}
+
+/// Shows the colour theme `theme` now (on `<html data-theme>`) and tells the server, through
+/// a cookie, to render this browser's pages in it.
+#[cfg(feature = "hydrate")]
+pub(crate) fn apply_theme(theme: api::Theme) {
+    use wasm_bindgen::JsCast as _;
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    if let Some(root) = document.document_element() {
+        let _ = match theme {
+            api::Theme::System => root.remove_attribute("data-theme"),
+            chosen => root.set_attribute("data-theme", chosen.as_str()),
+        };
+    }
+    if let Ok(document) = document.dyn_into::<web_sys::HtmlDocument>() {
+        let cookie = match theme {
+            api::Theme::System => {
+                format!("{}=; Path=/; Max-Age=0; SameSite=Lax", api::THEME_COOKIE)
+            }
+            chosen => format!(
+                "{}={}; Path=/; Max-Age=31536000; SameSite=Lax",
+                api::THEME_COOKIE,
+                chosen.as_str()
+            ),
+        };
+        let _ = document.set_cookie(&cookie);
+    }
 }
 
 /// The page data the server wrote into the document, if it is there and readable.

@@ -848,6 +848,7 @@ mod tests {
             running: false,
             snapshot: None,
             versions: Default::default(),
+            model: None,
         }
     }
 

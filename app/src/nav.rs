@@ -179,11 +179,16 @@ fn open(chat: ChatState, path: String, push: bool) {
             user: chat.user.get_untracked(),
             mode: None,
             examples: chat.examples.get_untracked(),
+            default_model: chat.default_model.get_untracked(),
+            theme: None,
         };
         chat.loading.set(false);
         push_address(&path, push);
         SHOWN.with(|s| *s.borrow_mut() = Some(path));
+        // A new conversation asks for the model the last one did, as a picker left set would.
+        let model = chat.model.get_untracked();
         chat.load(&page);
+        chat.model.set(model);
         return;
     }
     chat.loading.set(true);

@@ -72,6 +72,8 @@ pub struct TurnHandle {
     pub rows: RwSignal<Rows>,
     /// Which version of its place it is (retries and edits are the others).
     pub versions: Versions,
+    /// The model that answers it (`None`: a backend with no choice of model).
+    pub model: Option<String>,
 }
 
 /// Where loading the rows of a turn shown as its snapshot stands.
@@ -100,6 +102,7 @@ impl TurnHandle {
             epoch,
             rows: RwSignal::new(Rows::Idle),
             versions: turn.versions,
+            model: turn.model.clone(),
         }
     }
 
@@ -157,6 +160,18 @@ pub struct ChatState {
     pub unseen: RwSignal<bool>,
     /// Prompts an empty conversation offers.
     pub examples: RwSignal<Vec<crate::api::Example>>,
+    /// The model conversations get unless they ask for another (`None`: who answers offers
+    /// no choice, and the composer shows no picker).
+    pub default_model: RwSignal<Option<String>>,
+    /// The model the open conversation asks for (`None`: the default); for a new one, the
+    /// choice its first message carries.
+    pub model: RwSignal<Option<String>>,
+    /// The models offered, once asked for (`/api/models`).
+    pub models: RwSignal<Vec<crate::api::ModelInfo>>,
+    /// The colour theme this browser shows.
+    pub theme: RwSignal<crate::api::Theme>,
+    /// The Settings panel is open.
+    pub settings: RwSignal<bool>,
     /// No turn of the shown conversation runs (one memo for the page: every turn's actions
     /// read it, and a streaming turn's tokens do not reach them).
     pub idle: Memo<bool>,
@@ -182,6 +197,8 @@ pub struct Outgoing {
     pub client_id: String,
     /// Why the last attempt failed, if it did; it is retried when the server answers again.
     pub failed: Option<String>,
+    /// The model chosen for a new conversation (its first turn asks for it).
+    pub model: Option<String>,
 }
 
 impl ChatState {
@@ -204,6 +221,16 @@ impl ChatState {
             turns,
             idle,
             examples: RwSignal::new(Vec::new()),
+            default_model: RwSignal::new(None),
+            model: RwSignal::new(None),
+            models: RwSignal::new(Vec::new()),
+            theme: RwSignal::new(
+                page.theme
+                    .as_deref()
+                    .map(crate::api::Theme::parse)
+                    .unwrap_or_default(),
+            ),
+            settings: RwSignal::new(false),
             earlier: RwSignal::new(false),
             queued: RwSignal::new(Vec::new()),
             mode: RwSignal::new(
@@ -240,6 +267,9 @@ impl ChatState {
         self.take_sidebar(page);
         self.agent.set(page.agent.clone());
         self.examples.set(page.examples.clone());
+        self.default_model.set(page.default_model.clone());
+        self.model
+            .set(page.session.as_ref().and_then(|s| s.model.clone()));
         self.user.set(page.user.clone());
         self.missing.set(page.missing);
         match &page.session {
@@ -433,6 +463,7 @@ impl ChatState {
                             running: false,
                             snapshot: None,
                             versions: turn.versions,
+                            model: turn.model.clone(),
                         };
                         // The handle may be gone (another conversation opened meanwhile).
                         let _ = turn.state.try_set(TurnState::new(&session, &data));

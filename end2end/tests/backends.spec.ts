@@ -31,6 +31,12 @@ function provider(): Promise<{ server: Server; url: string; requests: any[] }> {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", async () => {
+      if (req.method === "GET" && req.url === "/v1/models") {
+        // The composer's model picker asks for the list.
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ object: "list", data: [{ id: "scripted", object: "model" }] }));
+        return;
+      }
       const parsed = JSON.parse(body || "{}");
       requests.push(parsed);
       const last = parsed.messages?.[parsed.messages.length - 1];

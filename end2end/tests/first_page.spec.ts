@@ -14,6 +14,8 @@ test("a new conversation says what Anchorage is, offers prompts to try, and one 
   await expect(examples.nth(1)).toContainText("/demo approval");
   await expect(examples.nth(2)).toContainText("/demo long 400");
   for (const button of await examples.all()) await expect(button).toBeInViewport();
+  // The demo agent offers no choice of model: no picker.
+  await expect(page.getByRole("combobox", { name: "Model" })).toHaveCount(0);
   // The two views of a turn, one line each.
   await expect(empty.locator("dt")).toHaveText(["Worklog", "Trace"]);
   await page.screenshot({ path: testInfo.outputPath("empty.png") });

@@ -133,6 +133,7 @@ async fn replay_benchmark() -> Value {
             client_id: None,
             queued_id: None,
             place: server::store::Place::Next,
+            default_model: None,
             now: 0.0,
         })
         .await

@@ -256,6 +256,36 @@ mod tests {
         async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
             self.inner.delete_session(id).await
         }
+        async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError> {
+            self.inner.set_session_model(id, model).await
+        }
+        async fn add_grant(
+            &self,
+            owner: Option<&str>,
+            session: Option<&str>,
+            pattern: &str,
+            now: f64,
+        ) -> Result<(), StoreError> {
+            self.inner.add_grant(owner, session, pattern, now).await
+        }
+        async fn granted(
+            &self,
+            owner: Option<&str>,
+            session: &str,
+            pattern: &str,
+        ) -> Result<Option<&'static str>, StoreError> {
+            self.inner.granted(owner, session, pattern).await
+        }
+        async fn grants(
+            &self,
+            owner: Option<&str>,
+            limit: u32,
+        ) -> Result<Vec<crate::store::Grant>, StoreError> {
+            self.inner.grants(owner, limit).await
+        }
+        async fn revoke_grant(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError> {
+            self.inner.revoke_grant(owner, id).await
+        }
 
         async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
             self.inner.messages(session_id).await
@@ -473,6 +503,7 @@ mod tests {
                 client_id: None,
                 queued_id: None,
                 place: Place::Next,
+                default_model: None,
                 now: 0.0,
             })
             .await

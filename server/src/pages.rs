@@ -78,6 +78,7 @@ pub struct PageBackend {
     viewer: Viewer,
     mode: Option<Mode>,
     examples: Vec<app::api::Example>,
+    default_model: Option<String>,
 }
 
 impl PageBackend {
@@ -90,7 +91,14 @@ impl PageBackend {
             viewer,
             mode: None,
             examples: Vec::new(),
+            default_model: None,
         }
+    }
+
+    /// The model conversations get unless they ask for another (`None`: no choice of model).
+    pub fn with_default_model(mut self, model: Option<String>) -> Self {
+        self.default_model = model;
+        self
     }
 
     /// The prompts an empty conversation offers.
@@ -211,6 +219,7 @@ impl PageBackend {
                 running: run.running,
                 snapshot,
                 versions,
+                model: run.model.clone(),
             });
         }
         let queued = self
@@ -229,6 +238,7 @@ impl PageBackend {
             turns,
             queued,
             earlier,
+            model: session.model.clone(),
         })
     }
 }
@@ -273,6 +283,8 @@ impl PageBackend {
             user: self.user(),
             mode: None,
             examples: self.examples.clone(),
+            default_model: self.default_model.clone(),
+            theme: None,
         })
     }
 
@@ -309,6 +321,8 @@ impl PageBackend {
             user: self.user(),
             mode: None,
             examples: self.examples.clone(),
+            default_model: self.default_model.clone(),
+            theme: None,
         })
     }
 }
@@ -322,6 +336,7 @@ impl PageBackend {
             viewer,
         )
         .with_examples(state.runner.adapter_examples())
+        .with_default_model(state.runner.default_model())
     }
 }
 
@@ -377,6 +392,10 @@ async fn render(
         }
     };
     page.mode = mode_cookie(req.headers()).map(|m| m.as_str().to_owned());
+    page.theme = crate::auth::cookie(req.headers(), app::api::THEME_COOKIE)
+        .map(app::api::Theme::parse)
+        .filter(|t| *t != app::api::Theme::System)
+        .map(|t| t.as_str().to_owned());
     let options = state.leptos_options.clone();
     // A fresh nonce per page: the hydration script carries it, the policy admits it.
     let nonce = leptos::nonce::Nonce::new();

@@ -46,6 +46,8 @@ pub struct Started {
     /// The message was sent before (same client id): this is the run it started then, and
     /// nothing new was started.
     pub duplicate: bool,
+    /// The model that answers it (`None`: the backend offers no choice).
+    pub model: Option<String>,
 }
 
 /// Why a turn could not be started or answered.
@@ -123,6 +125,16 @@ impl Runner {
         self.adapter.label()
     }
 
+    /// The model a turn gets when its session asks for none (`None`: no choice of model).
+    pub fn default_model(&self) -> Option<String> {
+        self.adapter.default_model()
+    }
+
+    /// The models a session may ask for (see [`RuntimeAdapter::models`]).
+    pub async fn models(&self, refresh: bool) -> Result<Vec<String>, String> {
+        self.adapter.models(refresh).await
+    }
+
     /// Prompts an empty conversation offers (see [`RuntimeAdapter::examples`]).
     pub fn adapter_examples(&self) -> Vec<app::api::Example> {
         self.adapter.examples()
@@ -188,6 +200,7 @@ impl Runner {
             turn_id: run.turn_id,
             user_message,
             duplicate: true,
+            model: run.model,
         })
     }
 
@@ -208,6 +221,7 @@ impl Runner {
             waiters: Arc::default(),
             settled: tokio::sync::Mutex::new(false),
         });
+        let default_model = self.adapter.default_model();
         // Live before it exists, so no follower and no reaper can see it half-started.
         self.hub.open(&run_id);
         self.active().insert(run_id.clone(), Arc::clone(&active));
@@ -222,6 +236,7 @@ impl Runner {
                 client_id,
                 queued_id,
                 place,
+                default_model: default_model.as_deref(),
                 now: journal::now(),
             })
             .await;
@@ -232,12 +247,12 @@ impl Runner {
                     .store
                     .history(parent)
                     .await
-                    .map(|history| (history, user_message)),
-                None => Ok((Vec::new(), user_message)),
+                    .map(|history| (history, user_message, run.model)),
+                None => Ok((Vec::new(), user_message, run.model)),
             },
             Err(e) => Err(e),
         };
-        let (history, user_message) = match started {
+        let (history, user_message, model) = match started {
             Ok(started) => started,
             Err(e) => {
                 self.active().remove(&run_id);
@@ -280,10 +295,12 @@ impl Runner {
                 .collect(),
             first_turn,
             attempt,
+            model: model.clone(),
         };
         let io = RunIo {
             session_id: session_id.to_owned(),
             run_id: run_id.clone(),
+            owner: turn.owner.clone(),
             journal: self.journal.clone(),
             store: Arc::clone(&self.store),
             cancel: active.cancel.clone(),
@@ -308,6 +325,7 @@ impl Runner {
             turn_id,
             user_message: Some(user_message),
             duplicate: false,
+            model,
         })
     }
 

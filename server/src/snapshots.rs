@@ -60,6 +60,7 @@ pub fn fold(run: &Run, events: Vec<JournalEvent>) -> (Option<TurnSnapshot>, Vec<
         running: false,
         snapshot: None,
         versions: Default::default(),
+        model: None,
     };
     let snapshot = TurnState::new(&run.session_id, &turn).snapshot();
     (snapshot, turn.events)

@@ -4,7 +4,9 @@ mod cards;
 mod composer;
 mod empty_chat;
 mod message;
+mod model_picker;
 mod prose;
+mod settings;
 mod sidebar;
 pub(crate) mod terminal;
 mod todos;
@@ -15,6 +17,8 @@ pub(crate) use composer::Composer;
 #[cfg(feature = "hydrate")]
 pub(crate) use composer::{store_draft, stored_draft, touch_only, COMPOSER_ID};
 pub(crate) use empty_chat::EmptyChat;
+pub(crate) use model_picker::ModelPicker;
+pub(crate) use settings::Settings;
 pub(crate) use sidebar::Sidebar;
 
 pub(crate) use todos::TodoPanel;

@@ -368,6 +368,17 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     {either(move || loading_more.get(), "Loading…", "Show more conversations")}
                 </button>
             })}
+            <button
+                type="button"
+                class="settings-button"
+                aria-haspopup="dialog"
+                on:click=move |_| {
+                    on_close.run(());
+                    chat.settings.set(true);
+                }
+            >
+                "Settings"
+            </button>
             <p class="agent-label" data-agent="" title="Who answers in this app">
                 {dynamic(move || chat.agent.get())}
             </p>

@@ -826,6 +826,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     });
     let answer_for_copy = Callback::new(move |_: ()| answer_text.get_untracked());
     let turn_id = turn.turn_id.clone();
+    let turn_model = turn.model.clone();
     let turn_for_message = turn.clone();
     let turn_for_worklog = turn.clone();
     let turn_for_trace = turn.clone();
@@ -876,6 +877,9 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                 })}
                 {move || evidence.get().map(|evidence| view! { <EvidenceCard evidence=evidence /> })}
                 <div class="turn-footer">
+                    {turn_model.map(|model| view! {
+                        <span class="turn-model" title=model.clone()>{crate::api::model_name(&model).to_owned()}</span>
+                    })}
                     {move || usage.get().map(|u| view! { <span class="usage">{u}</span> })}
                     {move || (turn_over.get() && has_answer.get()).then(|| view! {
                         <CopyButton label="Copy answer" text=answer_for_copy />

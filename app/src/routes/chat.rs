@@ -3,7 +3,9 @@ use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::api::SessionPage;
-use crate::components::{Composer, EmptyChat, PendingCards, Sidebar, TodoPanel, TurnView};
+use crate::components::{
+    Composer, EmptyChat, ModelPicker, PendingCards, Settings, Sidebar, TodoPanel, TurnView,
+};
 use crate::dynamic::{dynamic, either, flag};
 use crate::state::{ChatState, TurnHandle};
 
@@ -243,6 +245,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
             .with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
         chat.rows_for_trace();
     };
+    #[cfg(feature = "hydrate")]
+    shortcuts(chat, on_stop, Callback::new(set_mode));
     let skip_to_composer = move |ev: leptos::ev::MouseEvent| {
         ev.prevent_default();
         #[cfg(feature = "hydrate")]
@@ -388,11 +392,53 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 </section>
                 <div class="dock">
                     <Composer on_send=on_send on_stop=on_stop on_retry=on_retry />
+                    <ModelPicker />
                 </div>
                 <div class="visually-hidden" aria-live="polite" aria-atomic="true">{dynamic(move || chat.announcement.get())}</div>
+                <Settings set_mode=set_mode />
             </main>
         </div>
     }
+}
+
+/// The keyboard shortcuts (listed in Settings): Ctrl/⌘+Shift+O a new chat, Shift+Esc the
+/// message box, Ctrl/⌘+. stops the running turn, Ctrl/⌘+Shift+E switches the view.
+#[cfg(feature = "hydrate")]
+fn shortcuts(chat: ChatState, stop: Callback<()>, set_mode: Callback<Mode>) {
+    let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+        if ev.is_composing() || ev.alt_key() {
+            return;
+        }
+        let command = ev.ctrl_key() || ev.meta_key();
+        let key = ev.key().to_ascii_lowercase();
+        let done = match (command, ev.shift_key(), key.as_str()) {
+            (true, true, "o") => {
+                chat.settings.set(false);
+                crate::nav::go(chat, crate::nav::NEW_CHAT);
+                true
+            }
+            (false, true, "escape") if !chat.settings.get_untracked() => {
+                focus_composer();
+                true
+            }
+            (true, false, ".") => {
+                stop.run(());
+                true
+            }
+            (true, true, "e") => {
+                set_mode.run(match chat.mode.get_untracked() {
+                    Mode::TransparentStream => Mode::CompactWorklog,
+                    _ => Mode::TransparentStream,
+                });
+                true
+            }
+            _ => false,
+        };
+        if done {
+            ev.prevent_default();
+        }
+    });
+    on_cleanup(move || handle.remove());
 }
 
 /// Moves the focus to the message field.
@@ -651,6 +697,7 @@ pub(crate) fn send(chat: ChatState, text: String) {
         text,
         client_id: crate::client::client_id(),
         failed: None,
+        model: chat.model.get_untracked(),
     };
     chat.outbox.set(Some(out.clone()));
     dispatch(chat, out);
@@ -756,7 +803,13 @@ async fn deliver(
             id
         }
     };
-    let body = json!({"session_id": session_id, "message": out.text, "client_id": out.client_id});
+    let mut body =
+        json!({"session_id": session_id, "message": out.text, "client_id": out.client_id});
+    // The turn carries the model picked (a new conversation's first turn sets it; for an open
+    // one it was stored when picked, and the server changes nothing).
+    if let Some(model) = &out.model {
+        body["model"] = json!(model);
+    }
     let shown = chat.shows(&session_id, epoch);
     if shown && chat.running_turn().is_some() {
         let answer = client::post("/api/chat/queue", &body).await?;

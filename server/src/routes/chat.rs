@@ -77,6 +77,10 @@ pub struct SendBody {
     message: String,
     /// The browser's id for the message: a retry of the same send makes nothing new.
     client_id: Option<String>,
+    /// For a start: the model the conversation asks for from this turn on (absent: as it
+    /// is; see `POST /api/session/model`).
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// What a start answers.
@@ -88,6 +92,7 @@ fn started_json(started: &crate::runner::Started) -> Value {
         "turn_id": started.turn_id,
         "user_message": started.user_message,
         "duplicate": started.duplicate,
+        "model": started.model,
     })
 }
 
@@ -100,8 +105,17 @@ pub async fn start(
 ) -> Result<Json<Value>, ApiError> {
     let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;
-    owned_session(&state, &viewer, &body.session_id).await?;
+    let session = owned_session(&state, &viewer, &body.session_id).await?;
     check_running(&state, &viewer, &body.session_id, client_id).await?;
+    if body.model.is_some() {
+        let model = super::models::checked_model(&state, body.model.as_deref()).await?;
+        if model != session.model {
+            state
+                .store
+                .set_session_model(&body.session_id, model.as_deref())
+                .await?;
+        }
+    }
     let started = state
         .runner
         .start(&body.session_id, message, client_id)

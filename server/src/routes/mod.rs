@@ -1,7 +1,9 @@
 //! HTTP routes that are not Leptos pages.
 
 pub(crate) mod chat;
+pub(crate) mod grants;
 pub(crate) mod health;
+pub(crate) mod models;
 pub(crate) mod session;
 pub use session::LIST_LIMIT;
 pub(crate) mod stream;
@@ -26,6 +28,10 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("POST", "/api/session/delete", post(session::delete)),
         ("GET", "/api/sessions/search", get(session::search)),
         ("GET", "/api/session/export", get(session::export)),
+        ("POST", "/api/session/model", post(models::choose)),
+        ("GET", "/api/models", get(models::list)),
+        ("GET", "/api/grants", get(grants::list)),
+        ("POST", "/api/grants/revoke", post(grants::revoke)),
         ("POST", "/api/chat/start", post(chat::start)),
         ("POST", "/api/chat/cancel", post(chat::cancel)),
         ("POST", "/api/chat/queue", post(chat::queue)),

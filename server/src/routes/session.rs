@@ -375,6 +375,7 @@ mod tests {
             updated_at: 1_796_083_200.0,
             active_run_id: None,
             owner_id: None,
+            model: None,
             hit_turn_id: None,
         }
     }

@@ -276,10 +276,15 @@ impl Turn<'_> {
             "approval" => {
                 self.think("Cleaning the build directory needs the user's permission.")
                     .await?;
-                let choice = self
-                    .io
-                    .ask_approval("rm -rf target/", "Delete the build directory", "rm -rf")
-                    .await?;
+                // A standing permission ("this session", "always") goes ahead without asking.
+                let choice = match self.io.permitted("rm -rf").await {
+                    Some(choice) => choice,
+                    None => {
+                        self.io
+                            .ask_approval("rm -rf target/", "Delete the build directory", "rm -rf")
+                            .await?
+                    }
+                };
                 if choice.allows() {
                     self.tool(
                         "terminal",

@@ -22,6 +22,9 @@ pub mod openai;
 pub mod sse;
 pub mod tools;
 
+/// The longest model id accepted, in bytes.
+pub const MAX_MODEL_ID_BYTES: usize = 256;
+
 /// A message of the conversation so far.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ChatMessage {
@@ -47,6 +50,9 @@ pub struct TurnRequest {
     /// Which version of its place in the conversation this turn is: 1 for the first answer
     /// to a message, then one more for each retry or edit of it.
     pub attempt: u32,
+    /// The model the session asks for (`None`: the backend offers no choice; it answers
+    /// with its own).
+    pub model: Option<String>,
     /// The account the session belongs to (`None`: open mode). Permissions granted beyond
     /// one call ("always") are this account's.
     pub owner: Option<String>,
@@ -145,6 +151,8 @@ impl Waiters {
 pub struct RunIo {
     pub(crate) session_id: String,
     pub(crate) run_id: String,
+    // The account the session belongs to (`None`: open mode); standing permissions are its.
+    pub(crate) owner: Option<String>,
     pub(crate) journal: Journal,
     pub(crate) store: Arc<dyn Store>,
     pub(crate) cancel: CancellationToken,
@@ -241,7 +249,28 @@ impl RunIo {
         }
     }
 
-    /// Asks the user to approve an action and waits for the answer.
+    /// Whether a standing permission lets actions of kind `pattern` go ahead in this run's
+    /// session without asking: `Session` or `Always` (how it was given), `None` to ask.
+    pub async fn permitted(&self, pattern: &str) -> Option<ApprovalChoice> {
+        match self
+            .store
+            .granted(self.owner.as_deref(), &self.session_id, pattern)
+            .await
+        {
+            Ok(Some("always")) => Some(ApprovalChoice::Always),
+            Ok(Some(_)) => Some(ApprovalChoice::Session),
+            Ok(None) => None,
+            Err(e) => {
+                // Asking again is the safe side.
+                tracing::warn!(run_id = %self.run_id, "reading grants failed: {e}");
+                None
+            }
+        }
+    }
+
+    /// Asks the user to approve an action and waits for the answer. "This session" and
+    /// "always" are kept as standing permissions for `pattern` (see [`RunIo::permitted`];
+    /// Settings lists and revokes them).
     pub async fn ask_approval(
         &self,
         command: &str,
@@ -258,7 +287,23 @@ impl RunIo {
             "status": "pending",
         });
         let answer = self.ask("approval", id, "approval", payload).await?;
-        Ok(serde_json::from_value(answer["choice"].clone()).unwrap_or(ApprovalChoice::Deny))
+        let choice =
+            serde_json::from_value(answer["choice"].clone()).unwrap_or(ApprovalChoice::Deny);
+        let scope = match choice {
+            ApprovalChoice::Session => Some(Some(self.session_id.as_str())),
+            ApprovalChoice::Always => Some(None),
+            ApprovalChoice::Once | ApprovalChoice::Deny => None,
+        };
+        if let Some(session) = scope {
+            if let Err(e) = self
+                .store
+                .add_grant(self.owner.as_deref(), session, pattern, journal::now())
+                .await
+            {
+                tracing::warn!(run_id = %self.run_id, "keeping a grant failed: {e}");
+            }
+        }
+        Ok(choice)
     }
 
     /// Asks the user a question (with optional choices) and waits for the answer.
@@ -401,6 +446,18 @@ pub trait RuntimeAdapter: Send + Sync + 'static {
                 "Plan the steps to add a dark mode to a web app, as a short checklist.",
             ),
         ]
+    }
+    /// The model a turn gets when its session asks for none; `None` (the default): this
+    /// backend offers no choice of model, and turns record none.
+    fn default_model(&self) -> Option<String> {
+        None
+    }
+    /// The models a session may choose from, by id (empty: no choice). `refresh` asks the
+    /// provider again instead of answering from what it said last. `Err`: why the list
+    /// cannot be had, for people.
+    async fn models(&self, refresh: bool) -> Result<Vec<String>, String> {
+        let _ = refresh;
+        Ok(Vec::new())
     }
     /// Runs one turn to its end.
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd;

@@ -3,7 +3,6 @@
 //! or `reasoning`) become `reasoning` events, and tool calls run against the workspace tools
 //! and are fed back until the model answers or the iteration limit is reached.
 
-use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -12,11 +11,17 @@ use serde_json::{json, Value};
 
 use super::sse::EventReader;
 use super::tools::Workspace;
-use super::{fail, ApprovalChoice, Fail, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
+use super::{fail, Fail, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
 
 /// How long a model stream may stay silent before the turn fails (a local server can take
 /// minutes to read a long prompt before its first byte).
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
+/// How long the provider's model list is used before it is asked for again.
+const MODELS_TTL: Duration = Duration::from_secs(600);
+/// How often a refresh may ask the provider.
+const MODELS_REFRESH: Duration = Duration::from_secs(2);
+/// The most models a list keeps (a provider may list thousands).
+const MODELS_LIMIT: usize = 500;
 /// Tool output shown in the tool row (the model gets all of it).
 const PREVIEW_LIMIT: usize = 4_000;
 
@@ -46,8 +51,9 @@ pub struct OpenAiAgent {
     settings: OpenAiSettings,
     workspace: Workspace,
     client: reqwest::Client,
-    grants: Mutex<Grants>,
     quirks: Mutex<Quirks>,
+    // The provider's model list, and when it was asked for.
+    models: Mutex<Option<(std::time::Instant, Vec<String>)>>,
 }
 
 /// What this provider turned out not to accept.
@@ -55,14 +61,6 @@ pub struct OpenAiAgent {
 struct Quirks {
     no_stream_options: bool,
     no_tools: bool,
-}
-
-/// Write permissions granted beyond one call: per session, and "always" per account (the
-/// key of open mode is the empty string, no account id is).
-#[derive(Default)]
-struct Grants {
-    sessions: HashSet<String>,
-    always: HashSet<String>,
 }
 
 /// One streamed model response.
@@ -90,9 +88,52 @@ impl OpenAiAgent {
             settings,
             workspace,
             client,
-            grants: Mutex::default(),
             quirks: Mutex::default(),
+            models: Mutex::default(),
         })
+    }
+
+    fn lock_models(&self) -> std::sync::MutexGuard<'_, Option<(std::time::Instant, Vec<String>)>> {
+        self.models.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `GET {base}/models`: the ids of the provider's models, sorted.
+    async fn fetch_models(&self) -> Result<Vec<String>, String> {
+        let base = self.settings.base_url.trim_end_matches('/');
+        let response = self
+            .client
+            .get(format!("{base}/models"))
+            .bearer_auth(self.settings.api_key.expose())
+            .timeout(Duration::from_secs(20))
+            .send()
+            .await
+            .map_err(|e| format!("Cannot reach the model provider at {base}: {e}."))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!(
+                "The model provider at {base} answered {} to GET /models.",
+                status.as_u16()
+            ));
+        }
+        let body: Value = response
+            .json()
+            .await
+            .map_err(|_| format!("The model list of {base} is not the JSON expected."))?;
+        let mut ids: Vec<String> = body["data"]
+            .as_array()
+            .map(|models| {
+                models
+                    .iter()
+                    .filter_map(|m| m["id"].as_str())
+                    .filter(|id| !id.trim().is_empty() && id.len() <= super::MAX_MODEL_ID_BYTES)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        ids.sort();
+        ids.dedup();
+        ids.truncate(MODELS_LIMIT);
+        Ok(ids)
     }
 
     fn url(&self) -> String {
@@ -118,10 +159,11 @@ impl OpenAiAgent {
                 .map(|m| json!({"role": m.role, "content": m.content})),
         );
         messages.push(json!({"role": "user", "content": turn.message}));
+        let model = turn.model.as_deref().unwrap_or(&self.settings.model);
         let mut usage: Option<(u64, u64)> = None;
         let mut last_content = String::new();
         for _ in 0..self.settings.max_iterations.max(1) {
-            let step = self.step(&messages, io).await?;
+            let step = self.step(&messages, model, io).await?;
             if let Some((i, o)) = step.usage {
                 let (ti, to) = usage.unwrap_or_default();
                 usage = Some((ti + i, to + o));
@@ -157,7 +199,7 @@ impl OpenAiAgent {
             let content = (!step.content.is_empty()).then_some(step.content.clone());
             messages.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
             for call in &step.calls {
-                let output = self.call_tool(call, turn, io).await?;
+                let output = self.call_tool(call, io).await?;
                 messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": output}));
             }
         }
@@ -184,14 +226,19 @@ impl OpenAiAgent {
     /// Sends one streaming request. A provider that rejects `stream_options` or `tools` with
     /// HTTP 400 (older local servers, models without tool support) is asked again without
     /// them, and remembered.
-    async fn request(&self, messages: &[Value], io: &RunIo) -> Result<reqwest::Response, Fail> {
+    async fn request(
+        &self,
+        messages: &[Value],
+        model: &str,
+        io: &RunIo,
+    ) -> Result<reqwest::Response, Fail> {
         loop {
             let (no_usage, no_tools) = {
                 let q = self.lock_quirks();
                 (q.no_stream_options, q.no_tools)
             };
             let mut body = json!({
-                "model": self.settings.model,
+                "model": model,
                 "messages": messages,
                 "stream": true,
             });
@@ -273,8 +320,8 @@ impl OpenAiAgent {
     }
 
     /// One streamed call to the model.
-    async fn step(&self, messages: &[Value], io: &RunIo) -> Result<Step, Fail> {
-        let response = self.request(messages, io).await?;
+    async fn step(&self, messages: &[Value], model: &str, io: &RunIo) -> Result<Step, Fail> {
+        let response = self.request(messages, model, io).await?;
         let mut reader = EventReader::new(response, self.settings.idle);
         let mut step = Step::default();
         let mut think = ThinkSplitter::default();
@@ -426,12 +473,7 @@ impl OpenAiAgent {
 
     /// Runs one tool call with its `tool` / `tool_complete` events; returns what the model
     /// reads.
-    async fn call_tool(
-        &self,
-        call: &Call,
-        turn: &TurnRequest,
-        io: &RunIo,
-    ) -> Result<String, Stopped> {
+    async fn call_tool(&self, call: &Call, io: &RunIo) -> Result<String, Stopped> {
         let parsed: Result<Value, String> = if call.arguments.trim().is_empty() {
             Ok(json!({}))
         } else {
@@ -449,7 +491,7 @@ impl OpenAiAgent {
         .await?;
         let started = std::time::Instant::now();
         let result = match parsed {
-            Ok(args) => self.run_tool(&call.name, &args, turn, io).await?,
+            Ok(args) => self.run_tool(&call.name, &args, io).await?,
             Err(e) => Err(e),
         };
         let (text, is_error) = match &result {
@@ -474,7 +516,6 @@ impl OpenAiAgent {
         &self,
         name: &str,
         args: &Value,
-        turn: &TurnRequest,
         io: &RunIo,
     ) -> Result<Result<String, String>, Stopped> {
         let text = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
@@ -509,8 +550,7 @@ impl OpenAiAgent {
                 if let Err(e) = ws.resolve(&p) {
                     return Ok(Err(e));
                 }
-                let owner = turn.owner.as_deref().unwrap_or_default();
-                if !self.may_write(owner, &turn.session_id) {
+                if io.permitted("write_file").await.is_none() {
                     let choice = io
                         .ask_approval(
                             &format!("write_file {p}"),
@@ -518,7 +558,6 @@ impl OpenAiAgent {
                             "write_file",
                         )
                         .await?;
-                    self.grant(owner, &turn.session_id, choice);
                     if !choice.allows() {
                         return Ok(Err(format!("The user denied writing `{p}`.")));
                     }
@@ -551,28 +590,6 @@ impl OpenAiAgent {
     fn lock_quirks(&self) -> std::sync::MutexGuard<'_, Quirks> {
         self.quirks.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Grants> {
-        self.grants.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn may_write(&self, owner: &str, session: &str) -> bool {
-        let grants = self.lock();
-        grants.always.contains(owner) || grants.sessions.contains(session)
-    }
-
-    fn grant(&self, owner: &str, session: &str, choice: ApprovalChoice) {
-        let mut grants = self.lock();
-        match choice {
-            ApprovalChoice::Session => {
-                grants.sessions.insert(session.to_owned());
-            }
-            ApprovalChoice::Always => {
-                grants.always.insert(owner.to_owned());
-            }
-            ApprovalChoice::Once | ApprovalChoice::Deny => {}
-        }
-    }
 }
 
 #[async_trait]
@@ -584,9 +601,29 @@ impl RuntimeAdapter for OpenAiAgent {
     fn label(&self) -> String {
         format!(
             "{} · {}",
-            self.settings.model,
+            app::api::model_name(&self.settings.model),
             super::host_of(&self.settings.base_url)
         )
+    }
+
+    fn default_model(&self) -> Option<String> {
+        Some(self.settings.model.clone())
+    }
+
+    async fn models(&self, refresh: bool) -> Result<Vec<String>, String> {
+        {
+            // A refresh asks the provider again, at most once every few seconds.
+            let cached = self.lock_models();
+            if let Some((at, models)) = cached.as_ref() {
+                let fresh = if refresh { MODELS_REFRESH } else { MODELS_TTL };
+                if at.elapsed() < fresh {
+                    return Ok(models.clone());
+                }
+            }
+        }
+        let models = self.fetch_models().await?;
+        *self.lock_models() = Some((std::time::Instant::now(), models.clone()));
+        Ok(models)
     }
 
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {

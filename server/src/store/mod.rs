@@ -29,6 +29,9 @@ pub struct Session {
     /// The account it belongs to (`None`: made with no account, in open mode).
     #[serde(skip)]
     pub owner_id: Option<String>,
+    /// The model it asks for (`None`: the server's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// In search results: the turn of the newest message that matched (a link opens there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hit_turn_id: Option<String>,
@@ -102,6 +105,8 @@ pub struct Run {
     /// The turn it follows on its branch (`None`: a first turn). Retries and edits of a turn
     /// have its parent: they are its other versions.
     pub parent_run_id: Option<String>,
+    /// The model that answers it (`None`: a backend that offers no choice of model).
+    pub model: Option<String>,
 }
 
 /// One journaled event: `event_id = run_id:seq`, `seq` gapless from 1 per run.
@@ -268,6 +273,24 @@ pub struct Interaction {
     pub response: Option<Value>,
 }
 
+/// A standing permission: actions of one kind (`pattern`) go ahead without asking, in one
+/// session or (`session_id` `None`) in all of its owner's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Grant {
+    /// Its id.
+    pub id: String,
+    /// `session` or `always`.
+    pub scope: &'static str,
+    /// The kind of action (`write_file`, `rm -rf`).
+    pub pattern: String,
+    /// The session it holds in (`None`: every session).
+    pub session_id: Option<String>,
+    /// That session's title.
+    pub session_title: Option<String>,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+}
+
 /// A follow-up waiting for its session's run to end.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct QueuedMessage {
@@ -304,6 +327,9 @@ pub struct NewTurn<'a> {
     pub queued_id: Option<&'a str>,
     /// Where the turn goes in the session's tree of turns.
     pub place: Place<'a>,
+    /// The model to answer with when the session asks for none (`None`: the backend offers
+    /// no choice, and the run records no model).
+    pub default_model: Option<&'a str>,
     /// Seconds since the epoch.
     pub now: f64,
 }
@@ -358,6 +384,29 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Session, StoreError>;
     /// Deletes a session with its transcript and journal; refused while a run is active.
     async fn delete_session(&self, id: &str) -> Result<(), StoreError>;
+    /// Records a standing permission for `pattern`: in `session` only, or (`None`) in every
+    /// session of `owner`. Granting what is granted changes nothing.
+    async fn add_grant(
+        &self,
+        owner: Option<&str>,
+        session: Option<&str>,
+        pattern: &str,
+        now: f64,
+    ) -> Result<(), StoreError>;
+    /// Whether a standing permission lets `pattern` go ahead in `session` of `owner`: `Some`
+    /// with its scope (`always` over `session`), `None` when it must be asked.
+    async fn granted(
+        &self,
+        owner: Option<&str>,
+        session: &str,
+        pattern: &str,
+    ) -> Result<Option<&'static str>, StoreError>;
+    /// The standing permissions of `owner`, newest first (at most `limit`).
+    async fn grants(&self, owner: Option<&str>, limit: u32) -> Result<Vec<Grant>, StoreError>;
+    /// Revokes grant `id` of `owner` (`NotFound`: no such grant of theirs).
+    async fn revoke_grant(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError>;
+    /// Sets the model a session asks for (`None`: the server's default).
+    async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError>;
     /// The session's transcript, in order.
     async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError>;
     /// The session's runs (of every branch), oldest first.

@@ -12,8 +12,8 @@ use sqlx::sqlite::{
 use sqlx::{Row, SqlitePool};
 
 use super::{
-    Frames, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn, Place, QueuedMessage,
-    Run, Session, Store, StoreError, User, Versions,
+    Frames, Grant, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn, Place,
+    QueuedMessage, Run, Session, Store, StoreError, User, Versions,
 };
 
 /// Sessions, transcripts and the run journal in one SQLite file.
@@ -64,7 +64,7 @@ impl SqliteStore {
 }
 
 const SESSION_COLUMNS: &str =
-    "s.id, s.title, s.title_source, s.created_at, s.updated_at, s.owner_id, \
+    "s.id, s.title, s.title_source, s.created_at, s.updated_at, s.owner_id, s.model, \
      (SELECT r.id FROM runs r WHERE r.session_id = s.id AND r.status = 'running') AS active_run_id";
 
 fn session_from(row: &SqliteRow) -> Session {
@@ -76,6 +76,7 @@ fn session_from(row: &SqliteRow) -> Session {
         updated_at: row.get("updated_at"),
         active_run_id: row.get("active_run_id"),
         owner_id: row.get("owner_id"),
+        model: row.get("model"),
         hit_turn_id: row.try_get("hit_turn_id").ok().flatten(),
     }
 }
@@ -203,6 +204,7 @@ fn run_from(row: &SqliteRow) -> Run {
         created_at: row.get("created_at"),
         finished_at: row.get("finished_at"),
         parent_run_id: row.get("parent_run_id"),
+        model: row.get("model"),
     }
 }
 
@@ -456,6 +458,100 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    async fn add_grant(
+        &self,
+        owner: Option<&str>,
+        session: Option<&str>,
+        pattern: &str,
+        now: f64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO grants (id, owner_id, session_id, pattern, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+        )
+        .bind(format!("grant-{}", uuid::Uuid::new_v4().simple()))
+        .bind(owner)
+        .bind(session)
+        .bind(pattern)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn granted(
+        &self,
+        owner: Option<&str>,
+        session: &str,
+        pattern: &str,
+    ) -> Result<Option<&'static str>, StoreError> {
+        let row = sqlx::query(
+            "SELECT MIN(session_id IS NOT NULL) AS per_session FROM grants \
+             WHERE owner_id IS ?1 AND pattern = ?3 AND (session_id IS NULL OR session_id = ?2)",
+        )
+        .bind(owner)
+        .bind(session)
+        .bind(pattern)
+        .fetch_one(&self.pool)
+        .await?;
+        let per_session: Option<i64> = row.get("per_session");
+        Ok(per_session.map(|s| if s == 0 { "always" } else { "session" }))
+    }
+
+    async fn grants(&self, owner: Option<&str>, limit: u32) -> Result<Vec<Grant>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT g.id, g.session_id, g.pattern, g.created_at, s.title \
+             FROM grants g LEFT JOIN sessions s ON s.id = g.session_id \
+             WHERE g.owner_id IS ?1 ORDER BY g.created_at DESC, g.id LIMIT ?2",
+        )
+        .bind(owner)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let session_id: Option<String> = row.get("session_id");
+                Grant {
+                    id: row.get("id"),
+                    scope: if session_id.is_some() {
+                        "session"
+                    } else {
+                        "always"
+                    },
+                    pattern: row.get("pattern"),
+                    session_id,
+                    session_title: row.get("title"),
+                    created_at: row.get("created_at"),
+                }
+            })
+            .collect())
+    }
+
+    async fn revoke_grant(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError> {
+        let done = sqlx::query("DELETE FROM grants WHERE id = ?1 AND owner_id IS ?2")
+            .bind(id)
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE sessions SET model = ?2 WHERE id = ?1")
+            .bind(id)
+            .bind(model)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
     async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query("SELECT * FROM messages WHERE session_id = ?1 ORDER BY position")
             .bind(session_id)
@@ -496,6 +592,7 @@ impl Store for SqliteStore {
             client_id,
             queued_id,
             place,
+            default_model,
             now,
         } = turn;
         let mut tx = self.write_tx().await?;
@@ -567,8 +664,10 @@ impl Store for SqliteStore {
             }
         };
         let inserted = sqlx::query(
-            "INSERT INTO runs (id, session_id, turn_id, user_message_id, status, created_at, parent_run_id) \
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+            "INSERT INTO runs (id, session_id, turn_id, user_message_id, status, created_at, parent_run_id, model) \
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, \
+               CASE WHEN ?7 IS NULL THEN NULL \
+                 ELSE COALESCE((SELECT model FROM sessions WHERE id = ?2), ?7) END)",
         )
         .bind(run_id)
         .bind(session_id)
@@ -576,6 +675,7 @@ impl Store for SqliteStore {
         .bind(&user_message_id)
         .bind(now)
         .bind(&parent)
+        .bind(default_model)
         .execute(&mut *tx)
         .await;
         if let Err(sqlx::Error::Database(e)) = &inserted {
@@ -1101,6 +1201,11 @@ impl Store for SqliteStore {
         .execute(&mut *tx)
         .await?;
         let adopted = if first_admin {
+            // Standing permissions given with no account go with the conversations.
+            sqlx::query("UPDATE OR IGNORE grants SET owner_id = ?1 WHERE owner_id IS NULL")
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query("UPDATE sessions SET owner_id = ?1 WHERE owner_id IS NULL")
                 .bind(&id)
                 .execute(&mut *tx)

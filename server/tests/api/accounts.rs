@@ -352,6 +352,23 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
     let run = app.start(&session, "/demo approval").await;
     let approval = wait_for_event(&app, &run, "approval").await;
     let approval_id = approval.data["approval_id"].as_str().unwrap().to_owned();
+    // A standing permission of hers, in that session.
+    let alice_id = app
+        .store
+        .users()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|u| u.name == "alice")
+        .unwrap()
+        .id;
+    app.store
+        .add_grant(Some(&alice_id), Some(&session), "rm -rf", 0.0)
+        .await
+        .unwrap();
+    let grant = app.store.grants(Some(&alice_id), 10).await.unwrap()[0]
+        .id
+        .clone();
 
     app.use_cookie(Some(&bob));
     let own = app.new_session().await;
@@ -472,6 +489,30 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
             expect: Expect::NothingOfHers,
         },
         Case {
+            method: "POST",
+            path: q("/api/session/model"),
+            body: json!({"session_id": session, "model": null}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: q("/api/grants"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/grants/revoke"),
+            body: json!({"id": grant}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: q("/api/models"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
             method: "GET",
             path: q("/api/auth/me"),
             body: Value::Null,
@@ -558,6 +599,10 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
     assert_eq!(code, 200);
     assert_eq!(s["session"]["title"], json!("Alice's secret plans"));
     assert_eq!(s["session"]["active_run_id"], json!(run));
+    assert_eq!(
+        app.store.grants(Some(&alice_id), 10).await.unwrap().len(),
+        1
+    );
     assert_eq!(
         s["session"]["pending_interactions"][0]["id"],
         json!(approval_id)

@@ -15,9 +15,13 @@ use server::Config;
 use crate::helpers::{spawn_app_with_adapter, wait_for_event, SseEvent, TestApp};
 use crate::upstream::{data, delta, split_bytes, usage, Piece, Reply, Upstream, DONE};
 
-const COMPLETIONS: &str = "POST /v1/chat/completions";
+pub(crate) const COMPLETIONS: &str = "POST /v1/chat/completions";
 
-fn openai(upstream: &Upstream, workspace: &Path, max_iterations: u32) -> Arc<OpenAiAgent> {
+pub(crate) fn openai(
+    upstream: &Upstream,
+    workspace: &Path,
+    max_iterations: u32,
+) -> Arc<OpenAiAgent> {
     openai_at(
         upstream.url("/v1"),
         workspace,
@@ -256,7 +260,7 @@ fn write_call(path: &str, content: &str) -> Reply {
     ])
 }
 
-fn say(text: &str) -> Reply {
+pub(crate) fn say(text: &str) -> Reply {
     stream(&[
         delta(json!({ "content": text }), None),
         delta(json!({}), Some("stop")),

@@ -423,6 +423,7 @@ fn snapshot_of(run: &str, events: Vec<app::api::JournalEvent>) -> app::api::Turn
         running: false,
         snapshot: None,
         versions: Default::default(),
+        model: None,
     };
     app::model::TurnState::new("s", &turn)
         .snapshot()

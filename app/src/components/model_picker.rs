@@ -1,0 +1,126 @@
+use leptos::prelude::*;
+
+use crate::state::use_chat;
+
+/// The model the conversation asks for, under the composer: shown only when who answers
+/// offers a choice (`--backend openai`). The list comes from the provider through the server
+/// (which keeps it a while); ↻ asks the provider again. A change applies to the next turns of
+/// the open conversation (stored with it), or to the first turn of a new one.
+#[component]
+pub(crate) fn ModelPicker() -> impl IntoView {
+    let chat = use_chat();
+    let problem = RwSignal::new(None::<String>);
+    let loading = RwSignal::new(false);
+    // What the conversation asks for: its choice, else the default.
+    let current = Memo::new(move |_| {
+        chat.model
+            .get()
+            .or_else(|| chat.default_model.get())
+            .unwrap_or_default()
+    });
+    // The options: the list once loaded; until then the model in use alone.
+    let options = Memo::new(move |_| {
+        let mut list = chat.models.get();
+        let current = current.get();
+        if !current.is_empty() && !list.iter().any(|m| m.id == current) {
+            list.insert(0, crate::api::ModelInfo::new(&current));
+        }
+        list
+    });
+    let load = move |refresh: bool| {
+        #[cfg(feature = "hydrate")]
+        {
+            if loading.get_untracked() {
+                return;
+            }
+            loading.set(true);
+            leptos::task::spawn_local(async move {
+                let path = if refresh {
+                    "/api/models?refresh=true"
+                } else {
+                    "/api/models"
+                };
+                match crate::client::get(path).await {
+                    Ok(answer) => {
+                        let models: Vec<crate::api::ModelInfo> =
+                            serde_json::from_value(answer["models"].clone()).unwrap_or_default();
+                        let _ = chat.models.try_set(models);
+                        let _ = problem.try_set(
+                            answer["error"]
+                                .as_str()
+                                .map(|e| format!("The list of models is not available: {e}")),
+                        );
+                    }
+                    Err(failure) => {
+                        let _ = problem.try_set(Some(failure.message));
+                    }
+                }
+                let _ = loading.try_set(false);
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = refresh;
+    };
+    // The list is asked for once the page runs (the server answers from what it keeps).
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |asked: Option<bool>| {
+        if asked == Some(true) {
+            return true;
+        }
+        let wanted = chat.default_model.with(Option::is_some) && chat.models.with(Vec::is_empty);
+        if wanted {
+            load(false);
+        }
+        wanted
+    });
+    let choose = move |id: String| {
+        let before = chat.model.get_untracked();
+        chat.model.set(Some(id.clone()));
+        problem.set(None);
+        #[cfg(feature = "hydrate")]
+        if let Some(session) = chat.session_id.get_untracked() {
+            leptos::task::spawn_local(async move {
+                let body = serde_json::json!({"session_id": session, "model": id});
+                if let Err(failure) = crate::client::post("/api/session/model", &body).await {
+                    // Back to what the conversation still asks for.
+                    if chat.session_id.get_untracked().as_deref() == Some(session.as_str()) {
+                        let _ = chat.model.try_set(before);
+                    }
+                    let _ = problem.try_set(Some(failure.message));
+                }
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = before;
+    };
+    move || {
+        chat.default_model.with(Option::is_some).then(|| {
+            view! {
+                <div class="model-picker">
+                    <label for="model-select">"Model"</label>
+                    <select
+                        id="model-select"
+                        on:change=move |ev| choose(event_target_value(&ev))
+                    >
+                        {move || options.get().into_iter().map(|model| {
+                            let id = model.id.clone();
+                            let selected = move || current.get() == id;
+                            view! { <option value=model.id.clone() prop:selected=selected>{model.name}</option> }
+                        }).collect_view()}
+                    </select>
+                    <button
+                        type="button"
+                        class="message-action"
+                        aria-label="Refresh the list of models"
+                        title="Ask the provider for its models again"
+                        disabled=move || loading.get()
+                        on:click=move |_| load(true)
+                    >
+                        "↻"
+                    </button>
+                    {move || problem.get().map(|p| view! { <span class="model-problem" role="status">{p}</span> })}
+                </div>
+            }
+        })
+    }
+}

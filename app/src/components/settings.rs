@@ -1,0 +1,182 @@
+use anchor::Mode;
+use leptos::prelude::*;
+
+use crate::api::{GrantData, Theme};
+use crate::state::use_chat;
+
+/// The keyboard shortcuts, as Settings lists them (the chat page handles them; ⌘ stands for
+/// Ctrl on a Mac).
+pub(crate) const SHORTCUTS: [(&str, &str); 4] = [
+    ("Ctrl+Shift+O", "New chat"),
+    ("Shift+Esc", "Focus the message box"),
+    ("Ctrl+.", "Stop the running turn"),
+    ("Ctrl+Shift+E", "Switch between Worklog and Trace"),
+];
+
+/// What the Settings panel knows of the standing permissions.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server renders it closed
+enum Grants {
+    Loading,
+    Loaded(Vec<GrantData>),
+    Failed(String),
+}
+
+/// Settings: the theme, the view turns open in, the standing permissions (with Revoke) and
+/// the keyboard shortcuts. A modal dialog (Escape or ✕ closes it, the focus comes back to
+/// what opened it); its content is made when it opens.
+#[component]
+pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView {
+    let chat = use_chat();
+    let dialog = NodeRef::<leptos::html::Dialog>::new();
+    let grants = RwSignal::new(Grants::Loading);
+    let load_grants = move || {
+        grants.set(Grants::Loading);
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            let loaded = match crate::client::get("/api/grants").await {
+                Ok(answer) => serde_json::from_value::<Vec<GrantData>>(answer["grants"].clone())
+                    .map(Grants::Loaded)
+                    .unwrap_or_else(|e| Grants::Failed(e.to_string())),
+                Err(failure) => Grants::Failed(failure.message),
+            };
+            let _ = grants.try_set(loaded);
+        });
+    };
+    // The dialog follows the signal (a button, a shortcut) and tells it when it closes.
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let open = chat.settings.get();
+        if let Some(el) = dialog.get() {
+            if open && !el.open() {
+                let _ = el.show_modal();
+                load_grants();
+            } else if !open && el.open() {
+                el.close();
+            }
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = load_grants;
+    let close = move || chat.settings.set(false);
+    let revoke = move |id: String| {
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            let body = serde_json::json!({ "id": id });
+            match crate::client::post("/api/grants/revoke", &body).await {
+                Ok(_) => grants.update(|g| {
+                    if let Grants::Loaded(list) = g {
+                        list.retain(|grant| grant.id != id);
+                    }
+                }),
+                Err(failure) => grants.set(Grants::Failed(failure.message)),
+            }
+        });
+        #[cfg(not(feature = "hydrate"))]
+        let _ = id;
+    };
+    let choose_theme = move |theme: Theme| {
+        chat.theme.set(theme);
+        #[cfg(feature = "hydrate")]
+        crate::apply_theme(theme);
+    };
+    let content = move || {
+        view! {
+            <div class="settings-head">
+                <h2 id="settings-title">"Settings"</h2>
+                <button type="button" class="icon-button" aria-label="Close settings" on:click=move |_| close()>"✕"</button>
+            </div>
+            <fieldset class="settings-choice">
+                <legend>"Theme"</legend>
+                {Theme::ALL.into_iter().map(|theme| view! {
+                    <label>
+                        <input
+                            type="radio"
+                            name="theme"
+                            value=theme.as_str()
+                            prop:checked=move || chat.theme.get() == theme
+                            on:change=move |_| choose_theme(theme)
+                        />
+                        {theme.label()}
+                    </label>
+                }).collect_view()}
+            </fieldset>
+            <fieldset class="settings-choice">
+                <legend>"Turns open in"</legend>
+                {[(Mode::CompactWorklog, "Worklog"), (Mode::TransparentStream, "Trace")].into_iter().map(|(mode, label)| view! {
+                    <label>
+                        <input
+                            type="radio"
+                            name="mode"
+                            value=mode.as_str()
+                            prop:checked=move || chat.mode.get() == mode
+                            on:change=move |_| set_mode.run(mode)
+                        />
+                        {label}
+                    </label>
+                }).collect_view()}
+            </fieldset>
+            <section class="settings-section" aria-labelledby="grants-title">
+                <h3 id="grants-title">"Standing permissions"</h3>
+                <p class="settings-note">
+                    "Actions you allowed for a conversation or always go ahead without asking. "
+                    "Revoke one and the agent asks again."
+                </p>
+                {move || match grants.get() {
+                    Grants::Loading => view! { <p class="settings-note">"Loading…"</p> }.into_any(),
+                    Grants::Failed(message) => view! { <p class="settings-problem" role="alert">{message}</p> }.into_any(),
+                    Grants::Loaded(list) if list.is_empty() => view! {
+                        <p class="settings-empty">"None: every such action asks first."</p>
+                    }.into_any(),
+                    Grants::Loaded(list) => view! {
+                        <ul class="grants">
+                            {list.into_iter().map(|grant| {
+                                let id = grant.id.clone();
+                                let scope = if grant.scope == "always" {
+                                    "In every conversation".to_owned()
+                                } else {
+                                    format!("In “{}”", grant.session_title.clone().unwrap_or_default())
+                                };
+                                view! {
+                                    <li class="grant">
+                                        <span class="grant-what">
+                                            <code>{grant.pattern.clone()}</code>
+                                            <span class="grant-scope">{scope}</span>
+                                        </span>
+                                        <button
+                                            type="button"
+                                            aria-label=format!("Revoke {}", grant.pattern)
+                                            on:click=move |_| revoke(id.clone())
+                                        >
+                                            "Revoke"
+                                        </button>
+                                    </li>
+                                }
+                            }).collect_view()}
+                        </ul>
+                    }.into_any(),
+                }}
+            </section>
+            <section class="settings-section" aria-labelledby="keys-title">
+                <h3 id="keys-title">"Keyboard shortcuts"</h3>
+                <dl class="shortcuts">
+                    {SHORTCUTS.into_iter().map(|(keys, what)| view! {
+                        <dt><kbd>{keys}</kbd></dt>
+                        <dd>{what}</dd>
+                    }).collect_view()}
+                </dl>
+                <p class="settings-note">"On a Mac, ⌘ in place of Ctrl. Enter sends; Shift+Enter is a new line."</p>
+            </section>
+        }
+    };
+    view! {
+        <dialog
+            class="settings"
+            node_ref=dialog
+            aria-labelledby="settings-title"
+            on:close=move |_| close()
+        >
+            {move || chat.settings.get().then(content)}
+        </dialog>
+    }
+}

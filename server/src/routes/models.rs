@@ -1,0 +1,106 @@
+//! The choice of model: what the provider offers, and what a conversation asks for.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::{owned_session, Viewer};
+use crate::error::{ApiError, ApiJson, ApiQuery};
+use crate::runtime::MAX_MODEL_ID_BYTES;
+use crate::AppState;
+
+/// The models offered: the provider's list with the default first when it does not list it
+/// (a server may serve its model under another name than the one it is asked by).
+fn offered(default: &str, listed: Vec<String>) -> Vec<app::api::ModelInfo> {
+    let mut ids = listed;
+    if !ids.iter().any(|id| id == default) {
+        ids.insert(0, default.to_owned());
+    }
+    ids.iter().map(|id| app::api::ModelInfo::new(id)).collect()
+}
+
+/// `GET /api/models` query.
+#[derive(Debug, Deserialize)]
+pub struct ModelsQuery {
+    /// Ask the provider again rather than answer from what it said last.
+    #[serde(default)]
+    refresh: bool,
+}
+
+/// `GET /api/models`: the models a conversation may ask for, and the default. A backend
+/// with no choice answers `{"default": null, "models": []}`; a provider that cannot be
+/// asked answers the default alone, with `error` saying why.
+pub async fn list(
+    State(state): State<AppState>,
+    _viewer: Viewer,
+    ApiQuery(query): ApiQuery<ModelsQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let Some(default) = state.runner.default_model() else {
+        return Ok(Json(json!({"default": null, "models": []})));
+    };
+    Ok(Json(match state.runner.models(query.refresh).await {
+        Ok(listed) => json!({"default": default, "models": offered(&default, listed)}),
+        Err(error) => json!({
+            "default": default,
+            "models": offered(&default, Vec::new()),
+            "error": error,
+        }),
+    }))
+}
+
+/// A model a conversation asks for: `None` for the default (empty or absent), else one the
+/// provider lists (or the default). 400 for anything else, 502 when the list cannot be had.
+pub(crate) async fn checked_model(
+    state: &AppState,
+    model: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    let Some(model) = model.map(str::trim).filter(|m| !m.is_empty()) else {
+        return Ok(None);
+    };
+    let Some(default) = state.runner.default_model() else {
+        return Err(ApiError::bad_request(
+            "who answers here offers no choice of model",
+        ));
+    };
+    if model.len() > MAX_MODEL_ID_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "model is too long (the limit is {MAX_MODEL_ID_BYTES} bytes)"
+        )));
+    }
+    if model == default {
+        return Ok(Some(model.to_owned()));
+    }
+    match state.runner.models(false).await {
+        Ok(listed) if listed.iter().any(|id| id == model) => Ok(Some(model.to_owned())),
+        Ok(_) => Err(ApiError::bad_request(format!(
+            "the provider offers no model named {model:?}"
+        ))),
+        Err(error) => Err(ApiError::new(StatusCode::BAD_GATEWAY, error)),
+    }
+}
+
+/// `POST /api/session/model` body.
+#[derive(Debug, Deserialize)]
+pub struct ModelBody {
+    session_id: String,
+    /// `null` or `""`: the server's default.
+    model: Option<String>,
+}
+
+/// `POST /api/session/model`: the model the conversation's next turns ask for (turns already
+/// answered keep theirs).
+pub async fn choose(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<ModelBody>,
+) -> Result<Json<Value>, ApiError> {
+    owned_session(&state, &viewer, &body.session_id).await?;
+    let model = checked_model(&state, body.model.as_deref()).await?;
+    state
+        .store
+        .set_session_model(&body.session_id, model.as_deref())
+        .await?;
+    Ok(Json(json!({ "model": model })))
+}

@@ -1,0 +1,124 @@
+//! Standing permissions: an approval answered "this session" or "always" holds (in that
+//! session, or in all), Settings lists it, and a revoked one asks again.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, wait_for_event, TestApp};
+
+/// Runs `/demo approval` in `session`; answers `choice` if it asks. Whether it asked.
+async fn approval_turn(app: &TestApp, session: &str, choice: &str) -> bool {
+    let run = app.start(session, "/demo approval").await;
+    // It ends on its own, or waits for an answer.
+    let asked = loop {
+        let (_, status) = app
+            .get(&format!("/api/chat/stream/status?run_id={run}"))
+            .await;
+        if status["terminal_state"].is_string() {
+            break false;
+        }
+        let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+        if s["session"]["pending_interactions"]
+            .as_array()
+            .is_some_and(|p| !p.is_empty())
+        {
+            break true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    if asked {
+        let request = wait_for_event(app, &run, "approval").await;
+        let (code, body) = app
+            .post(
+                "/api/approval/respond",
+                json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": choice}),
+            )
+            .await;
+        assert_eq!(code, 200, "{body}");
+    }
+    let status = app.wait_finished(&run).await;
+    assert_eq!(status["terminal_state"], "completed");
+    let asked_in_journal = app
+        .stream(&run, None)
+        .await
+        .iter()
+        .any(|e| e.event == "approval");
+    assert_eq!(asked, asked_in_journal, "{run}");
+    asked
+}
+
+async fn grants(app: &TestApp) -> Vec<Value> {
+    let (code, body) = app.get("/api/grants").await;
+    assert_eq!(code, 200, "{body}");
+    body["grants"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn this_session_and_always_hold_until_revoked() {
+    let app = spawn_app().await;
+    let first = app.new_session().await;
+    assert!(grants(&app).await.is_empty());
+
+    // "This session": the same action goes ahead there without asking, not elsewhere.
+    assert!(approval_turn(&app, &first, "session").await);
+    assert!(!approval_turn(&app, &first, "once").await);
+    let second = app.new_session().await;
+    assert!(
+        approval_turn(&app, &second, "once").await,
+        "a once is not kept"
+    );
+    assert!(approval_turn(&app, &second, "deny").await);
+    let listed = grants(&app).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["scope"], "session");
+    assert_eq!(listed[0]["pattern"], "rm -rf");
+    assert_eq!(listed[0]["session_id"], json!(first));
+    assert!(listed[0]["session_title"].is_string(), "{listed:?}");
+    let session_grant = listed[0]["id"].as_str().unwrap().to_owned();
+
+    // "Always": every session.
+    assert!(approval_turn(&app, &second, "always").await);
+    let third = app.new_session().await;
+    assert!(!approval_turn(&app, &third, "once").await);
+    let listed = grants(&app).await;
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["scope"], "always");
+    assert_eq!(listed[0]["session_id"], Value::Null);
+    let always = listed[0]["id"].as_str().unwrap().to_owned();
+    // Answering "always" again keeps one grant.
+    assert_eq!(grants(&app).await.len(), 2);
+
+    // Revoked: the next such action asks again.
+    let (code, body) = app.post("/api/grants/revoke", json!({"id": always})).await;
+    assert_eq!((code, body), (200, json!({"ok": true})));
+    assert!(approval_turn(&app, &third, "deny").await);
+    assert!(
+        !approval_turn(&app, &first, "once").await,
+        "the session grant holds"
+    );
+    let (code, _) = app
+        .post("/api/grants/revoke", json!({"id": session_grant}))
+        .await;
+    assert_eq!(code, 200);
+    assert!(approval_turn(&app, &first, "once").await);
+    assert!(grants(&app).await.is_empty());
+
+    // Unknown or gone: 404 with a JSON error; bad bodies 400.
+    let (code, body) = app.post("/api/grants/revoke", json!({"id": always})).await;
+    assert_eq!(code, 404, "{body}");
+    assert_eq!(body["error"], "grant not found");
+    let (code, body) = app.post("/api/grants/revoke", json!({})).await;
+    assert_eq!(code, 400, "{body}");
+}
+
+#[tokio::test]
+async fn a_session_grant_goes_with_its_session() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    assert!(approval_turn(&app, &session, "session").await);
+    assert_eq!(grants(&app).await.len(), 1);
+    let (code, _) = app
+        .post("/api/session/delete", json!({"session_id": session}))
+        .await;
+    assert_eq!(code, 200);
+    assert!(grants(&app).await.is_empty());
+}
