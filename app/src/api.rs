@@ -50,6 +50,12 @@ pub struct SessionSummary {
     /// In search results: the turn of the newest matching message (its link opens there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hit_turn_id: Option<String>,
+    /// Pinned to the top of the list.
+    #[serde(default)]
+    pub pinned: bool,
+    /// Archived (out of the list).
+    #[serde(default)]
+    pub archived: bool,
 }
 
 /// A transcript message.
@@ -227,7 +233,18 @@ pub struct SessionPage {
     /// `None`: the system's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub theme: Option<String>,
+    /// When the page was made (seconds since the epoch): times are shown relative to it
+    /// until the browser's clock takes over.
+    #[serde(default)]
+    pub now: f64,
+    /// The browser's time zone, in minutes east of UTC (its `anchorage_tz` cookie), so that
+    /// the first HTML shows local times; `None`: not known yet (UTC until the page runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz_offset: Option<i32>,
 }
+
+/// The cookie with the browser's time zone offset, in minutes east of UTC.
+pub const TZ_COOKIE: &str = "anchorage_tz";
 
 /// A model a conversation may ask for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -378,6 +395,8 @@ mod tests {
                 updated_at: 1.5,
                 active_run_id: None,
                 hit_turn_id: None,
+                pinned: true,
+                archived: false,
             }],
             more_sessions: true,
             session: None,
@@ -391,6 +410,8 @@ mod tests {
             examples: vec![Example::new("</script>", "<!--")],
             default_model: Some("</script>".into()),
             theme: Some("dark".into()),
+            now: 1.5,
+            tz_offset: Some(-300),
         };
         let json = page_json(&page);
         assert!(!json.contains('<'), "{json}");

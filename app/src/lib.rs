@@ -40,6 +40,7 @@ pub mod model;
 mod nav;
 mod routes;
 mod state;
+mod time;
 
 pub use routes::{ChatPage, ChatPageProps};
 

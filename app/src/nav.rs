@@ -181,6 +181,8 @@ fn open(chat: ChatState, path: String, push: bool) {
             examples: chat.examples.get_untracked(),
             default_model: chat.default_model.get_untracked(),
             theme: None,
+            now: chat.clock.get_untracked().now,
+            tz_offset: Some(chat.clock.get_untracked().offset),
         };
         chat.loading.set(false);
         push_address(&path, push);

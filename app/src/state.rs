@@ -172,6 +172,11 @@ pub struct ChatState {
     pub theme: RwSignal<crate::api::Theme>,
     /// The Settings panel is open.
     pub settings: RwSignal<bool>,
+    /// The page's clock: times and the sidebar's groups read it (the server's at first, so
+    /// that hydration finds what it rendered; the browser's once the page runs).
+    pub clock: RwSignal<crate::time::Clock>,
+    /// A short notice at the bottom of the page (a conversation deleted, with Undo).
+    pub toast: RwSignal<Option<Toast>>,
     /// No turn of the shown conversation runs (one memo for the page: every turn's actions
     /// read it, and a streaming turn's tokens do not reach them).
     pub idle: Memo<bool>,
@@ -184,6 +189,19 @@ pub struct Problem {
     pub message: String,
     /// The server could not be reached: the page clears it once the server answers again.
     pub network: bool,
+}
+
+/// A short notice with, for a deleted conversation, what Undo brings back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Toast {
+    /// Tells one notice from the next (a later one replaces it; its timer then does nothing).
+    pub id: u64,
+    /// What happened.
+    pub message: String,
+    /// What Undo reverses (a delete, an archive), and of which conversation.
+    pub undo: Option<(crate::components::Action, SessionSummary)>,
+    /// It was the one shown.
+    pub was_shown: bool,
 }
 
 /// A message the reader sent that the server has not taken yet.
@@ -231,6 +249,11 @@ impl ChatState {
                     .unwrap_or_default(),
             ),
             settings: RwSignal::new(false),
+            clock: RwSignal::new(crate::time::Clock {
+                now: page.now,
+                offset: page.tz_offset.unwrap_or(0),
+            }),
+            toast: RwSignal::new(None),
             earlier: RwSignal::new(false),
             queued: RwSignal::new(Vec::new()),
             mode: RwSignal::new(

@@ -1,5 +1,5 @@
 import { test, expect } from "./fixtures";
-import { ACTIVITY, hydrated, isPhone, journal, lastTurn, newSession, openNewSession, rendererReady, send, startTurn, waitRunEnd } from "./support";
+import { ACTIVITY, hydrated, isPhone, journal, lastTurn, newSession, openNewSession, rendererReady, send, startTurn, waitRunEnd, rowAction } from "./support";
 
 test.describe("chatting", () => {
   test("a message streams, then settles in place in the same element", async ({ page, request }) => {
@@ -270,7 +270,7 @@ test.describe("chatting", () => {
     if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
     const row = page.locator(`[data-session-id='${session}']`);
     await expect(row).toBeVisible();
-    await row.getByRole("button", { name: "Rename" }).click();
+    await rowAction(row, "Rename");
     const input = row.getByRole("textbox", { name: "Conversation title" });
     await input.fill("Quokka notes");
     await input.press("Enter");
@@ -278,9 +278,16 @@ test.describe("chatting", () => {
     await expect(page.locator(".chat-title")).toHaveText("Quokka notes");
     await page.getByRole("searchbox", { name: "Search conversations" }).fill("quokkas");
     await expect(page.locator(".session-row")).toHaveCount(1);
-    page.once("dialog", (d) => d.accept());
-    await row.getByRole("button", { name: "Delete" }).click();
+    // Deleted at once, no browser dialog; the notice offers Undo.
+    let dialogs = 0;
+    page.on("dialog", (d) => {
+      dialogs += 1;
+      void d.dismiss();
+    });
+    await rowAction(row, "Delete");
     await expect(page.locator(`[data-session-id='${session}']`)).toHaveCount(0);
+    await expect(page.locator(".toast")).toContainText("Conversation deleted");
+    expect(dialogs).toBe(0);
     expect((await request.get(`/api/session?session_id=${session}`)).status()).toBe(404);
   });
 

@@ -1,4 +1,4 @@
-import { expect, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 
 /** Resolves once the wasm bundle has hydrated the page (an Effect sets the marker). */
 export async function hydrated(page: Page): Promise<void> {
@@ -73,6 +73,12 @@ export async function send(page: Page, text: string): Promise<void> {
   const input = page.getByRole("textbox", { name: "Message" });
   await input.fill(text);
   await page.getByRole("button", { name: /^(Send|Queue)$/ }).click();
+}
+
+/** Chooses `item` in the "⋯" menu of a conversation's row in the sidebar. */
+export async function rowAction(row: Locator, item: string): Promise<void> {
+  await row.getByRole("button", { name: "More for this conversation" }).click();
+  await row.getByRole("menuitem", { name: item }).click();
 }
 
 /** The last turn on the page. */

@@ -226,8 +226,11 @@ mod tests {
             owner: Option<&str>,
             offset: u64,
             limit: u32,
+            archived: bool,
         ) -> Result<Vec<Session>, StoreError> {
-            self.inner.sessions_page(owner, offset, limit).await
+            self.inner
+                .sessions_page(owner, offset, limit, archived)
+                .await
         }
 
         async fn search_sessions(
@@ -253,8 +256,34 @@ mod tests {
             self.inner.rename_session(id, title, source, now).await
         }
 
-        async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
-            self.inner.delete_session(id).await
+        async fn delete_session(&self, id: &str, now: f64) -> Result<(), StoreError> {
+            self.inner.delete_session(id, now).await
+        }
+        async fn restore_session(
+            &self,
+            owner: Option<&str>,
+            id: &str,
+        ) -> Result<Session, StoreError> {
+            self.inner.restore_session(owner, id).await
+        }
+        async fn purge_deleted(&self, before: f64) -> Result<u64, StoreError> {
+            self.inner.purge_deleted(before).await
+        }
+        async fn set_pinned(
+            &self,
+            id: &str,
+            pinned: bool,
+            now: f64,
+        ) -> Result<Session, StoreError> {
+            self.inner.set_pinned(id, pinned, now).await
+        }
+        async fn set_archived(
+            &self,
+            id: &str,
+            archived: bool,
+            now: f64,
+        ) -> Result<Session, StoreError> {
+            self.inner.set_archived(id, archived, now).await
         }
         async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError> {
             self.inner.set_session_model(id, model).await

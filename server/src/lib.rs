@@ -117,6 +117,7 @@ impl AppState {
             tracing::info!(reaped, "ended runs left running by a previous process");
         }
         runner.spawn_reaper(shutdown.clone());
+        spawn_purger(Arc::clone(&store), shutdown.clone());
         // Turns settled before snapshots existed (or of an older version) get theirs.
         let backfill = Arc::clone(&store);
         tokio::spawn(async move {
@@ -140,6 +141,24 @@ impl AppState {
             stats,
         }
     }
+}
+
+/// Removes deleted sessions once their Undo window has passed: at start, then every minute.
+fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        loop {
+            let before = journal::now() - routes::session::UNDO_WINDOW.as_secs_f64();
+            match store.purge_deleted(before).await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "removed deleted conversations"),
+                Err(e) => tracing::warn!("removing deleted conversations failed: {e}"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(60)) => {}
+                () = shutdown.cancelled() => break,
+            }
+        }
+    });
 }
 
 /// Builds the whole HTTP surface: API routes, the chat pages, then static files.

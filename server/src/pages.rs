@@ -250,6 +250,8 @@ fn summary(s: &Session) -> SessionSummary {
         updated_at: s.updated_at,
         active_run_id: s.active_run_id.clone(),
         hit_turn_id: s.hit_turn_id.clone(),
+        pinned: s.pinned,
+        archived: s.archived,
     }
 }
 
@@ -258,7 +260,7 @@ impl PageBackend {
     async fn sidebar(&self) -> Result<(Vec<Session>, bool), StoreError> {
         let mut sessions = self
             .store
-            .sessions_page(self.viewer.owner(), 0, SIDEBAR_PAGE as u32 + 1)
+            .sessions_page(self.viewer.owner(), 0, SIDEBAR_PAGE as u32 + 1, false)
             .await?;
         let more = sessions.len() > SIDEBAR_PAGE;
         sessions.truncate(SIDEBAR_PAGE);
@@ -285,6 +287,8 @@ impl PageBackend {
             examples: self.examples.clone(),
             default_model: self.default_model.clone(),
             theme: None,
+            now: crate::journal::now(),
+            tz_offset: None,
         })
     }
 
@@ -323,6 +327,8 @@ impl PageBackend {
             examples: self.examples.clone(),
             default_model: self.default_model.clone(),
             theme: None,
+            now: crate::journal::now(),
+            tz_offset: None,
         })
     }
 }
@@ -396,6 +402,9 @@ async fn render(
         .map(app::api::Theme::parse)
         .filter(|t| *t != app::api::Theme::System)
         .map(|t| t.as_str().to_owned());
+    page.tz_offset = crate::auth::cookie(req.headers(), app::api::TZ_COOKIE)
+        .and_then(|v| v.parse::<i32>().ok())
+        .filter(|m| m.abs() <= 18 * 60);
     let options = state.leptos_options.clone();
     // A fresh nonce per page: the hydration script carries it, the policy admits it.
     let nonce = leptos::nonce::Nonce::new();

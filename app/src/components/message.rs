@@ -41,6 +41,33 @@ pub(crate) fn CopyButton(text: Callback<(), String>, #[prop(into)] label: String
     }
 }
 
+/// When something was said: how long ago ("5 min ago", "Yesterday 14:05"), the exact time
+/// on hover (its title) and on a tap (a phone has no hover; a second tap goes back).
+#[component]
+pub(crate) fn Timestamp(at: f64) -> impl IntoView {
+    let chat = use_chat();
+    let exact = RwSignal::new(false);
+    let full = move || crate::time::exact(at, chat.clock.get().offset);
+    let text = move || {
+        if exact.get() {
+            full()
+        } else {
+            crate::time::relative(at, chat.clock.get())
+        }
+    };
+    view! {
+        <button
+            type="button"
+            class="timestamp"
+            title=dynamic(full)
+            aria-label=dynamic(move || format!("Sent {}", full()))
+            on:click=move |_| exact.update(|e| *e = !*e)
+        >
+            <time datetime=crate::time::iso(at)>{dynamic(text)}</time>
+        </button>
+    }
+}
+
 /// The user's message of `turn`. `can_change` says whether it may be edited or another
 /// version shown now (the turn is over and nothing runs).
 #[component]
@@ -105,6 +132,7 @@ pub(crate) fn UserMessage(turn: TurnHandle, can_change: Signal<bool>) -> impl In
     };
     let step_back = step.clone();
     let copy_content = content.clone();
+    let sent_at = turn.user.created_at;
     view! {
         <div class="user-message">
             {move || if editing.get() {
@@ -147,6 +175,7 @@ pub(crate) fn UserMessage(turn: TurnHandle, can_change: Signal<bool>) -> impl In
                 Either::Right(view! { <div class="bubble">{content.clone()}</div> })
             }}
             <div class="message-actions">
+                {(sent_at > 0.0).then(|| view! { <Timestamp at=sent_at /> })}
                 {(!versions.is_single()).then(|| view! {
                     <div class="versions" role="group" aria-label="Versions of this message">
                         <button

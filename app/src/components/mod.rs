@@ -3,12 +3,14 @@
 mod cards;
 mod composer;
 mod empty_chat;
+mod menu;
 mod message;
 mod model_picker;
 mod prose;
 mod settings;
 mod sidebar;
 pub(crate) mod terminal;
+mod toast;
 mod todos;
 mod turn;
 
@@ -19,7 +21,10 @@ pub(crate) use composer::{store_draft, stored_draft, touch_only, COMPOSER_ID};
 pub(crate) use empty_chat::EmptyChat;
 pub(crate) use model_picker::ModelPicker;
 pub(crate) use settings::Settings;
-pub(crate) use sidebar::Sidebar;
+#[cfg(feature = "hydrate")]
+pub(crate) use sidebar::place_in;
+pub(crate) use sidebar::{Action, Sidebar};
 
+pub(crate) use toast::ToastNotice;
 pub(crate) use todos::TodoPanel;
 pub(crate) use turn::TurnView;

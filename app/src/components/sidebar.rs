@@ -2,16 +2,73 @@ use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::api::SessionSummary;
+use crate::components::menu::Menu;
 use crate::dynamic::{dynamic, either};
 use crate::state::use_chat;
 
-/// One session in the list, with rename and delete.
+/// What a conversation's "⋯" does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server renders menus closed
+pub(crate) enum Action {
+    Delete,
+    Pin(bool),
+    Archive(bool),
+}
+
+/// Puts `session` in `list` where the server lists it: the pinned first, then the most
+/// recently updated.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server changes no list
+pub(crate) fn place_in(list: &mut Vec<SessionSummary>, session: SessionSummary) {
+    let at = list
+        .iter()
+        .position(|s| {
+            (session.pinned && !s.pinned)
+                || (session.pinned == s.pinned && s.updated_at <= session.updated_at)
+        })
+        .unwrap_or(list.len());
+    list.insert(at, session);
+}
+
+/// Shows a notice at the bottom of the page for a few seconds (a newer one replaces it).
+#[cfg(feature = "hydrate")]
+pub(crate) fn show_toast(
+    chat: crate::state::ChatState,
+    message: &str,
+    undo: Option<(Action, SessionSummary)>,
+    was_shown: bool,
+) {
+    let id = chat
+        .toast
+        .with_untracked(|t| t.as_ref().map_or(0, |t| t.id))
+        + 1;
+    chat.toast.set(Some(crate::state::Toast {
+        id,
+        message: message.to_owned(),
+        undo,
+        was_shown,
+    }));
+    set_timeout(
+        move || {
+            if chat
+                .toast
+                .with_untracked(|t| t.as_ref().is_some_and(|t| t.id == id))
+            {
+                chat.toast.set(None);
+            }
+        },
+        std::time::Duration::from_secs(8),
+    );
+}
+
+/// One session in the list, with its "⋯" (pin, rename, archive, delete).
 #[component]
 fn SessionRow(
     session: SessionSummary,
     #[prop(into)] on_close: Callback<()>,
     /// The sidebar's search results, which a rename or a delete updates too.
     results: RwSignal<Option<Vec<SessionSummary>>>,
+    /// The archived conversations, once listed.
+    archived_list: RwSignal<Vec<SessionSummary>>,
 ) -> impl IntoView {
     let chat = use_chat();
     let id = session.id.clone();
@@ -84,47 +141,73 @@ fn SessionRow(
             let _ = (&id, title, results);
         }
     };
-    let delete = {
-        let id = id.clone();
-        move |_| {
-            #[cfg(feature = "hydrate")]
-            {
-                let confirmed = web_sys::window()
-                    .and_then(|w| {
-                        w.confirm_with_message("Delete this conversation and its history?")
-                            .ok()
-                    })
-                    .unwrap_or(false);
-                if !confirmed {
-                    return;
-                }
-                let id = id.clone();
-                leptos::task::spawn_local(async move {
-                    match crate::client::post(
-                        "/api/session/delete",
-                        &serde_json::json!({"session_id": id}),
-                    )
-                    .await
-                    {
-                        Ok(_) => {
-                            chat.sessions.update(|list| list.retain(|s| s.id != id));
-                            results.update(|found| {
-                                if let Some(list) = found {
-                                    list.retain(|s| s.id != id);
-                                }
-                            });
-                            if chat.session_id.get_untracked().as_deref() == Some(id.as_str()) {
+    let pinned = session.pinned;
+    let archived = session.archived;
+    let summary = session.clone();
+    // Delete, pin and archive: the list changes at once, the server is told, and a delete or
+    // an archive can be undone from the notice it leaves.
+    let act = Callback::new(move |action: Action| {
+        #[cfg(feature = "hydrate")]
+        {
+            let summary = summary.clone();
+            leptos::task::spawn_local(async move {
+                let id = summary.id.clone();
+                let (path, body) = match action {
+                    Action::Delete => {
+                        ("/api/session/delete", serde_json::json!({"session_id": id}))
+                    }
+                    Action::Pin(on) => (
+                        "/api/session/pin",
+                        serde_json::json!({"session_id": id, "on": on}),
+                    ),
+                    Action::Archive(on) => (
+                        "/api/session/archive",
+                        serde_json::json!({"session_id": id, "on": on}),
+                    ),
+                };
+                match crate::client::post(path, &body).await {
+                    Ok(answer) => {
+                        let was_shown =
+                            chat.session_id.get_untracked().as_deref() == Some(id.as_str());
+                        let updated: Option<SessionSummary> =
+                            serde_json::from_value(answer["session"].clone()).ok();
+                        let gone = matches!(action, Action::Delete | Action::Archive(true));
+                        chat.sessions.update(|list| {
+                            list.retain(|s| s.id != id);
+                            if let Some(updated) = updated.clone().filter(|u| !u.archived) {
+                                place_in(list, updated);
+                            }
+                        });
+                        archived_list.update(|list| {
+                            list.retain(|s| s.id != id);
+                            if let Some(updated) = updated.clone().filter(|u| u.archived) {
+                                list.insert(0, updated);
+                            }
+                        });
+                        results.update(|found| {
+                            if let (Some(list), true) = (found.as_mut(), action == Action::Delete) {
+                                list.retain(|s| s.id != id);
+                            }
+                        });
+                        if gone {
+                            let message = if action == Action::Delete {
+                                "Conversation deleted"
+                            } else {
+                                "Conversation archived"
+                            };
+                            show_toast(chat, message, Some((action, summary)), was_shown);
+                            if was_shown {
                                 crate::nav::go(chat, "/");
                             }
                         }
-                        Err(e) => chat.fail(&e),
                     }
-                });
-            }
-            #[cfg(not(feature = "hydrate"))]
-            let _ = (&id, results);
+                    Err(e) => chat.fail(&e),
+                }
+            });
         }
-    };
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (action, &summary, results, archived_list);
+    });
     let rename_on_key = rename;
     let current_for_link = current.clone();
     view! {
@@ -178,19 +261,50 @@ fn SessionRow(
                     </a>
                 })
             }}
-            <div class="session-actions">
-                <button type="button" class="icon-button small" aria-label="Rename" title="Rename" on:click=move |_| editing.set(true)>
-                    <svg class="icon" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-                        <path d="M4 20h4L19 9l-4-4L4 16z M13 7l4 4" />
-                    </svg>
+            <Menu label="More for this conversation".to_owned() class="session-menu">
+                {(!archived).then(|| view! {
+                    <button type="button" role="menuitem" on:click=move |_| act.run(Action::Pin(!pinned))>
+                        {if pinned { "Unpin" } else { "Pin" }}
+                    </button>
+                })}
+                <button type="button" role="menuitem" on:click=move |_| editing.set(true)>"Rename"</button>
+                <button type="button" role="menuitem" on:click=move |_| act.run(Action::Archive(!archived))>
+                    {if archived { "Unarchive" } else { "Archive" }}
                 </button>
-                <button type="button" class="icon-button small" aria-label="Delete" title="Delete" disabled=running on:click=delete>
-                    <svg class="icon" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-                        <path d="M4 7h16 M10 4h4 M6 7l1 13h10l1-13 M10 11v6 M14 11v6" />
-                    </svg>
-                </button>
-            </div>
+                <button type="button" role="menuitem" class="danger-item" disabled=running on:click=move |_| act.run(Action::Delete)>"Delete"</button>
+            </Menu>
         </li>
+    }
+}
+
+/// A line of the list: a heading, or a conversation.
+#[derive(Clone, Debug)]
+enum Entry {
+    Heading(&'static str),
+    Session(SessionSummary),
+}
+
+impl Entry {
+    /// What makes a line new for the list (a conversation renamed, started, pinned…).
+    fn key(&self) -> (String, String, Option<String>, Option<String>, bool, bool) {
+        match self {
+            Entry::Heading(label) => (
+                format!("heading:{label}"),
+                String::new(),
+                None,
+                None,
+                false,
+                false,
+            ),
+            Entry::Session(s) => (
+                s.id.clone(),
+                s.title.clone(),
+                s.active_run_id.clone(),
+                s.hit_turn_id.clone(),
+                s.pinned,
+                s.archived,
+            ),
+        }
     }
 }
 
@@ -297,7 +411,61 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             }
         }
     };
-    let has_sessions = Memo::new(move |_| !list().is_empty());
+    // The archived conversations, listed on request in place of the others.
+    let showing_archived = RwSignal::new(false);
+    let archived_list = RwSignal::new(Vec::<SessionSummary>::new());
+    let open_archived = move || {
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            match crate::client::get("/api/sessions?archived=true").await {
+                Ok(answer) => {
+                    archived_list.set(
+                        serde_json::from_value(answer["sessions"].clone()).unwrap_or_default(),
+                    );
+                    showing_archived.set(true);
+                }
+                Err(e) => chat.fail(&e),
+            }
+        });
+    };
+    // What the list shows: search results as found; otherwise the pinned conversations,
+    // then the others under the day they were last active (Today, Yesterday, …).
+    let entries = move || -> Vec<Entry> {
+        if showing_archived.get() {
+            return archived_list
+                .get()
+                .into_iter()
+                .map(Entry::Session)
+                .collect();
+        }
+        let sessions = list();
+        if results.with(Option::is_some) {
+            return sessions.into_iter().map(Entry::Session).collect();
+        }
+        let clock = chat.clock.get();
+        let mut entries = Vec::with_capacity(sessions.len() + 5);
+        let mut heading = None;
+        for session in sessions {
+            let this = if session.pinned {
+                "Pinned"
+            } else {
+                crate::time::group(session.updated_at, clock).label()
+            };
+            if heading != Some(this) {
+                entries.push(Entry::Heading(this));
+                heading = Some(this);
+            }
+            entries.push(Entry::Session(session));
+        }
+        entries
+    };
+    let has_entries = Memo::new(move |_| {
+        if showing_archived.get() {
+            archived_list.with(|l| !l.is_empty())
+        } else {
+            !list().is_empty()
+        }
+    });
     let sign_out = move |_| {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
@@ -341,24 +509,44 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                 prop:value=dynamic(move || query.get())
                 on:input=move |ev| search(event_target_value(&ev))
             />
-            {move || if has_sessions.get() {
+            {move || showing_archived.get().then(|| view! {
+                <div class="archived-head">
+                    <button type="button" class="back-to-list" on:click=move |_| showing_archived.set(false)>
+                        "‹ Conversations"
+                    </button>
+                </div>
+            })}
+            {move || if has_entries.get() {
                 Either::Left(view! {
                     <ul class="session-list">
                         <For
-                            each=list
-                            key=|s| (s.id.clone(), s.title.clone(), s.active_run_id.clone(), s.hit_turn_id.clone())
-                            children=move |s| view! { <SessionRow session=s on_close=on_close results=results /> }
+                            each=entries
+                            key=Entry::key
+                            children=move |entry| match entry {
+                                Entry::Heading(label) => Either::Left(view! {
+                                    <li class="session-group"><h2>{label}</h2></li>
+                                }),
+                                Entry::Session(s) => Either::Right(view! {
+                                    <SessionRow session=s on_close=on_close results=results archived_list=archived_list />
+                                }),
+                            }
                         />
                     </ul>
                 })
             } else {
                 Either::Right(view! {
                     <p class="sidebar-empty">
-                        {either(move || query.with(|q| q.is_empty()), "No conversations yet.", "Nothing matches.")}
+                        {move || if showing_archived.get() {
+                            "Nothing archived."
+                        } else if query.with(|q| q.is_empty()) {
+                            "No conversations yet."
+                        } else {
+                            "Nothing matches."
+                        }}
                     </p>
                 })
             }}
-            {move || (chat.more_sessions.get() && results.with(Option::is_none)).then(|| view! {
+            {move || (chat.more_sessions.get() && results.with(Option::is_none) && !showing_archived.get()).then(|| view! {
                 <button
                     type="button"
                     class="show-more-sessions"
@@ -366,6 +554,11 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     on:click=show_more
                 >
                     {either(move || loading_more.get(), "Loading…", "Show more conversations")}
+                </button>
+            })}
+            {move || (results.with(Option::is_none) && !showing_archived.get()).then(|| view! {
+                <button type="button" class="show-archived" on:click=move |_| open_archived()>
+                    "Archived conversations"
                 </button>
             })}
             <button

@@ -2,6 +2,7 @@ use anchor::{Mode, TerminalState};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
 
+use crate::components::menu::Menu;
 use crate::components::message::{copy_text, CopyButton, UserMessage};
 use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
@@ -547,27 +548,6 @@ fn TurnMenu(
     can_retry: Signal<bool>,
 ) -> impl IntoView {
     let chat = use_chat();
-    // The items exist only while the menu is open: a closed menu costs a settled turn one
-    // button, and a long conversation stays cheap to lay out.
-    let open = RwSignal::new(false);
-    let wrapper = NodeRef::<leptos::html::Div>::new();
-    let trigger = NodeRef::<leptos::html::Button>::new();
-    let first_item = NodeRef::<leptos::html::Button>::new();
-    // Opening puts the focus on the first item, as a menu does.
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        if let Some(el) = first_item.get() {
-            let _ = el.focus();
-        }
-    });
-    // Closing after a choice or Escape gives the focus back to the "⋯".
-    let close = move || {
-        open.set(false);
-        #[cfg(feature = "hydrate")]
-        if let Some(el) = trigger.get_untracked() {
-            let _ = el.focus();
-        }
-    };
     let link = Callback::new(move |()| {
         let origin = {
             #[cfg(feature = "hydrate")]
@@ -584,109 +564,13 @@ fn TurnMenu(
         let session = chat.session_id.get_untracked().unwrap_or_default();
         format!("{origin}/s/{session}#{turn_id}")
     });
-    // The focus leaving the menu (a click elsewhere, Tab) closes it.
-    let on_focusout = move |ev: leptos::ev::FocusEvent| {
-        #[cfg(feature = "hydrate")]
-        {
-            use wasm_bindgen::JsCast;
-            let inside = ev
-                .related_target()
-                .and_then(|t| t.dyn_into::<web_sys::Node>().ok())
-                .zip(wrapper.get_untracked())
-                .is_some_and(|(node, wrapper)| wrapper.contains(Some(&node)));
-            if !inside {
-                open.set(false);
-            }
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = ev;
-    };
-    let on_keydown = move |ev: leptos::ev::KeyboardEvent| {
-        if !open.get_untracked() {
-            return;
-        }
-        match ev.key().as_str() {
-            "Escape" => {
-                ev.prevent_default();
-                close();
-            }
-            #[cfg(feature = "hydrate")]
-            key @ ("ArrowDown" | "ArrowUp" | "Home" | "End") => {
-                ev.prevent_default();
-                step_focus(wrapper, key);
-            }
-            _ => {}
-        }
-    };
     view! {
-        <div class="turn-menu" node_ref=wrapper on:focusout=on_focusout on:keydown=on_keydown>
-            <button
-                type="button"
-                class="message-action"
-                aria-label="More for this turn"
-                aria-haspopup="menu"
-                aria-expanded=flag(move || open.get())
-                node_ref=trigger
-                on:click=move |_| open.update(|o| *o = !*o)
-            >
-                "⋯"
-            </button>
-            {move || open.get().then(|| view! {
-                <div class="turn-menu-items" role="menu" aria-label="More for this turn">
-                    <button type="button" role="menuitem" node_ref=first_item on:click=move |_| { copy_text(&answer.run(())); close(); }>"Copy answer"</button>
-                    <button type="button" role="menuitem" disabled=dynamic(move || !can_retry.get()) on:click=move |_| { open.set(false); retry.run(()); }>"Retry"</button>
-                    <button type="button" role="menuitem" on:click=move |_| { copy_text(&link.run(())); close(); }>"Copy link to this turn"</button>
-                </div>
-            })}
-        </div>
+        <Menu label="More for this turn".to_owned() class="turn-menu">
+            <button type="button" role="menuitem" on:click=move |_| { copy_text(&answer.run(())); }>"Copy answer"</button>
+            <button type="button" role="menuitem" disabled=dynamic(move || !can_retry.get()) on:click=move |_| retry.run(())>"Retry"</button>
+            <button type="button" role="menuitem" on:click=move |_| { copy_text(&link.run(())); }>"Copy link to this turn"</button>
+        </Menu>
     }
-}
-
-/// Moves the focus among a menu's items with the arrow keys, Home and End (wrapping around).
-#[cfg(feature = "hydrate")]
-fn step_focus(wrapper: NodeRef<leptos::html::Div>, key: &str) {
-    use wasm_bindgen::JsCast;
-    let Some(wrapper) = wrapper.get_untracked() else {
-        return;
-    };
-    let Ok(list) = wrapper.query_selector_all("[role='menuitem']:not(:disabled)") else {
-        return;
-    };
-    let items: Vec<web_sys::HtmlElement> = (0..list.length())
-        .filter_map(|i| list.item(i)?.dyn_into().ok())
-        .collect();
-    if items.is_empty() {
-        return;
-    }
-    let active = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.active_element());
-    let at = items.iter().position(|item| {
-        active
-            .as_ref()
-            .is_some_and(|a| a == item.as_ref() as &web_sys::Element)
-    });
-    let last = items.len() - 1;
-    let to = match (key, at) {
-        ("Home", _) | ("ArrowDown", None) => 0,
-        ("End", _) | ("ArrowUp", None) => last,
-        ("ArrowDown", Some(i)) => {
-            if i == last {
-                0
-            } else {
-                i + 1
-            }
-        }
-        (_, Some(i)) => {
-            if i == 0 {
-                last
-            } else {
-                i - 1
-            }
-        }
-        _ => 0,
-    };
-    let _ = items[to].focus();
 }
 
 /// What a terminal card offers: run the turn again (a retry of a turn before the last forks

@@ -4,7 +4,8 @@ use leptos::prelude::*;
 
 use crate::api::SessionPage;
 use crate::components::{
-    Composer, EmptyChat, ModelPicker, PendingCards, Settings, Sidebar, TodoPanel, TurnView,
+    Composer, EmptyChat, ModelPicker, PendingCards, Settings, Sidebar, ToastNotice, TodoPanel,
+    TurnView,
 };
 use crate::dynamic::{dynamic, either, flag};
 use crate::state::{ChatState, TurnHandle};
@@ -108,6 +109,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
 
         follow_bottom(chat, transcript);
         watch_server(chat);
+        follow_clock(chat);
 
         // A link to a turn (`/s/{id}#turn-…`), on arrival or when the fragment changes (a search
         // hit in the conversation shown): the windows up to it load, then it is shown.
@@ -395,8 +397,9 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     <ModelPicker />
                 </div>
                 <div class="visually-hidden" aria-live="polite" aria-atomic="true">{dynamic(move || chat.announcement.get())}</div>
-                <Settings set_mode=set_mode />
             </main>
+            <Settings set_mode=set_mode />
+            <ToastNotice />
         </div>
     }
 }
@@ -439,6 +442,45 @@ fn shortcuts(chat: ChatState, stop: Callback<()>, set_mode: Callback<Mode>) {
         }
     });
     on_cleanup(move || handle.remove());
+}
+
+/// The browser's clock and time zone take over from the server's (times and the sidebar's
+/// groups then read the reader's), and keep relative times fresh; the zone goes into a
+/// cookie so that the next page's first HTML is already in it.
+#[cfg(feature = "hydrate")]
+fn follow_clock(chat: ChatState) {
+    use wasm_bindgen::JsCast as _;
+    let tick = move || {
+        let date = js_sys::Date::new_0();
+        let clock = crate::time::Clock {
+            now: date.get_time() / 1000.0,
+            offset: -(date.get_timezone_offset() as i32),
+        };
+        let _ = chat.clock.try_set(clock);
+        clock.offset
+    };
+    // Once the page is hydrated (an effect runs after it): hydration must find the times and
+    // groups the server rendered.
+    Effect::new(move |_| {
+        let offset = tick();
+        if let Some(document) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.dyn_into::<web_sys::HtmlDocument>().ok())
+        {
+            let _ = document.set_cookie(&format!(
+                "{}={offset}; Path=/; Max-Age=31536000; SameSite=Lax",
+                crate::api::TZ_COOKIE
+            ));
+        }
+    });
+    if let Ok(handle) = set_interval_with_handle(
+        move || {
+            tick();
+        },
+        std::time::Duration::from_secs(30),
+    ) {
+        on_cleanup(move || handle.clear());
+    }
 }
 
 /// Moves the focus to the message field.

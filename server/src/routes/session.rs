@@ -71,7 +71,12 @@ pub async fn list(
     let limit = q.limit.unwrap_or(LIST_LIMIT).clamp(1, LIST_LIMIT);
     let mut sessions = state
         .store
-        .sessions_page(viewer.owner(), q.offset.unwrap_or(0), limit + 1)
+        .sessions_page(
+            viewer.owner(),
+            q.offset.unwrap_or(0),
+            limit + 1,
+            q.archived.unwrap_or(false),
+        )
         .await?;
     let more = sessions.len() > limit as usize;
     sessions.truncate(limit as usize);
@@ -84,6 +89,8 @@ pub async fn list(
 pub struct ListQuery {
     offset: Option<u64>,
     limit: Option<u32>,
+    /// The archived sessions instead.
+    archived: Option<bool>,
 }
 
 /// A query naming a session.
@@ -152,15 +159,74 @@ pub struct DeleteBody {
     session_id: String,
 }
 
-/// `POST /api/session/delete`: with its journal; refused (409) while a run is active.
+/// How long a deleted session can be brought back before it is removed with its journal.
+pub const UNDO_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `POST /api/session/delete`: gone at once, removed with its journal after
+/// [`UNDO_WINDOW`] (`/api/session/restore` brings it back until then); refused (409) while a
+/// run is active.
 pub async fn delete(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<DeleteBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned_session(&state, &viewer, &body.session_id).await?;
-    state.store.delete_session(&body.session_id).await?;
+    state
+        .store
+        .delete_session(&body.session_id, journal::now())
+        .await?;
     Ok(ok_true())
+}
+
+/// `POST /api/session/restore`: Undo of a delete, within [`UNDO_WINDOW`]. 404 for a session
+/// that is not the viewer's, not deleted, or removed already.
+pub async fn restore(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<DeleteBody>,
+) -> Result<Json<Value>, ApiError> {
+    let session = state
+        .store
+        .restore_session(viewer.owner(), &body.session_id)
+        .await?;
+    Ok(Json(json!({ "session": session })))
+}
+
+/// `POST /api/session/pin` and `/api/session/archive` body.
+#[derive(Debug, Deserialize)]
+pub struct PlaceBody {
+    session_id: String,
+    /// Pin (archive), or unpin (bring back).
+    on: bool,
+}
+
+/// `POST /api/session/pin`: to the top of the list, or back among the others.
+pub async fn pin(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<PlaceBody>,
+) -> Result<Json<Value>, ApiError> {
+    owned_session(&state, &viewer, &body.session_id).await?;
+    let session = state
+        .store
+        .set_pinned(&body.session_id, body.on, journal::now())
+        .await?;
+    Ok(Json(json!({ "session": session })))
+}
+
+/// `POST /api/session/archive`: out of the list (`GET /api/sessions?archived=true` lists
+/// them, search finds them), or back into it.
+pub async fn archive(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<PlaceBody>,
+) -> Result<Json<Value>, ApiError> {
+    owned_session(&state, &viewer, &body.session_id).await?;
+    let session = state
+        .store
+        .set_archived(&body.session_id, body.on, journal::now())
+        .await?;
+    Ok(Json(json!({ "session": session })))
 }
 
 /// `GET /api/sessions/search?q=` query.
@@ -376,6 +442,8 @@ mod tests {
             active_run_id: None,
             owner_id: None,
             model: None,
+            pinned: false,
+            archived: false,
             hit_turn_id: None,
         }
     }

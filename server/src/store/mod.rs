@@ -32,6 +32,10 @@ pub struct Session {
     /// The model it asks for (`None`: the server's default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Pinned to the top of the list.
+    pub pinned: bool,
+    /// Archived: out of the list (search still finds it).
+    pub archived: bool,
     /// In search results: the turn of the newest message that matched (a link opens there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hit_turn_id: Option<String>,
@@ -356,13 +360,15 @@ pub trait Store: Send + Sync + 'static {
         owner: Option<&str>,
         now: f64,
     ) -> Result<Session, StoreError>;
-    /// At most `limit` sessions of `owner` (`None`: those made in open mode), most recently
-    /// updated first, after the first `offset`.
+    /// At most `limit` sessions of `owner` (`None`: those made in open mode) after the first
+    /// `offset`: the pinned ones first, then the most recently updated; the archived ones
+    /// only (`archived`) or all but those.
     async fn sessions_page(
         &self,
         owner: Option<&str>,
         offset: u64,
         limit: u32,
+        archived: bool,
     ) -> Result<Vec<Session>, StoreError>;
     /// At most `limit` sessions of `owner` whose title or messages contain `query`
     /// (case-insensitive), newest first.
@@ -382,8 +388,20 @@ pub trait Store: Send + Sync + 'static {
         source: &str,
         now: f64,
     ) -> Result<Session, StoreError>;
-    /// Deletes a session with its transcript and journal; refused while a run is active.
-    async fn delete_session(&self, id: &str) -> Result<(), StoreError>;
+    /// Deletes a session: it is gone at once for every read, and removed with its transcript
+    /// and journal by [`Store::purge_deleted`] later (until then [`Store::restore_session`]
+    /// brings it back). Refused while a run is active.
+    async fn delete_session(&self, id: &str, now: f64) -> Result<(), StoreError>;
+    /// Brings back session `id` of `owner` deleted since the last purge (`NotFound`: no such
+    /// deleted session of theirs).
+    async fn restore_session(&self, owner: Option<&str>, id: &str) -> Result<Session, StoreError>;
+    /// Removes the sessions deleted before `before`, with everything of theirs; how many.
+    async fn purge_deleted(&self, before: f64) -> Result<u64, StoreError>;
+    /// Pins a session to the top of the list, or unpins it.
+    async fn set_pinned(&self, id: &str, pinned: bool, now: f64) -> Result<Session, StoreError>;
+    /// Archives a session (out of the list, and unpinned), or brings it back.
+    async fn set_archived(&self, id: &str, archived: bool, now: f64)
+        -> Result<Session, StoreError>;
     /// Records a standing permission for `pattern`: in `session` only, or (`None`) in every
     /// session of `owner`. Granting what is granted changes nothing.
     async fn add_grant(

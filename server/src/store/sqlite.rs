@@ -65,6 +65,7 @@ impl SqliteStore {
 
 const SESSION_COLUMNS: &str =
     "s.id, s.title, s.title_source, s.created_at, s.updated_at, s.owner_id, s.model, \
+     s.pinned_at, s.archived_at, \
      (SELECT r.id FROM runs r WHERE r.session_id = s.id AND r.status = 'running') AS active_run_id";
 
 fn session_from(row: &SqliteRow) -> Session {
@@ -77,6 +78,8 @@ fn session_from(row: &SqliteRow) -> Session {
         active_run_id: row.get("active_run_id"),
         owner_id: row.get("owner_id"),
         model: row.get("model"),
+        pinned: row.get::<Option<f64>, _>("pinned_at").is_some(),
+        archived: row.get::<Option<f64>, _>("archived_at").is_some(),
         hit_turn_id: row.try_get("hit_turn_id").ok().flatten(),
     }
 }
@@ -365,14 +368,18 @@ impl Store for SqliteStore {
         owner: Option<&str>,
         offset: u64,
         limit: u32,
+        archived: bool,
     ) -> Result<Vec<Session>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.owner_id IS ?1 \
-             ORDER BY s.updated_at DESC, s.created_at DESC, s.id LIMIT ?2 OFFSET ?3"
+             AND s.deleted_at IS NULL AND (s.archived_at IS NOT NULL) = ?4 \
+             ORDER BY s.pinned_at IS NULL, s.pinned_at DESC, s.updated_at DESC, s.created_at DESC, s.id \
+             LIMIT ?2 OFFSET ?3"
         ))
         .bind(owner)
         .bind(i64::from(limit))
         .bind(offset.min(i64::MAX as u64) as i64)
+        .bind(archived)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(session_from).collect())
@@ -393,7 +400,7 @@ impl Store for SqliteStore {
                 WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\' \
                 ORDER BY m.position DESC LIMIT 1) AS hit_turn_id \
              FROM sessions s \
-             WHERE s.owner_id IS ?2 AND (s.title LIKE ?1 ESCAPE '\\' \
+             WHERE s.owner_id IS ?2 AND s.deleted_at IS NULL AND (s.title LIKE ?1 ESCAPE '\\' \
                 OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\')) \
              ORDER BY s.updated_at DESC, s.id LIMIT ?3"
         ))
@@ -407,7 +414,7 @@ impl Store for SqliteStore {
 
     async fn session(&self, id: &str) -> Result<Session, StoreError> {
         sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?1"
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?1 AND s.deleted_at IS NULL"
         ))
         .bind(id)
         .fetch_optional(&self.pool)
@@ -442,20 +449,90 @@ impl Store for SqliteStore {
         Ok(session)
     }
 
-    async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+    async fn delete_session(&self, id: &str, now: f64) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
         if let Some(active_run_id) = running_run(&mut tx, id).await? {
             return Err(StoreError::Busy { active_run_id });
         }
-        let done = sqlx::query("DELETE FROM sessions WHERE id = ?1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        let done =
+            sqlx::query("UPDATE sessions SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL")
+                .bind(id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
+        // Follow-ups waiting in it will not start.
+        sqlx::query("DELETE FROM queued_messages WHERE session_id = ?1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn restore_session(&self, owner: Option<&str>, id: &str) -> Result<Session, StoreError> {
+        let done = sqlx::query(
+            "UPDATE sessions SET deleted_at = NULL \
+             WHERE id = ?1 AND owner_id IS ?2 AND deleted_at IS NOT NULL",
+        )
+        .bind(id)
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        self.session(id).await
+    }
+
+    async fn purge_deleted(&self, before: f64) -> Result<u64, StoreError> {
+        let done =
+            sqlx::query("DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < ?1")
+                .bind(before)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn set_pinned(&self, id: &str, pinned: bool, now: f64) -> Result<Session, StoreError> {
+        let done = sqlx::query(
+            "UPDATE sessions SET pinned_at = CASE WHEN ?2 THEN COALESCE(pinned_at, ?3) END, \
+             archived_at = CASE WHEN ?2 THEN NULL ELSE archived_at END \
+             WHERE id = ?1 AND deleted_at IS NULL",
+        )
+        .bind(id)
+        .bind(pinned)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        self.session(id).await
+    }
+
+    async fn set_archived(
+        &self,
+        id: &str,
+        archived: bool,
+        now: f64,
+    ) -> Result<Session, StoreError> {
+        let done = sqlx::query(
+            "UPDATE sessions SET archived_at = CASE WHEN ?2 THEN COALESCE(archived_at, ?3) END, \
+             pinned_at = CASE WHEN ?2 THEN NULL ELSE pinned_at END \
+             WHERE id = ?1 AND deleted_at IS NULL",
+        )
+        .bind(id)
+        .bind(archived)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        self.session(id).await
     }
 
     async fn add_grant(
@@ -487,7 +564,8 @@ impl Store for SqliteStore {
     ) -> Result<Option<&'static str>, StoreError> {
         let row = sqlx::query(
             "SELECT MIN(session_id IS NOT NULL) AS per_session FROM grants \
-             WHERE owner_id IS ?1 AND pattern = ?3 AND (session_id IS NULL OR session_id = ?2)",
+             WHERE owner_id IS ?1 AND pattern = ?3 AND (session_id IS NULL OR session_id = ?2) \
+             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = ?2 AND s.deleted_at IS NOT NULL)",
         )
         .bind(owner)
         .bind(session)
@@ -502,7 +580,8 @@ impl Store for SqliteStore {
         let rows = sqlx::query(
             "SELECT g.id, g.session_id, g.pattern, g.created_at, s.title \
              FROM grants g LEFT JOIN sessions s ON s.id = g.session_id \
-             WHERE g.owner_id IS ?1 ORDER BY g.created_at DESC, g.id LIMIT ?2",
+             WHERE g.owner_id IS ?1 AND (g.session_id IS NULL OR s.deleted_at IS NULL) \
+             ORDER BY g.created_at DESC, g.id LIMIT ?2",
         )
         .bind(owner)
         .bind(i64::from(limit))

@@ -121,4 +121,10 @@ async fn a_session_grant_goes_with_its_session() {
         .await;
     assert_eq!(code, 200);
     assert!(grants(&app).await.is_empty());
+    // Undo of the delete brings it back with the conversation.
+    let (code, _) = app
+        .post("/api/session/restore", json!({"session_id": session}))
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(grants(&app).await.len(), 1);
 }

@@ -10,6 +10,7 @@ mod helpers;
 mod limits;
 mod models;
 mod pages;
+mod places;
 mod restart;
 mod security;
 mod sessions;

@@ -187,8 +187,13 @@ async fn a_session_page_carries_the_data_it_was_rendered_from() {
     assert_eq!(data["missing"], false);
 
     // The same data as JSON for in-page navigation.
-    let (status, json) = app.get(&format!("/api/page?session_id={session}")).await;
+    let (status, mut json) = app.get(&format!("/api/page?session_id={session}")).await;
     assert_eq!(status, 200);
+    // Both say when they were made, a moment apart.
+    let (mut data, made) = (data.clone(), data["now"].as_f64().unwrap());
+    assert!((json["now"].as_f64().unwrap() - made).abs() < 60.0);
+    json["now"] = serde_json::json!(0);
+    data["now"] = serde_json::json!(0);
     assert_eq!(json, data);
 }
 
