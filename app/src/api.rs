@@ -67,6 +67,47 @@ pub struct MessageData {
     pub content: String,
     /// Seconds since the epoch.
     pub created_at: f64,
+    /// The files it carries, in the order they were attached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentData>,
+}
+
+/// A file attached to a message (its bytes are at [`AttachmentData::url`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentData {
+    /// Its id.
+    pub id: String,
+    /// Its file name, as it was attached.
+    pub name: String,
+    /// What it is: `image/png`, `image/jpeg`, `image/gif`, `image/webp` or `text/plain`.
+    pub mime: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+impl AttachmentData {
+    /// An image (shown as a picture; the others are text files).
+    pub fn is_image(&self) -> bool {
+        self.mime.starts_with("image/")
+    }
+
+    /// Where its bytes are served.
+    pub fn url(&self) -> String {
+        format!("/api/attachment?id={}", self.id)
+    }
+}
+
+/// A size for people: "812 B", "12.3 KB", "4.1 MB" (units of 1024).
+pub fn file_size(bytes: u64) -> String {
+    const KB: f64 = 1024.0;
+    let b = bytes as f64;
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else if b < KB * KB {
+        format!("{:.1} KB", b / KB)
+    } else {
+        format!("{:.1} MB", b / (KB * KB))
+    }
 }
 
 /// One journaled event of a run.

@@ -22,6 +22,7 @@ pub fn started_turn(answer: &Value) -> TurnData {
             id: text(&message["id"]),
             content: text(&message["content"]),
             created_at: message["created_at"].as_f64().unwrap_or_default(),
+            attachments: serde_json::from_value(message["attachments"].clone()).unwrap_or_default(),
         },
         run_id: text(&answer["run_id"]),
         turn_id: text(&answer["turn_id"]),

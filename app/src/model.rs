@@ -841,6 +841,7 @@ mod tests {
                 id: "u".into(),
                 content: "hi".into(),
                 created_at: 0.0,
+                attachments: Vec::new(),
             },
             run_id: "run1".into(),
             turn_id: "turn-run1".into(),

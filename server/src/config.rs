@@ -181,6 +181,24 @@ pub struct Config {
     )]
     pub max_streams: usize,
 
+    /// The largest file one may attach, in MiB
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_ATTACHMENT_MB",
+        default_value_t = 10
+    )]
+    pub max_attachment_mb: u64,
+
+    /// What one account's attached files may take in all, in MiB
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_ATTACHMENT_STORAGE_MB",
+        default_value_t = 1024
+    )]
+    pub max_attachment_storage_mb: u64,
+
     /// Seconds a connection may take to send a request's headers
     #[arg(
         long,
@@ -232,6 +250,8 @@ impl Config {
             max_runs_per_user: self.max_runs_per_user,
             max_streams_per_user: self.max_streams_per_user,
             max_streams: self.max_streams,
+            max_attachment_bytes: self.max_attachment_mb.saturating_mul(1 << 20),
+            max_attachment_storage: self.max_attachment_storage_mb.saturating_mul(1 << 20),
             header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
         }
     }

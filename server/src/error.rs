@@ -82,6 +82,18 @@ impl From<StoreError> for ApiError {
             StoreError::Duplicate { run_id } => {
                 ApiError::new(StatusCode::CONFLICT, "message already sent").with("run_id", run_id)
             }
+            StoreError::Full { limit } => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "your attached files would take more than {}, the limit: delete conversations with files you no longer need",
+                    app::api::file_size(limit)
+                ),
+            )
+            .with("limit", "max_attachment_storage"),
+            StoreError::Unattachable { id } => ApiError::bad_request(format!(
+                "attachment {id} cannot be sent: it does not exist, is not yours, or was sent already"
+            ))
+            .with("attachment", id),
             other => ApiError::internal(&other),
         }
     }

@@ -288,6 +288,29 @@ mod tests {
         async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError> {
             self.inner.set_session_model(id, model).await
         }
+        async fn add_attachment(
+            &self,
+            a: &crate::store::Attachment,
+            data: &[u8],
+            max_storage: u64,
+        ) -> Result<crate::store::Attachment, StoreError> {
+            self.inner.add_attachment(a, data, max_storage).await
+        }
+        async fn attachment(&self, id: &str) -> Result<crate::store::Attachment, StoreError> {
+            self.inner.attachment(id).await
+        }
+        async fn attachment_bytes(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+            self.inner.attachment_bytes(id).await
+        }
+        async fn message_files(
+            &self,
+            message_id: &str,
+        ) -> Result<Vec<(crate::store::Attachment, Vec<u8>)>, StoreError> {
+            self.inner.message_files(message_id).await
+        }
+        async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError> {
+            self.inner.purge_attachments(before).await
+        }
         async fn add_grant(
             &self,
             owner: Option<&str>,
@@ -529,6 +552,7 @@ mod tests {
                 turn_id: "turn",
                 user_message_id: &format!("m-{run}"),
                 message: "hi",
+                attachments: &[],
                 client_id: None,
                 queued_id: None,
                 place: Place::Next,

@@ -143,7 +143,8 @@ impl AppState {
     }
 }
 
-/// Removes deleted sessions once their Undo window has passed: at start, then every minute.
+/// Removes deleted sessions once their Undo window has passed, and uploads no message took
+/// within a day: at start, then every minute.
 fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
     tokio::spawn(async move {
         loop {
@@ -152,6 +153,12 @@ fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
                 Ok(0) => {}
                 Ok(purged) => tracing::info!(purged, "removed deleted conversations"),
                 Err(e) => tracing::warn!("removing deleted conversations failed: {e}"),
+            }
+            let unsent = journal::now() - routes::attachments::UNSENT_FOR.as_secs_f64();
+            match store.purge_attachments(unsent).await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "removed attachments never sent"),
+                Err(e) => tracing::warn!("removing attachments never sent failed: {e}"),
             }
             tokio::select! {
                 () = tokio::time::sleep(Duration::from_secs(60)) => {}

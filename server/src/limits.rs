@@ -22,6 +22,10 @@ pub struct Limits {
     pub max_streams_per_user: usize,
     /// Event streams open at once on the server.
     pub max_streams: usize,
+    /// The largest file one may attach, in bytes.
+    pub max_attachment_bytes: u64,
+    /// What one account's attached files may take in all, in bytes.
+    pub max_attachment_storage: u64,
     /// How long a connection may take to send a request's headers.
     pub header_timeout: Duration,
 }
@@ -33,6 +37,8 @@ impl Default for Limits {
             max_runs_per_user: 4,
             max_streams_per_user: 64,
             max_streams: 1024,
+            max_attachment_bytes: 10 << 20,
+            max_attachment_storage: 1 << 30,
             header_timeout: Duration::from_secs(10),
         }
     }

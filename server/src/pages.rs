@@ -212,6 +212,7 @@ impl PageBackend {
                     id: user.id.clone(),
                     content: user.content.clone(),
                     created_at: user.created_at,
+                    attachments: user.attachments.clone(),
                 },
                 run_id: run.id.clone(),
                 turn_id: run.turn_id.clone(),

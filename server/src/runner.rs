@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use crate::hub::Hub;
 use crate::journal::{self, Journal, JournalError};
 use crate::runtime::{
-    redact_secrets, ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnRequest, Waiters,
+    redact_secrets, AttachedFile, ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnRequest, Waiters,
+    HISTORY_IMAGES,
 };
 use crate::store::{
     Interaction, Message, NewTurn, Place, QueuedMessage, SettledAnswer, Store, StoreError,
@@ -21,6 +22,14 @@ use crate::store::{
 const REAP_INTERVAL: Duration = Duration::from_secs(10);
 
 /// A run in progress in this process.
+/// What a user sends to start a turn (empty for a retry: it answers the same message).
+#[derive(Clone, Copy, Debug, Default)]
+struct TurnText<'a> {
+    message: &'a str,
+    attachments: &'a [String],
+    client_id: Option<&'a str>,
+}
+
 struct Active {
     session_id: String,
     cancel: CancellationToken,
@@ -146,15 +155,20 @@ impl Runner {
         &self,
         session_id: &str,
         message: &str,
+        attachments: &[String],
         client_id: Option<&str>,
     ) -> Result<Started, RunError> {
-        self.start_turn(session_id, message, client_id, None, Place::Next)
-            .await
+        let turn = TurnText {
+            message,
+            attachments,
+            client_id,
+        };
+        self.start_turn(session_id, turn, None, Place::Next).await
     }
 
     /// Answers the user message of `run_id` again: a new version of that turn, beside it.
     pub async fn retry(&self, session_id: &str, run_id: &str) -> Result<Started, RunError> {
-        self.start_turn(session_id, "", None, None, Place::Retry(run_id))
+        self.start_turn(session_id, TurnText::default(), None, Place::Retry(run_id))
             .await
     }
 
@@ -167,21 +181,25 @@ impl Runner {
         message: &str,
         client_id: Option<&str>,
     ) -> Result<Started, RunError> {
-        self.start_turn(session_id, message, client_id, None, Place::Edit(run_id))
+        let turn = TurnText {
+            message,
+            attachments: &[],
+            client_id,
+        };
+        self.start_turn(session_id, turn, None, Place::Edit(run_id))
             .await
     }
 
     /// Starts a queued follow-up: it leaves the queue in the transaction that stores it as the
     /// turn's user message, so a reader sees it either queued or started, never neither.
     pub async fn start_queued(&self, queued: &QueuedMessage) -> Result<Started, RunError> {
-        self.start_turn(
-            &queued.session_id,
-            &queued.content,
-            queued.client_id.as_deref(),
-            Some(&queued.id),
-            Place::Next,
-        )
-        .await
+        let turn = TurnText {
+            message: &queued.content,
+            attachments: &queued.attachments,
+            client_id: queued.client_id.as_deref(),
+        };
+        self.start_turn(&queued.session_id, turn, Some(&queued.id), Place::Next)
+            .await
     }
 
     /// The run an earlier send of the same message started.
@@ -207,11 +225,15 @@ impl Runner {
     async fn start_turn(
         &self,
         session_id: &str,
-        message: &str,
-        client_id: Option<&str>,
+        text: TurnText<'_>,
         queued_id: Option<&str>,
         place: Place<'_>,
     ) -> Result<Started, RunError> {
+        let TurnText {
+            message,
+            attachments,
+            client_id,
+        } = text;
         let run_id = uuid::Uuid::new_v4().simple().to_string();
         let turn_id = format!("turn-{run_id}");
         let user_message_id = format!("msg-{}", uuid::Uuid::new_v4().simple());
@@ -233,6 +255,7 @@ impl Runner {
                 turn_id: &turn_id,
                 user_message_id: &user_message_id,
                 message,
+                attachments,
                 client_id,
                 queued_id,
                 place,
@@ -274,7 +297,14 @@ impl Runner {
             Err(_) => 1,
         };
         let message = user_message.content.as_str();
-        self.name_from_prompt(session_id, message, first_turn).await;
+        let files = self.files(&user_message).await;
+        let history = self.with_files(history).await;
+        let title_from = match (message.trim().is_empty(), files.first()) {
+            (true, Some(file)) => file.name.as_str(),
+            _ => message,
+        };
+        self.name_from_prompt(session_id, title_from, first_turn)
+            .await;
         let owner = self
             .store
             .session(session_id)
@@ -286,13 +316,8 @@ impl Runner {
             session_id: session_id.to_owned(),
             run_id: run_id.clone(),
             message: message.to_owned(),
-            history: history
-                .into_iter()
-                .map(|m| ChatMessage {
-                    role: m.role,
-                    content: m.content,
-                })
-                .collect(),
+            attachments: files,
+            history,
             first_turn,
             attempt,
             model: model.clone(),
@@ -327,6 +352,67 @@ impl Runner {
             duplicate: false,
             model,
         })
+    }
+
+    /// The files `message` carries, with their bytes (a file that cannot be read is left
+    /// out, and said so in the log).
+    async fn files(&self, message: &crate::store::Message) -> Vec<AttachedFile> {
+        if message.attachments.is_empty() {
+            return Vec::new();
+        }
+        match self.store.message_files(&message.id).await {
+            Ok(files) => files
+                .into_iter()
+                .map(|(a, bytes)| AttachedFile {
+                    name: a.name,
+                    mime: a.mime,
+                    size: a.size,
+                    bytes: Some(bytes.into()),
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!(message_id = %message.id, "attachments not read: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    /// The history as the model is given it: the files each message carried, the bytes of
+    /// the newest [`HISTORY_IMAGES`] images only.
+    async fn with_files(&self, history: Vec<crate::store::Message>) -> Vec<ChatMessage> {
+        let mut images = 0;
+        let mut out = Vec::with_capacity(history.len());
+        for m in history.into_iter().rev() {
+            let wanted = m.attachments.iter().any(|a| a.is_image()) && images < HISTORY_IMAGES;
+            let attachments = if wanted {
+                let mut files = self.files(&m).await;
+                for f in &mut files {
+                    if !f.is_image() || images >= HISTORY_IMAGES {
+                        f.bytes = None;
+                    } else {
+                        images += 1;
+                    }
+                }
+                files
+            } else {
+                m.attachments
+                    .iter()
+                    .map(|a| AttachedFile {
+                        name: a.name.clone(),
+                        mime: a.mime.clone(),
+                        size: a.size,
+                        bytes: None,
+                    })
+                    .collect()
+            };
+            out.push(ChatMessage {
+                role: m.role,
+                content: m.content,
+                attachments,
+            });
+        }
+        out.reverse();
+        out
     }
 
     /// Gives a session whose title is still the default one a title from its first prompt.

@@ -83,6 +83,9 @@ fn refuse(status: StatusCode, message: &str) -> Response {
 /// JavaScript). It must still come from this site.
 pub const FORM_PATH: &str = "/api/auth/login";
 
+/// The one route that takes a body that is not JSON: an attachment's bytes.
+pub const UPLOAD_PATH: &str = "/api/attachments";
+
 /// Whether the request names this machine, or the `--public-url` host. Only open mode (no
 /// accounts) holds requests to it: a rebound name carries no sign-in cookie of this server.
 pub fn known_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
@@ -113,7 +116,10 @@ pub fn check_write(
         .map(|t| t.trim().to_ascii_lowercase())
         .unwrap_or_default();
     let form = path == FORM_PATH && content_type == "application/x-www-form-urlencoded";
-    if content_type != "application/json" && !form {
+    // A file's bytes: a type no form can send, so another site cannot send one either
+    // (a cross-site fetch with it needs a preflight, which is never granted).
+    let upload = path == UPLOAD_PATH && content_type == "application/octet-stream";
+    if content_type != "application/json" && !form && !upload {
         return Err((
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "requests that change something must be sent as application/json",

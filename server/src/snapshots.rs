@@ -53,6 +53,7 @@ pub fn fold(run: &Run, events: Vec<JournalEvent>) -> (Option<TurnSnapshot>, Vec<
             id: run.user_message_id.clone(),
             content: String::new(),
             created_at: run.created_at,
+            attachments: Vec::new(),
         },
         run_id: run.id.clone(),
         turn_id: run.turn_id.clone(),

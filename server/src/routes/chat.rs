@@ -16,16 +16,36 @@ use crate::AppState;
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 
 fn checked_message(message: &str) -> Result<&str, ApiError> {
+    let message = checked_text(message)?;
+    if message.is_empty() {
+        return Err(ApiError::bad_request("message is empty"));
+    }
+    Ok(message)
+}
+
+/// The text of a message that may carry files instead (empty then).
+fn checked_text(message: &str) -> Result<&str, ApiError> {
     if message.len() > MAX_MESSAGE_BYTES {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "message too large (the limit is 64 KiB)",
         ));
     }
-    let message = message.trim();
-    if message.is_empty() {
-        return Err(ApiError::bad_request("message is empty"));
+    Ok(message.trim())
+}
+
+/// The text of a send and the files it carries, checked: text, files, or both.
+async fn checked_send<'a>(
+    state: &AppState,
+    viewer: &Viewer,
+    session_id: &str,
+    body: &'a SendBody,
+) -> Result<&'a str, ApiError> {
+    if body.attachments.is_empty() {
+        return checked_message(&body.message);
     }
+    let message = checked_text(&body.message)?;
+    super::attachments::checked(state, viewer, session_id, &body.attachments).await?;
     Ok(message)
 }
 
@@ -77,6 +97,9 @@ pub struct SendBody {
     message: String,
     /// The browser's id for the message: a retry of the same send makes nothing new.
     client_id: Option<String>,
+    /// The files it carries (ids from `POST /api/attachments`), in order.
+    #[serde(default)]
+    attachments: Vec<String>,
     /// For a start: the model the conversation asks for from this turn on (absent: as it
     /// is; see `POST /api/session/model`).
     #[serde(default)]
@@ -103,9 +126,19 @@ pub async fn start(
     viewer: Viewer,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;
     let session = owned_session(&state, &viewer, &body.session_id).await?;
+    let message = match checked_send(&state, &viewer, &session.id, &body).await {
+        // Sent before (its files went with it): the retry finds the run it started.
+        Err(e) if client_id.is_some() && e.status() == StatusCode::BAD_REQUEST => {
+            match sent_before(&state, &session.id, client_id).await? {
+                Some(message) => message,
+                None => return Err(e),
+            }
+        }
+        other => other?.to_owned(),
+    };
+    let message = message.as_str();
     check_running(&state, &viewer, &body.session_id, client_id).await?;
     if body.model.is_some() {
         let model = super::models::checked_model(&state, body.model.as_deref()).await?;
@@ -118,9 +151,27 @@ pub async fn start(
     }
     let started = state
         .runner
-        .start(&body.session_id, message, client_id)
+        .start(&body.session_id, message, &body.attachments, client_id)
         .await?;
     Ok(Json(started_json(&started)))
+}
+
+/// The text of the message sent before with `client_id` in this session, if one was.
+async fn sent_before(
+    state: &AppState,
+    session_id: &str,
+    client_id: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    let Some(client_id) = client_id else {
+        return Ok(None);
+    };
+    Ok(state
+        .store
+        .messages(session_id)
+        .await?
+        .into_iter()
+        .find(|m| m.client_id.as_deref() == Some(client_id))
+        .map(|m| m.content))
 }
 
 /// A body naming a run.
@@ -239,16 +290,37 @@ pub async fn queue(
     viewer: Viewer,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;
     let session = owned_session(&state, &viewer, &body.session_id).await?;
+    let message = match checked_send(&state, &viewer, &session.id, &body).await {
+        Err(e) if client_id.is_some() && e.status() == StatusCode::BAD_REQUEST => {
+            match sent_before(&state, &session.id, client_id).await? {
+                Some(message) => message,
+                None => {
+                    let waiting = state.store.queued_messages(&session.id).await?;
+                    match waiting
+                        .into_iter()
+                        .find(|q| q.client_id.as_deref() == client_id)
+                    {
+                        Some(q) => q.content,
+                        None => return Err(e),
+                    }
+                }
+            }
+        }
+        other => other?.to_owned(),
+    };
+    let message = message.as_str();
     let started = |started: crate::runner::Started| {
         Json(json!({"queued": false, "started": started_json(&started)}))
     };
     if session.active_run_id.is_none() {
         check_running(&state, &viewer, &session.id, client_id).await?;
         return Ok(started(
-            state.runner.start(&session.id, message, client_id).await?,
+            state
+                .runner
+                .start(&session.id, message, &body.attachments, client_id)
+                .await?,
         ));
     }
     let waiting = state.store.queued_messages(&session.id).await?;
@@ -270,13 +342,17 @@ pub async fn queue(
         content: message.to_owned(),
         client_id: client_id.map(str::to_owned),
         created_at: journal::now(),
+        attachments: body.attachments.clone(),
     };
     let queued = match state.store.queue_message(&item).await {
         Ok(queued) => queued,
         // Sent before and started since: the run it became.
         Err(crate::store::StoreError::Duplicate { .. }) => {
             return Ok(started(
-                state.runner.start(&session.id, message, client_id).await?,
+                state
+                    .runner
+                    .start(&session.id, message, &body.attachments, client_id)
+                    .await?,
             ));
         }
         Err(e) => return Err(e.into()),

@@ -1,5 +1,6 @@
 //! HTTP routes that are not Leptos pages.
 
+pub(crate) mod attachments;
 pub(crate) mod chat;
 pub(crate) mod grants;
 pub(crate) mod health;
@@ -35,6 +36,8 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("GET", "/api/models", get(models::list)),
         ("GET", "/api/grants", get(grants::list)),
         ("POST", "/api/grants/revoke", post(grants::revoke)),
+        ("POST", "/api/attachments", post(attachments::upload)),
+        ("GET", "/api/attachment", get(attachments::download)),
         ("POST", "/api/chat/start", post(chat::start)),
         ("POST", "/api/chat/cancel", post(chat::cancel)),
         ("POST", "/api/chat/queue", post(chat::queue)),
@@ -63,9 +66,15 @@ pub fn api_routes() -> Vec<(&'static str, &'static str)> {
 /// The JSON and SSE API.
 pub(crate) fn api() -> Router<AppState> {
     let mut router = Router::new();
+    // Messages are limited to 64 KiB (413 beyond); the body may carry a little more. An
+    // upload reads its body itself, up to `--max-attachment-mb`.
     for (_, path, handler) in table() {
+        let handler = if path == "/api/attachments" {
+            handler.layer(DefaultBodyLimit::disable())
+        } else {
+            handler.layer(DefaultBodyLimit::max(256 * 1024))
+        };
         router = router.route(path, handler);
     }
-    // Messages are limited to 64 KiB (413 beyond); the body may carry a little more.
-    router.layer(DefaultBodyLimit::max(256 * 1024))
+    router
 }

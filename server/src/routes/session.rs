@@ -349,15 +349,22 @@ fn attachment(session: &crate::store::Session, extension: &str) -> String {
     } else {
         ascii
     };
+    let encoded = encode_rfc5987(&readable);
+    format!("attachment; filename=\"{ascii}-{date}.{extension}\"; filename*=UTF-8''{encoded}")
+}
+
+/// A file name as the value of `filename*=UTF-8''…` (RFC 5987: bytes beyond the unreserved
+/// ones percent-encoded).
+pub(crate) fn encode_rfc5987(name: &str) -> String {
     let mut encoded = String::new();
-    for byte in readable.bytes() {
+    for byte in name.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
             encoded.push(byte as char);
         } else {
             encoded.push_str(&format!("%{byte:02X}"));
         }
     }
-    format!("attachment; filename=\"{ascii}-{date}.{extension}\"; filename*=UTF-8''{encoded}")
+    encoded
 }
 
 async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<String, ApiError> {
@@ -371,9 +378,22 @@ async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<
         let who = if m.role == "user" { "You" } else { "Assistant" };
         out.push_str(&format!("\n## {who}\n\n"));
         let state = m.terminal_state.as_deref().unwrap_or("no answer");
-        if m.content.is_empty() {
+        // The files a message carried: a list of links before its text.
+        for a in &m.attachments {
+            let name = a.name.replace(['[', ']'], "");
+            out.push_str(&format!(
+                "- Attached: [{name}]({}) ({}, {})\n",
+                a.url(),
+                a.mime,
+                app::api::file_size(a.size)
+            ));
+        }
+        if !m.attachments.is_empty() {
+            out.push('\n');
+        }
+        if m.content.is_empty() && m.role == "assistant" {
             out.push_str(&format!("_(no final answer: {state})_\n"));
-        } else {
+        } else if !m.content.is_empty() || m.attachments.is_empty() {
             out.push_str(&m.content);
             out.push('\n');
             if m.partial {
@@ -401,7 +421,10 @@ async fn jsonl(store: &dyn Store, session_id: &str) -> Result<String, ApiError> 
                 "event": "user_message",
                 "type": "user_message",
                 "created_at": m.created_at,
-                "payload": {"role": "user", "id": m.id, "content": m.content, "created_at": m.created_at},
+                "payload": {"role": "user", "id": m.id, "content": m.content, "created_at": m.created_at,
+                            "attachments": m.attachments.iter().map(|a| json!({
+                                "id": a.id, "name": a.name, "mime": a.mime, "size": a.size, "url": a.url(),
+                            })).collect::<Vec<_>>()},
             });
             out.push_str(&line.to_string());
             out.push('\n');

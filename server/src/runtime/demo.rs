@@ -213,11 +213,18 @@ impl Turn<'_> {
 
     async fn play(&mut self, turn: &TurnRequest) -> Result<RunEnd, Stopped> {
         if turn.first_turn {
+            let about = match (turn.message.trim().is_empty(), turn.attachments.first()) {
+                (true, Some(file)) => file.name.as_str(),
+                _ => turn.message.as_str(),
+            };
             self.io
-                .emit("title", json!({ "title": title_for(&turn.message) }))
+                .emit("title", json!({ "title": title_for(about) }))
                 .await?;
         }
         let Some((name, n)) = scenario(&turn.message) else {
+            if !turn.attachments.is_empty() {
+                return self.received(turn).await;
+            }
             return self.plain(&turn.message).await;
         };
         match name {
@@ -525,6 +532,42 @@ impl Turn<'_> {
                 self.finish(answer).await
             }
         }
+    }
+
+    /// Says which files came with the message: by name, kind and size (and for a text file,
+    /// how many lines it has).
+    async fn received(&mut self, turn: &TurnRequest) -> Result<RunEnd, Stopped> {
+        let files = &turn.attachments;
+        self.think("The message carries files. I can't look at them, but I can say what arrived.")
+            .await?;
+        let mut text = match files.len() {
+            1 => "I received one file:\n\n".to_owned(),
+            n => format!("I received {n} files:\n\n"),
+        };
+        for file in files {
+            let kind = match file.mime.as_str() {
+                "image/png" => "PNG image".to_owned(),
+                "image/jpeg" => "JPEG image".to_owned(),
+                "image/gif" => "GIF image".to_owned(),
+                "image/webp" => "WebP image".to_owned(),
+                _ => match file.text().map(|t| t.lines().count()) {
+                    Some(1) => "text, 1 line".to_owned(),
+                    Some(n) => format!("text, {n} lines"),
+                    None => "text".to_owned(),
+                },
+            };
+            let name = file.name.replace(['`', '\n'], "");
+            text.push_str(&format!(
+                "- `{name}`: {kind}, {}\n",
+                app::api::file_size(file.size)
+            ));
+        }
+        text.push_str(
+            "\nI'm the demo agent, so that is all I can tell. With `ANCHORAGE_BACKEND=openai`, \
+             images go to the model as pictures and text files become workspace files it reads.\n",
+        );
+        let answer = self.say(&text).await?;
+        self.finish(answer).await
     }
 
     async fn plain(&mut self, message: &str) -> Result<RunEnd, Stopped> {

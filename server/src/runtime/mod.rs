@@ -32,6 +32,49 @@ pub struct ChatMessage {
     pub role: String,
     /// Its text.
     pub content: String,
+    /// The files a user message carried (the bytes of the newest images only: see
+    /// [`HISTORY_IMAGES`]).
+    #[serde(skip)]
+    pub attachments: Vec<AttachedFile>,
+}
+
+/// How many images of earlier messages a turn is given with their bytes (the newest); older
+/// ones are named only.
+pub const HISTORY_IMAGES: usize = 8;
+
+/// A file a user message carries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttachedFile {
+    /// Its file name (no directories; see `routes::attachments::clean_name`).
+    pub name: String,
+    /// Its type: an `image/…` or `text/plain`.
+    pub mime: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its bytes (`None`: not given to this turn).
+    pub bytes: Option<Arc<[u8]>>,
+}
+
+impl AttachedFile {
+    /// An image.
+    pub fn is_image(&self) -> bool {
+        self.mime.starts_with("image/")
+    }
+
+    /// Its text, for a text file given with its bytes.
+    pub fn text(&self) -> Option<&str> {
+        if self.is_image() {
+            return None;
+        }
+        self.bytes
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok())
+    }
+
+    /// "notes.txt (1.2 KB)".
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.name, app::api::file_size(self.size))
+    }
 }
 
 /// What a turn is asked to do.
@@ -43,6 +86,8 @@ pub struct TurnRequest {
     pub run_id: String,
     /// The user's message.
     pub message: String,
+    /// The files it carries, with their bytes.
+    pub attachments: Vec<AttachedFile>,
     /// Earlier messages of the session, oldest first.
     pub history: Vec<ChatMessage>,
     /// This is the session's first turn.

@@ -7,11 +7,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::sse::EventReader;
 use super::tools::Workspace;
-use super::{fail, Fail, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
+use super::{fail, AttachedFile, Fail, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
 
 /// How long a model stream may stay silent before the turn fails (a local server can take
 /// minutes to read a long prompt before its first byte).
@@ -61,6 +63,8 @@ pub struct OpenAiAgent {
 struct Quirks {
     no_stream_options: bool,
     no_tools: bool,
+    // Models that refused a message with an image in it: they are told the images' names.
+    no_images: std::collections::HashSet<String>,
 }
 
 /// One streamed model response.
@@ -155,10 +159,24 @@ impl OpenAiAgent {
         messages.extend(
             turn.history
                 .iter()
-                .filter(|m| !m.content.trim().is_empty())
-                .map(|m| json!({"role": m.role, "content": m.content})),
+                .filter(|m| !m.content.trim().is_empty() || !m.attachments.is_empty())
+                .map(|m| {
+                    if m.role == "user" && !m.attachments.is_empty() {
+                        json!({"role": "user", "content": user_content(&m.content, &m.attachments, &[])})
+                    } else {
+                        json!({"role": m.role, "content": m.content})
+                    }
+                }),
         );
-        messages.push(json!({"role": "user", "content": turn.message}));
+        let placed = self.place_files(turn).await;
+        messages.push(json!({
+            "role": "user",
+            "content": if turn.attachments.is_empty() {
+                json!(turn.message)
+            } else {
+                user_content(&turn.message, &turn.attachments, &placed)
+            },
+        }));
         let model = turn.model.as_deref().unwrap_or(&self.settings.model);
         let mut usage: Option<(u64, u64)> = None;
         let mut last_content = String::new();
@@ -232,14 +250,22 @@ impl OpenAiAgent {
         model: &str,
         io: &RunIo,
     ) -> Result<reqwest::Response, Fail> {
+        let with_images = messages.iter().any(has_image);
         loop {
-            let (no_usage, no_tools) = {
+            let (no_usage, no_tools, no_images) = {
                 let q = self.lock_quirks();
-                (q.no_stream_options, q.no_tools)
+                (q.no_stream_options, q.no_tools, q.no_images.contains(model))
+            };
+            let named_only;
+            let sent = if with_images && no_images {
+                named_only = messages.iter().map(without_images).collect::<Vec<_>>();
+                &named_only[..]
+            } else {
+                messages
             };
             let mut body = json!({
                 "model": model,
-                "messages": messages,
+                "messages": sent,
                 "stream": true,
             });
             if !no_tools {
@@ -308,6 +334,21 @@ impl OpenAiAgent {
                 ]
                 .iter()
                 .any(|p| lower.contains(p));
+                let rejects_images = [
+                    "image",
+                    "vision",
+                    "multimodal",
+                    "content part",
+                    "content type",
+                    "array",
+                ]
+                .iter()
+                .any(|p| lower.contains(p));
+                if with_images && !no_images && rejects_images {
+                    tracing::warn!(model, "the model refuses images; naming them instead");
+                    q.no_images.insert(model.to_owned());
+                    continue;
+                }
                 let used_tools = messages.iter().any(|m| m["role"] == "tool");
                 if !q.no_tools && rejects_tools && !used_tools {
                     tracing::warn!("the provider rejects tools; asking without them");
@@ -587,6 +628,36 @@ impl OpenAiAgent {
         })
     }
 
+    /// Writes the text files of the turn's message into the workspace, under
+    /// `attachments/<run>/`, for the model to read: where each went (`None`: an image, or
+    /// a file that could not be written).
+    async fn place_files(&self, turn: &TurnRequest) -> Vec<Option<String>> {
+        let run: String = turn.run_id.chars().take(8).collect();
+        let mut placed = Vec::with_capacity(turn.attachments.len());
+        for file in &turn.attachments {
+            let Some(text) = file.text() else {
+                placed.push(None);
+                continue;
+            };
+            let rel = format!("attachments/{run}/{}", file.name);
+            let ws = self.workspace.clone();
+            let (path, text) = (rel.clone(), text.to_owned());
+            let written = tokio::task::spawn_blocking(move || ws.write_file(&path, &text)).await;
+            match written {
+                Ok(Ok(_)) => placed.push(Some(rel)),
+                Ok(Err(e)) => {
+                    tracing::warn!(file = %file.name, "attachment not placed in the workspace: {e}");
+                    placed.push(None);
+                }
+                Err(e) => {
+                    tracing::warn!(file = %file.name, "attachment not placed in the workspace: {e}");
+                    placed.push(None);
+                }
+            }
+        }
+        placed
+    }
+
     fn lock_quirks(&self) -> std::sync::MutexGuard<'_, Quirks> {
         self.quirks.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -706,6 +777,64 @@ impl ThinkSplitter {
 }
 
 /// A readable error for a non-2xx response.
+/// The content of a user message that carries files: its text with a line per file (where a
+/// text file is in the workspace), then the images as image parts (those given with their
+/// bytes; the others are named only). `placed` is where each file went (see `place_files`).
+fn user_content(text: &str, files: &[AttachedFile], placed: &[Option<String>]) -> Value {
+    let mut note = String::from(text.trim());
+    if !note.is_empty() {
+        note.push_str("\n\n");
+    }
+    note.push_str("Attached files:");
+    let mut parts = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let label = file.label();
+        match (
+            file.is_image(),
+            &file.bytes,
+            placed.get(i).and_then(Option::as_ref),
+        ) {
+            (true, Some(bytes), _) => {
+                note.push_str(&format!("\n- {label}: an image"));
+                parts.push(json!({"type": "text", "text": format!("Image: {label}")}));
+                parts.push(json!({"type": "image_url", "image_url": {
+                    "url": format!("data:{};base64,{}", file.mime, BASE64.encode(bytes)),
+                }}));
+            }
+            (true, None, _) => note.push_str(&format!("\n- {label}: an image (no longer shown)")),
+            (false, _, Some(path)) => note.push_str(&format!(
+                "\n- {label}: a text file, in the workspace at `{path}` (read it with read_file)"
+            )),
+            (false, _, None) => note.push_str(&format!("\n- {label}: a text file")),
+        }
+    }
+    let mut content = vec![json!({"type": "text", "text": note})];
+    content.extend(parts);
+    Value::Array(content)
+}
+
+/// Whether a message carries an image part.
+fn has_image(message: &Value) -> bool {
+    message["content"]
+        .as_array()
+        .is_some_and(|parts| parts.iter().any(|p| p["type"] == "image_url"))
+}
+
+/// The message for a model that takes no images: its text parts only, saying so.
+fn without_images(message: &Value) -> Value {
+    if !has_image(message) {
+        return message.clone();
+    }
+    let mut text: Vec<&str> = message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    text.push("(The images are not shown: this model does not take images.)");
+    json!({"role": message["role"], "content": text.join("\n")})
+}
+
 fn http_error(status: u16, body: &str) -> Fail {
     let detail = serde_json::from_str::<Value>(body)
         .ok()

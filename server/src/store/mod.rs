@@ -83,6 +83,44 @@ pub struct Message {
     pub usage: Option<Value>,
     /// Seconds since the epoch.
     pub created_at: f64,
+    /// The files a user message carries, as they were sent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<app::api::AttachmentData>,
+}
+
+/// A file someone attached (sent with a message, or waiting to be).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attachment {
+    /// Its id.
+    pub id: String,
+    /// The account it belongs to (`""`: open mode).
+    pub owner: String,
+    /// The SHA-256 of its bytes (hex): the account keeps each content once.
+    pub sha256: String,
+    /// Its file name.
+    pub name: String,
+    /// Its type (see [`app::api::AttachmentData::mime`]).
+    pub mime: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The conversation it was sent in (`None`: not sent yet).
+    pub session_id: Option<String>,
+    /// The message that carries it (`None`: not sent yet).
+    pub message_id: Option<String>,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+}
+
+impl Attachment {
+    /// What a message and the page say about it.
+    pub fn data(&self) -> app::api::AttachmentData {
+        app::api::AttachmentData {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            mime: self.mime.clone(),
+            size: self.size,
+        }
+    }
 }
 
 /// A run: one agent turn of a session.
@@ -239,6 +277,19 @@ pub enum StoreError {
     /// An account with this name exists.
     #[error("an account with this name exists")]
     NameTaken,
+    /// The account's attachments would take more than `limit` bytes.
+    #[error("attachments are full")]
+    Full {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// This attachment cannot go with the message: it is not the account's, or was sent
+    /// already.
+    #[error("attachment cannot be sent")]
+    Unattachable {
+        /// Its id.
+        id: String,
+    },
     /// The database failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -309,6 +360,9 @@ pub struct QueuedMessage {
     pub client_id: Option<String>,
     /// Seconds since the epoch.
     pub created_at: f64,
+    /// The attachments it will carry (ids).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<String>,
 }
 
 /// A turn to start: its user message and its run.
@@ -324,6 +378,9 @@ pub struct NewTurn<'a> {
     pub user_message_id: &'a str,
     /// Its text.
     pub message: &'a str,
+    /// The attachments it carries (ids of files not sent yet, of the session's account:
+    /// `Unattachable` otherwise). An edit carries those of the message it replaces.
+    pub attachments: &'a [String],
     /// The browser's id for the message: `Duplicate` when it was stored before.
     pub client_id: Option<&'a str>,
     /// The queued follow-up this turn starts: removed from the queue in the same transaction
@@ -423,6 +480,26 @@ pub trait Store: Send + Sync + 'static {
     async fn grants(&self, owner: Option<&str>, limit: u32) -> Result<Vec<Grant>, StoreError>;
     /// Revokes grant `id` of `owner` (`NotFound`: no such grant of theirs).
     async fn revoke_grant(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError>;
+    /// Keeps a file `owner` attached (its bytes once per account and content): `Full` when
+    /// the account's files would take more than `max_storage` bytes.
+    async fn add_attachment(
+        &self,
+        attachment: &Attachment,
+        data: &[u8],
+        max_storage: u64,
+    ) -> Result<Attachment, StoreError>;
+    /// An attachment.
+    async fn attachment(&self, id: &str) -> Result<Attachment, StoreError>;
+    /// The bytes of an attachment.
+    async fn attachment_bytes(&self, id: &str) -> Result<Vec<u8>, StoreError>;
+    /// The attachments of a message with their bytes, in the order they were attached.
+    async fn message_files(
+        &self,
+        message_id: &str,
+    ) -> Result<Vec<(Attachment, Vec<u8>)>, StoreError>;
+    /// Removes attachments never sent that were made before `before`, and the bytes no
+    /// attachment names any more; how many attachments it removed.
+    async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError>;
     /// Sets the model a session asks for (`None`: the server's default).
     async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError>;
     /// The session's transcript, in order.

@@ -12,8 +12,8 @@ use sqlx::sqlite::{
 use sqlx::{Row, SqlitePool};
 
 use super::{
-    Frames, Grant, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn, Place,
-    QueuedMessage, Run, Session, Store, StoreError, User, Versions,
+    Attachment, Frames, Grant, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn,
+    Place, QueuedMessage, Run, Session, Store, StoreError, User, Versions,
 };
 
 /// Sessions, transcripts and the run journal in one SQLite file.
@@ -107,7 +107,17 @@ fn message_from(row: &SqliteRow) -> Message {
         terminal_state: row.get("terminal_state"),
         usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
         created_at: row.get("created_at"),
+        attachments: json_list(row, "attachments"),
     }
+}
+
+/// A JSON list kept in a column (NULL, or what cannot be read: none).
+fn json_list<T: serde::de::DeserializeOwned>(row: &SqliteRow, column: &str) -> Vec<T> {
+    row.try_get::<Option<String>, _>(column)
+        .ok()
+        .flatten()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
 }
 
 fn queued_from(row: &SqliteRow) -> QueuedMessage {
@@ -117,7 +127,89 @@ fn queued_from(row: &SqliteRow) -> QueuedMessage {
         content: row.get("content"),
         client_id: row.get("client_id"),
         created_at: row.get("created_at"),
+        attachments: json_list(row, "attachments"),
     }
+}
+
+fn attachment_from(row: &SqliteRow) -> Attachment {
+    Attachment {
+        id: row.get("id"),
+        owner: row.get("owner"),
+        sha256: row.get("sha256"),
+        name: row.get("name"),
+        mime: row.get("mime"),
+        size: u64::try_from(row.get::<i64, _>("size")).unwrap_or(0),
+        session_id: row.get("session_id"),
+        message_id: row.get("message_id"),
+        created_at: row.get("created_at"),
+    }
+}
+
+/// The JSON a message keeps of what it carries (NULL: nothing).
+fn carried_json(carried: &[app::api::AttachmentData]) -> Option<String> {
+    (!carried.is_empty()).then(|| serde_json::to_string(carried).unwrap_or_default())
+}
+
+/// Sends `ids` with message `message_id` of `session_id`, in that order: each must be an
+/// attachment of the session's account not sent yet (`Unattachable` otherwise).
+async fn link_attachments(
+    conn: &mut sqlx::SqliteConnection,
+    session_id: &str,
+    message_id: &str,
+    ids: &[String],
+) -> Result<Vec<app::api::AttachmentData>, StoreError> {
+    let mut carried = Vec::with_capacity(ids.len());
+    for id in ids {
+        let row = sqlx::query(
+            "UPDATE attachments SET session_id = ?2, message_id = ?3 \
+             WHERE id = ?1 AND message_id IS NULL AND (session_id IS NULL OR session_id = ?2) \
+               AND owner = (SELECT COALESCE(owner_id, '') FROM sessions WHERE id = ?2) \
+             RETURNING *",
+        )
+        .bind(id)
+        .bind(session_id)
+        .bind(message_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| StoreError::Unattachable { id: id.clone() })?;
+        carried.push(attachment_from(&row).data());
+    }
+    Ok(carried)
+}
+
+/// Gives message `to` copies of the attachments of message `from` (an edit carries the files
+/// of the message it replaces; the bytes are not copied).
+async fn copy_attachments(
+    conn: &mut sqlx::SqliteConnection,
+    from: &str,
+    to: &str,
+    now: f64,
+) -> Result<Vec<app::api::AttachmentData>, StoreError> {
+    let row = sqlx::query("SELECT attachments FROM messages WHERE id = ?1")
+        .bind(from)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let before: Vec<app::api::AttachmentData> = row
+        .map(|r| json_list(&r, "attachments"))
+        .unwrap_or_default();
+    let mut carried = Vec::with_capacity(before.len());
+    for old in before {
+        let id = format!("att-{}", uuid::Uuid::new_v4().simple());
+        let copied = sqlx::query(
+            "INSERT INTO attachments (id, owner, sha256, name, mime, size, session_id, message_id, created_at) \
+             SELECT ?2, owner, sha256, name, mime, size, session_id, ?3, ?4 FROM attachments WHERE id = ?1",
+        )
+        .bind(&old.id)
+        .bind(&id)
+        .bind(to)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+        if copied.rows_affected() == 1 {
+            carried.push(app::api::AttachmentData { id, ..old });
+        }
+    }
+    Ok(carried)
 }
 
 /// The run a message with this client id started, if one was stored.
@@ -619,6 +711,117 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    async fn add_attachment(
+        &self,
+        a: &Attachment,
+        data: &[u8],
+        max_storage: u64,
+    ) -> Result<Attachment, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let kept = sqlx::query("SELECT 1 FROM blobs WHERE owner = ?1 AND sha256 = ?2")
+            .bind(&a.owner)
+            .bind(&a.sha256)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if !kept {
+            let used: i64 =
+                sqlx::query_scalar("SELECT COALESCE(SUM(size), 0) FROM blobs WHERE owner = ?1")
+                    .bind(&a.owner)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if u64::try_from(used).unwrap_or(0).saturating_add(a.size) > max_storage {
+                return Err(StoreError::Full { limit: max_storage });
+            }
+            sqlx::query(
+                "INSERT INTO blobs (owner, sha256, size, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .bind(&a.owner)
+            .bind(&a.sha256)
+            .bind(i64::try_from(a.size).unwrap_or(i64::MAX))
+            .bind(data)
+            .bind(a.created_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query(
+            "INSERT INTO attachments (id, owner, sha256, name, mime, size, session_id, message_id, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8)",
+        )
+        .bind(&a.id)
+        .bind(&a.owner)
+        .bind(&a.sha256)
+        .bind(&a.name)
+        .bind(&a.mime)
+        .bind(i64::try_from(a.size).unwrap_or(i64::MAX))
+        .bind(&a.session_id)
+        .bind(a.created_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Attachment {
+            message_id: None,
+            ..a.clone()
+        })
+    }
+
+    async fn attachment(&self, id: &str) -> Result<Attachment, StoreError> {
+        sqlx::query("SELECT * FROM attachments WHERE id = ?1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| attachment_from(&row))
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn attachment_bytes(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        sqlx::query_scalar(
+            "SELECT b.data FROM attachments a JOIN blobs b ON b.owner = a.owner AND b.sha256 = a.sha256 \
+             WHERE a.id = ?1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::NotFound)
+    }
+
+    async fn message_files(
+        &self,
+        message_id: &str,
+    ) -> Result<Vec<(Attachment, Vec<u8>)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT a.*, b.data FROM attachments a \
+             JOIN blobs b ON b.owner = a.owner AND b.sha256 = a.sha256 \
+             WHERE a.message_id = ?1 ORDER BY a.rowid",
+        )
+        .bind(message_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut files: Vec<(Attachment, Vec<u8>)> = rows
+            .iter()
+            .map(|row| (attachment_from(row), row.get("data")))
+            .collect();
+        // In the order the message lists them.
+        let order: Vec<app::api::AttachmentData> =
+            sqlx::query("SELECT attachments FROM messages WHERE id = ?1")
+                .bind(message_id)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| json_list(&row, "attachments"))
+                .unwrap_or_default();
+        files.sort_by_key(|(a, _)| order.iter().position(|o| o.id == a.id));
+        Ok(files)
+    }
+
+    async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError> {
+        let done =
+            sqlx::query("DELETE FROM attachments WHERE message_id IS NULL AND created_at < ?1")
+                .bind(before)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected())
+    }
+
     async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError> {
         let done = sqlx::query("UPDATE sessions SET model = ?2 WHERE id = ?1")
             .bind(id)
@@ -668,6 +871,7 @@ impl Store for SqliteStore {
             turn_id,
             user_message_id,
             message,
+            attachments,
             client_id,
             queued_id,
             place,
@@ -691,7 +895,7 @@ impl Store for SqliteStore {
         }
         // Where the turn goes: after the turn shown last, or beside the one it retries or
         // edits (which must be a turn of this session).
-        let (parent, retried_message): (Option<String>, Option<String>) = match place {
+        let (parent, replaced_message): (Option<String>, Option<String>) = match place {
             Place::Next => {
                 let head = sqlx::query(&format!("SELECT {HEAD_SQL} AS head"))
                     .bind(session_id)
@@ -708,8 +912,7 @@ impl Store for SqliteStore {
                 .fetch_optional(&mut *tx)
                 .await?
                 .ok_or(StoreError::NotFound)?;
-                let message = matches!(place, Place::Retry(_)).then(|| row.get("user_message_id"));
-                (row.get("parent_run_id"), message)
+                (row.get("parent_run_id"), Some(row.get("user_message_id")))
             }
         };
         if let Some(queued_id) = queued_id {
@@ -724,8 +927,11 @@ impl Store for SqliteStore {
             }
         }
         // A retry answers the same message again; anything else stores a new one.
+        let retried_message = replaced_message
+            .as_ref()
+            .filter(|_| matches!(place, Place::Retry(_)));
         let user_message_id = match retried_message {
-            Some(id) => id,
+            Some(id) => id.clone(),
             None => {
                 sqlx::query(
                     "INSERT INTO messages (id, session_id, position, role, content, run_id, client_id, created_at) \
@@ -739,6 +945,22 @@ impl Store for SqliteStore {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
+                // An edit keeps the files of the message it replaces.
+                let carried = match (&replaced_message, attachments.is_empty()) {
+                    (Some(from), true) => {
+                        copy_attachments(&mut tx, from, user_message_id, now).await?
+                    }
+                    _ => {
+                        link_attachments(&mut tx, session_id, user_message_id, attachments).await?
+                    }
+                };
+                if let Some(json) = carried_json(&carried) {
+                    sqlx::query("UPDATE messages SET attachments = ?2 WHERE id = ?1")
+                        .bind(user_message_id)
+                        .bind(json)
+                        .execute(&mut *tx)
+                        .await?;
+                }
                 user_message_id.to_owned()
             }
         };
@@ -1189,13 +1411,17 @@ impl Store for SqliteStore {
             }
         }
         sqlx::query(
-            "INSERT INTO queued_messages (id, session_id, content, client_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO queued_messages (id, session_id, content, client_id, created_at, attachments) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
         .bind(&message.id)
         .bind(&message.session_id)
         .bind(&message.content)
         .bind(client_id)
         .bind(message.created_at)
+        .bind(
+            (!message.attachments.is_empty())
+                .then(|| serde_json::to_string(&message.attachments).unwrap_or_default()),
+        )
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -1285,6 +1511,13 @@ impl Store for SqliteStore {
                 .bind(&id)
                 .execute(&mut *tx)
                 .await?;
+            // And the files attached (the new account has none yet).
+            for table in ["blobs", "attachments"] {
+                sqlx::query(&format!("UPDATE {table} SET owner = ?1 WHERE owner = ''"))
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             sqlx::query("UPDATE sessions SET owner_id = ?1 WHERE owner_id IS NULL")
                 .bind(&id)
                 .execute(&mut *tx)

@@ -369,6 +369,12 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
     let grant = app.store.grants(Some(&alice_id), 10).await.unwrap()[0]
         .id
         .clone();
+    // A file of hers, not sent yet.
+    let (code, up) = app
+        .upload("plans.txt", b"the secret plans".to_vec(), None)
+        .await;
+    assert_eq!(code, 201, "{up}");
+    let file = up["attachment"]["id"].as_str().unwrap().to_owned();
 
     app.use_cookie(Some(&bob));
     let own = app.new_session().await;
@@ -413,6 +419,18 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         Case {
             method: "GET",
             path: format!("/api/session/export?session_id={session}&format=jsonl"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: format!("/api/attachments?name=x.txt&session_id={session}"),
+            body: json!({}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: format!("/api/attachment?id={file}"),
             body: Value::Null,
             expect: Expect::NotFound,
         },

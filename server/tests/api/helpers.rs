@@ -100,6 +100,24 @@ impl TestApp {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
+    /// Uploads a file as an attachment (for `session`, if given); returns the status and
+    /// the JSON body.
+    pub async fn upload(&self, name: &str, bytes: Vec<u8>, session: Option<&str>) -> (u16, Value) {
+        let mut path = format!("/api/attachments?name={}", urlencode(name));
+        if let Some(session) = session {
+            path.push_str(&format!("&session_id={session}"));
+        }
+        let res = self
+            .with_cookie(self.client.post(self.url(&path)))
+            .header("content-type", "application/octet-stream")
+            .body(bytes)
+            .send()
+            .await
+            .expect("request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
     /// GETs; returns the status and the JSON body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
         let res = self
@@ -376,4 +394,17 @@ async fn spawn_app_setup(
         cookie: std::sync::Mutex::new(None),
         shutdown,
     }
+}
+
+/// A query value, percent-encoded.
+pub fn urlencode(value: &str) -> String {
+    let mut out = String::new();
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }

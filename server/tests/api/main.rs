@@ -1,6 +1,7 @@
 //! The server's HTTP surface, over real TCP on 127.0.0.1.
 
 mod accounts;
+mod attachments;
 mod backends;
 mod branches;
 mod chat;

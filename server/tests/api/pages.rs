@@ -421,6 +421,7 @@ fn snapshot_of(run: &str, events: Vec<app::api::JournalEvent>) -> app::api::Turn
             id: "u".into(),
             content: String::new(),
             created_at: 0.0,
+            attachments: Vec::new(),
         },
         run_id: run.into(),
         turn_id: "t".into(),
