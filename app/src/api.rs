@@ -73,7 +73,7 @@ pub struct MessageData {
 }
 
 /// A file attached to a message (its bytes are at [`AttachmentData::url`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct AttachmentData {
     /// Its id.
     pub id: String,
@@ -96,6 +96,9 @@ impl AttachmentData {
         format!("/api/attachment?id={}", self.id)
     }
 }
+
+/// The most files one message may carry.
+pub const MAX_ATTACHMENTS: usize = 8;
 
 /// A size for people: "812 B", "12.3 KB", "4.1 MB" (units of 1024).
 pub fn file_size(bytes: u64) -> String {

@@ -21,6 +21,23 @@ pub async fn post(path: &str, body: &Value) -> Result<Value, Failure> {
     answer(request.send().await).await
 }
 
+/// Uploads a file as an attachment (for `session`, when it exists) and returns the JSON
+/// answer (`{"attachment": …}`).
+pub async fn upload(file: &web_sys::File, session: Option<&str>) -> Result<Value, Failure> {
+    let mut path = format!("/api/attachments?name={}", encode(&file.name()));
+    if let Some(session) = session {
+        path.push_str(&format!("&session_id={}", encode(session)));
+    }
+    let request = Request::post(&path)
+        .header("content-type", "application/octet-stream")
+        .body(file.clone())
+        .map_err(|e| Failure {
+            status: 0,
+            message: e.to_string(),
+        })?;
+    answer(request.send().await).await
+}
+
 /// GETs JSON.
 pub async fn get(path: &str) -> Result<Value, Failure> {
     answer(Request::get(path).send().await).await

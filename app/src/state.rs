@@ -139,6 +139,8 @@ pub struct ChatState {
     pub error: RwSignal<Option<Problem>>,
     /// The composer's text (kept per conversation, and across a reload, by the composer).
     pub draft: RwSignal<String>,
+    /// Files attached in the composer: on their way to the server, kept there, or refused.
+    pub files: RwSignal<Vec<PendingFile>>,
     /// Who answers.
     pub agent: RwSignal<String>,
     /// Who is signed in (`None`: the server has no accounts).
@@ -217,6 +219,43 @@ pub struct Outgoing {
     pub failed: Option<String>,
     /// The model chosen for a new conversation (its first turn asks for it).
     pub model: Option<String>,
+    /// The files it carries (uploaded already).
+    pub attachments: Vec<crate::api::AttachmentData>,
+}
+
+/// A file attached in the composer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingFile {
+    /// Tells the chips apart (the same file may be attached twice).
+    pub key: u64,
+    /// Its name.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Where it stands.
+    pub state: FileState,
+}
+
+/// Where a file attached in the composer stands.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+pub enum FileState {
+    /// On its way to the server.
+    Uploading,
+    /// Kept by the server: it goes with the next message.
+    Ready(crate::api::AttachmentData),
+    /// Refused (too large, a type not taken, the server unreachable): why.
+    Failed(String),
+}
+
+impl PendingFile {
+    /// The attachment, once the server has it.
+    pub fn ready(&self) -> Option<&crate::api::AttachmentData> {
+        match &self.state {
+            FileState::Ready(a) => Some(a),
+            _ => None,
+        }
+    }
 }
 
 impl ChatState {
@@ -266,6 +305,7 @@ impl ChatState {
             announcement: RwSignal::new(String::new()),
             error: RwSignal::new(None),
             draft: RwSignal::new(String::new()),
+            files: RwSignal::new(Vec::new()),
             agent: RwSignal::new(String::new()),
             user: RwSignal::new(None),
             missing: RwSignal::new(false),

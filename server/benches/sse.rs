@@ -130,6 +130,7 @@ async fn replay_benchmark() -> Value {
             turn_id: "turn-bench",
             user_message_id: "msg-bench",
             message: "bench",
+            attachments: &[],
             client_id: None,
             queued_id: None,
             place: server::store::Place::Next,

@@ -23,7 +23,19 @@ pub(crate) fn Composer(
 ) -> impl IntoView {
     let chat = use_chat();
     let draft = chat.draft;
-    let blank = move || draft.with(|text| text.trim().is_empty());
+    // Nothing to send: no text and no file kept by the server.
+    let blank = move || {
+        draft.with(|text| text.trim().is_empty())
+            && chat.files.with(|f| f.iter().all(|p| p.ready().is_none()))
+    };
+    let uploading = Memo::new(move |_| {
+        chat.files.with(|f| {
+            f.iter()
+                .any(|p| p.state == crate::state::FileState::Uploading)
+        })
+    });
+    let picker = NodeRef::<leptos::html::Input>::new();
+    let dragging = RwSignal::new(false);
     // Which turn runs (a reload makes a new handle for the same run).
     let running_turn = Memo::new(move |_| chat.running_turn().map(|t| t.key()));
     let running = Memo::new(move |_| running_turn.with(Option::is_some));
@@ -53,7 +65,7 @@ pub(crate) fn Composer(
 
     let submit = move || {
         let text = draft.get_untracked();
-        if text.trim().is_empty() {
+        if blank() || uploading.get_untracked() {
             return;
         }
         match sending.get_untracked() {
@@ -85,14 +97,107 @@ pub(crate) fn Composer(
             on_stop.run(());
         }
     };
+    let on_picked = move |ev: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            if let Some(input) = ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+            {
+                if let Some(files) = input.files() {
+                    super::attach(chat, &files);
+                }
+                // The same file may be picked again.
+                input.set_value("");
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = ev;
+    };
+    let on_paste = move |ev: leptos::ev::ClipboardEvent| {
+        #[cfg(feature = "hydrate")]
+        if let Some(files) = ev.clipboard_data().and_then(|d| d.files()) {
+            if files.length() > 0 {
+                ev.prevent_default();
+                super::attach(chat, &files);
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = ev;
+    };
+    let on_dragover = move |ev: leptos::ev::DragEvent| {
+        #[cfg(feature = "hydrate")]
+        {
+            let carries_files = ev.data_transfer().is_some_and(|d| {
+                let types = d.types();
+                (0..types.length()).any(|i| types.get(i).as_string().as_deref() == Some("Files"))
+            });
+            if carries_files {
+                ev.prevent_default();
+                dragging.set(true);
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = ev;
+    };
+    let on_drop = move |ev: leptos::ev::DragEvent| {
+        dragging.set(false);
+        #[cfg(feature = "hydrate")]
+        if let Some(files) = ev.data_transfer().and_then(|d| d.files()) {
+            if files.length() > 0 {
+                ev.prevent_default();
+                super::attach(chat, &files);
+                focus_field();
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = ev;
+    };
     view! {
         <form
             class="composer"
+            class:dragging=move || dragging.get()
             on:submit=move |ev| {
                 ev.prevent_default();
                 submit();
             }
+            on:dragover=on_dragover
+            on:dragleave=move |_| dragging.set(false)
+            on:drop=on_drop
         >
+            <super::ComposerFiles />
+            <input
+                type="file"
+                multiple
+                class="visually-hidden"
+                tabindex="-1"
+                aria-hidden="true"
+                node_ref=picker
+                on:change=on_picked
+            />
+            <button
+                type="button"
+                class="composer-attach"
+                aria-label="Attach files"
+                title="Attach files (or paste, or drop them here)"
+                on:click=move |_| {
+                    if let Some(input) = picker.get_untracked() {
+                        input.click();
+                    }
+                }
+            >
+                <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">
+                    <path
+                        d="M16.5 6.5 8.4 14.6a2 2 0 0 0 2.8 2.8l8.1-8.1a4 4 0 0 0-5.7-5.7L5.5 11.7a6 6 0 0 0 8.5 8.5l6.1-6.1"
+                        fill="none"
+                        stroke="currentColor"
+                        stroke-width="1.8"
+                        stroke-linecap="round"
+                        stroke-linejoin="round"
+                    />
+                </svg>
+            </button>
             <label for=COMPOSER_ID class="visually-hidden">"Message"</label>
             <textarea
                 id=COMPOSER_ID
@@ -108,6 +213,7 @@ pub(crate) fn Composer(
                         chat.outbox.set(None);
                     }
                 }
+                on:paste=on_paste
                 on:keydown=move |ev| {
                     if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() && !touch_only() {
                         ev.prevent_default();
@@ -121,12 +227,26 @@ pub(crate) fn Composer(
                 data-action=dynamic(move || action(label()))
                 disabled=dynamic(move || {
                     (blank() && !running.get()) || stopping.get() || sending.get() == Some(false)
+                        || (!blank() && uploading.get())
                 })
                 on:click=on_button
             >
                 {label}
             </button>
         </form>
+    }
+}
+
+/// Puts the focus in the message field.
+#[cfg(feature = "hydrate")]
+fn focus_field() {
+    use wasm_bindgen::JsCast;
+    if let Some(el) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(COMPOSER_ID))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+    {
+        let _ = el.focus();
     }
 }
 

@@ -135,6 +135,7 @@ pub(crate) fn UserMessage(turn: TurnHandle, can_change: Signal<bool>) -> impl In
     let sent_at = turn.user.created_at;
     view! {
         <div class="user-message">
+            <super::MessageFiles files=turn.user.attachments.clone() />
             {move || if editing.get() {
                 let submit = submit.clone();
                 let submit_on_enter = submit_on_enter.clone();
@@ -172,7 +173,7 @@ pub(crate) fn UserMessage(turn: TurnHandle, can_change: Signal<bool>) -> impl In
                     </form>
                 })
             } else {
-                Either::Right(view! { <div class="bubble">{content.clone()}</div> })
+                Either::Right((!content.is_empty()).then(|| view! { <div class="bubble">{content.clone()}</div> }))
             }}
             <div class="message-actions">
                 {(sent_at > 0.0).then(|| view! { <Timestamp at=sent_at /> })}

@@ -1,5 +1,6 @@
 //! Presentational components: they take plain data or signals and own only UI-local state.
 
+mod attachments;
 mod cards;
 mod composer;
 mod empty_chat;
@@ -14,6 +15,9 @@ mod toast;
 mod todos;
 mod turn;
 
+#[cfg(feature = "hydrate")]
+pub(crate) use attachments::{attach, file_key};
+pub(crate) use attachments::{ComposerFiles, MessageFiles};
 pub(crate) use cards::PendingCards;
 pub(crate) use composer::Composer;
 #[cfg(feature = "hydrate")]

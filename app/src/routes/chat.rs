@@ -734,12 +734,20 @@ pub(crate) fn send(chat: ChatState, text: String) {
     if chat.outbox.with_untracked(Option::is_some) {
         return;
     }
+    // The files go with the message: they leave the composer with it (and come back if the
+    // server refuses it).
+    let attachments: Vec<crate::api::AttachmentData> = chat
+        .files
+        .with_untracked(|f| f.iter().filter_map(|p| p.ready().cloned()).collect());
+    chat.files
+        .update(|f| f.retain(|p| p.state == crate::state::FileState::Uploading));
     let out = crate::state::Outgoing {
         session_id: chat.session_id.get_untracked(),
         text,
         client_id: crate::client::client_id(),
         failed: None,
         model: chat.model.get_untracked(),
+        attachments,
     };
     chat.outbox.set(Some(out.clone()));
     dispatch(chat, out);
@@ -792,9 +800,21 @@ fn dispatch(chat: ChatState, mut out: crate::state::Outgoing) {
                 }
             }
             Err(e) => {
-                // Refused (too long, say): the text stays to be changed; nothing retries it.
+                // Refused (too long, say): the text stays to be changed, and the files with
+                // it; nothing retries it.
                 if still_ours {
                     chat.outbox.set(None);
+                    let back = out.attachments.iter().map(|a| crate::state::PendingFile {
+                        key: crate::components::file_key(),
+                        name: a.name.clone(),
+                        size: a.size,
+                        state: crate::state::FileState::Ready(a.clone()),
+                    });
+                    chat.files.update(|f| {
+                        let mut all: Vec<_> = back.collect();
+                        all.append(f);
+                        *f = all;
+                    });
                 }
                 chat.fail(&e);
             }
@@ -847,6 +867,10 @@ async fn deliver(
     };
     let mut body =
         json!({"session_id": session_id, "message": out.text, "client_id": out.client_id});
+    if !out.attachments.is_empty() {
+        let ids: Vec<&str> = out.attachments.iter().map(|a| a.id.as_str()).collect();
+        body["attachments"] = json!(ids);
+    }
     // The turn carries the model picked (a new conversation's first turn sets it; for an open
     // one it was stored when picked, and the server changes nothing).
     if let Some(model) = &out.model {

@@ -18,7 +18,7 @@ use crate::store::{Attachment, StoreError};
 use crate::AppState;
 
 /// The most files one message may carry.
-pub const MAX_PER_MESSAGE: usize = 8;
+pub const MAX_PER_MESSAGE: usize = app::api::MAX_ATTACHMENTS;
 
 /// The longest file name kept, in bytes (longer ones are cut, keeping the extension).
 const MAX_NAME_BYTES: usize = 200;
