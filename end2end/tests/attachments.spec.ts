@@ -1,10 +1,10 @@
 import { test, expect } from "./fixtures";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "http";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
 import { deflateSync } from "zlib";
 import { kill9, startServer, waitHealthy } from "./own_server";
+import { provider } from "./provider";
 import { hydrated, lastTurn, openNewSession } from "./support";
 
 // Attachments as a person uses them: the paperclip picks files, a drop or a paste attaches
@@ -174,44 +174,12 @@ test("files dropped on the composer or pasted into it are attached, and a messag
   await expect(page.locator(".chat-title")).toHaveText("dropped.txt");
 });
 
-type Provider = { server: Server; url: string; completions: any[] };
-
-function provider(): Promise<Provider> {
-  const state: Provider = { server: null as unknown as Server, url: "", completions: [] };
-  state.server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      if (req.method === "GET") {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ object: "list", data: [{ id: "scripted", object: "model" }] }));
-        return;
-      }
-      state.completions.push(JSON.parse(body || "{}"));
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      const chunk = (delta: object, finish: string | null = null) =>
-        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      res.write(chunk({ content: "A small red square." }));
-      res.write(chunk({}, "stop"));
-      res.end("data: [DONE]\n\n");
-    });
-  });
-  return new Promise((done) =>
-    state.server.listen(0, "127.0.0.1", () => {
-      const address = state.server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      state.url = `http://127.0.0.1:${port}/v1`;
-      done(state);
-    }),
-  );
-}
-
 test("with the openai backend, an attached picture reaches the model as an image part", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);
   const port = 3600 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 50 : 0);
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-files-"));
-  const upstream = await provider();
+  const upstream = await provider(["scripted"], () => "A small red square.");
   const server = startServer(port, dataDir, {
     ANCHORAGE_BACKEND: "openai",
     OPENAI_BASE_URL: upstream.url,

@@ -1,56 +1,21 @@
 import { test, expect } from "./fixtures";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "http";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
 import { kill9, startServer, waitHealthy } from "./own_server";
+import { provider } from "./provider";
 import { hydrated, lastTurn, send } from "./support";
 
 // The model picker with the `openai` backend, against a scripted provider that lists three
 // models (one named by its file, as llama.cpp's server does) and answers with the model it
 // was asked for.
 
-type Provider = { server: Server; url: string; completions: any[]; listings: number };
-
-function provider(): Promise<Provider> {
-  const state: Provider = { server: null as unknown as Server, url: "", completions: [], listings: 0 };
-  state.server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      if (req.method === "GET" && req.url === "/v1/models") {
-        state.listings += 1;
-        res.writeHead(200, { "content-type": "application/json" });
-        const ids = ["scripted", "b-model", "/models/gemma-3-270m-it-Q4_K_M.gguf"];
-        res.end(JSON.stringify({ object: "list", data: ids.map((id) => ({ id, object: "model" })) }));
-        return;
-      }
-      const parsed = JSON.parse(body || "{}");
-      state.completions.push(parsed);
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      const chunk = (delta: object, finish: string | null = null) =>
-        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      res.write(chunk({ content: `Answered by ${parsed.model}.` }));
-      res.write(chunk({}, "stop"));
-      res.end("data: [DONE]\n\n");
-    });
-  });
-  return new Promise((done) =>
-    state.server.listen(0, "127.0.0.1", () => {
-      const address = state.server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      state.url = `http://127.0.0.1:${port}/v1`;
-      done(state);
-    }),
-  );
-}
-
 test("the composer offers the provider's models; a choice holds for the conversation and each answer names its model", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);
   const port = 3460 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 20 : 0);
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-models-"));
-  const upstream = await provider();
+  const upstream = await provider(["scripted", "b-model", "/models/gemma-3-270m-it-Q4_K_M.gguf"], (r) => `Answered by ${r.model}.`);
   const server = startServer(port, dataDir, {
     ANCHORAGE_BACKEND: "openai",
     OPENAI_BASE_URL: upstream.url,

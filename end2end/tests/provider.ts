@@ -1,0 +1,39 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "http";
+
+/**
+ * A scripted OpenAI-compatible provider on loopback: `GET /v1/models` lists `models`; a chat
+ * completion streams the text `answer` gives for its request (kept in `completions`).
+ */
+export type Provider = { server: Server; url: string; completions: any[]; listings: number };
+
+export function provider(models: string[], answer: (request: any) => string): Promise<Provider> {
+  const state: Provider = { server: null as unknown as Server, url: "", completions: [], listings: 0 };
+  state.server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      if (req.method === "GET" && req.url === "/v1/models") {
+        state.listings += 1;
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ object: "list", data: models.map((id) => ({ id, object: "model" })) }));
+        return;
+      }
+      const parsed = JSON.parse(body || "{}");
+      state.completions.push(parsed);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = (delta: object, finish: string | null = null) =>
+        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      res.write(chunk({ content: answer(parsed) }));
+      res.write(chunk({}, "stop"));
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  return new Promise((done) =>
+    state.server.listen(0, "127.0.0.1", () => {
+      const address = state.server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      state.url = `http://127.0.0.1:${port}/v1`;
+      done(state);
+    }),
+  );
+}
