@@ -222,6 +222,9 @@ pub struct QueuedData {
     pub id: String,
     /// The message.
     pub content: String,
+    /// The files it will carry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentData>,
 }
 
 /// The open session.

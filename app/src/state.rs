@@ -141,6 +141,11 @@ pub struct ChatState {
     pub draft: RwSignal<String>,
     /// Files attached in the composer: on their way to the server, kept there, or refused.
     pub files: RwSignal<Vec<PendingFile>>,
+    /// Files are being dragged over the conversation.
+    pub dragging: RwSignal<bool>,
+    /// How deep inside the conversation the drag is (elements entered and not left).
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    pub drag_depth: StoredValue<u32>,
     /// Who answers.
     pub agent: RwSignal<String>,
     /// Who is signed in (`None`: the server has no accounts).
@@ -306,6 +311,8 @@ impl ChatState {
             error: RwSignal::new(None),
             draft: RwSignal::new(String::new()),
             files: RwSignal::new(Vec::new()),
+            dragging: RwSignal::new(false),
+            drag_depth: StoredValue::new(0),
             agent: RwSignal::new(String::new()),
             user: RwSignal::new(None),
             missing: RwSignal::new(false),

@@ -121,24 +121,32 @@ test("picked files show as chips, go with the message, survive a reload and are 
   expect(await served.text()).toBe(NOTES);
 });
 
-test("files dropped on the composer or pasted into it are attached, and a message of files alone is sent", async ({ page, request }, testInfo) => {
+test("files dropped on the conversation or pasted into the message box are attached, and a message of files alone is sent", async ({ page, request }, testInfo) => {
   await openNewSession(page, request);
   const composer = page.locator("form.composer");
   const chips = composer.getByRole("list", { name: "Attached files" }).getByRole("listitem");
 
-  // Dropped: the composer shows it takes files while they are dragged over it.
+  // Dropped anywhere on the conversation: the composer shows it takes files while they are
+  // dragged over the page, moving across the elements inside does not end that, and the drop
+  // attaches them.
   await page.evaluate((notes) => {
-    const form = document.querySelector("form.composer")!;
     const data = new DataTransfer();
     data.items.add(new File([notes], "dropped.txt", { type: "text/plain" }));
     (window as any).__dropped = data;
-    form.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, bubbles: true, cancelable: true }));
+    const fire = (el: Element, type: string) =>
+      el.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true, cancelable: true }));
+    const transcript = document.querySelector(".transcript")!;
+    const heading = document.querySelector(".chat-title")!;
+    fire(transcript, "dragenter");
+    fire(heading, "dragenter");
+    fire(transcript, "dragleave");
+    fire(heading, "dragover");
   }, NOTES);
   await expect(composer).toHaveClass(/dragging/);
   await page.evaluate(() => {
     const data = (window as any).__dropped;
     document
-      .querySelector("form.composer")!
+      .querySelector(".chat-title")!
       .dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
   });
   await expect(composer).not.toHaveClass(/dragging/);

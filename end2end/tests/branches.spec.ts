@@ -184,3 +184,34 @@ test("Copy puts the answer's Markdown on the clipboard, and a message's text", a
   await hydrated(page);
   await expect(page.locator(`[data-turn-id='${turnId}']`)).toBeInViewport();
 });
+
+test("a search hit in an earlier version opens that version, at its turn", async ({ page, request }, testInfo) => {
+  const word = `okapi${testInfo.project.name}${Date.now() % 100000}`;
+  const session = (await (await request.post("/api/session/new", { data: {} })).json()).session.id;
+  const start = async (message: string) => {
+    const run = (await (await request.post("/api/chat/start", { data: { session_id: session, message } })).json()).run_id;
+    await expect.poll(async () => (await (await request.get(`/api/chat/stream/status?run_id=${run}`)).json()).active).toBe(false);
+    return run;
+  };
+  const first = await start(`tell me about the ${word}`);
+  const edited = (await (await request.post("/api/chat/edit", { data: { run_id: first, message: "something else" } })).json()).run_id;
+  await expect.poll(async () => (await (await request.get(`/api/chat/stream/status?run_id=${edited}`)).json()).active).toBe(false);
+  await start("and a follow-up");
+
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  await expect(page.locator(".user-message .bubble", { hasText: "something else" })).toBeVisible();
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await page.getByRole("searchbox", { name: "Search conversations" }).fill(word);
+  const hit = page.locator(`[data-session-id='${session}'] a`).first();
+  await expect(hit).toHaveAttribute("href", `/s/${session}#turn-${first}`);
+  await hit.click();
+  // The version the hit is in, with its "1 / 2", in view; the other branch's follow-up is not shown.
+  const turn = page.locator(`#turn-${first}`);
+  await expect(turn).toBeVisible();
+  await expect(turn).toBeInViewport();
+  await expect(turn.locator(".user-message .bubble")).toHaveText(`tell me about the ${word}`);
+  await expect(turn.locator(".version-label")).toHaveText("1 / 2");
+  await expect(page.locator(".user-message .bubble", { hasText: "and a follow-up" })).toHaveCount(0);
+  await expect(page.locator(".user-message .bubble", { hasText: "something else" })).toHaveCount(0);
+});

@@ -36,6 +36,14 @@ test("a message says when it was sent: how long ago, the exact time on hover and
   await expect(stamp).toHaveText(exact!);
   await stamp.click();
   await expect(stamp).toHaveText("just now");
+  // The answer says when it came, after the question.
+  const answered = lastTurn(page).locator(".turn-footer .timestamp");
+  await expect(answered).toHaveText("just now");
+  await expect(answered).toHaveAttribute("aria-label", /^Answered /);
+  const [asked, came] = await Promise.all(
+    [stamp, answered].map((s) => s.locator("time").evaluate((el) => Date.parse(el.getAttribute("datetime")!))),
+  );
+  expect(came).toBeGreaterThanOrEqual(asked);
   // The conversation is under Today.
   const nav = await sidebar(page);
   await expect(nav.locator(".session-group h2").first()).toHaveText("Today");
@@ -50,6 +58,7 @@ test("a reader days later sees the conversation under Previous 7 days and the me
   await page.goto(`/s/${session}`);
   await hydrated(page);
   await expect(lastTurn(page).locator(".user-message .timestamp")).toHaveText(/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{2}:\d{2}$/);
+  await expect(lastTurn(page).locator(".turn-footer .timestamp")).toHaveText(/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{2}:\d{2}$/);
   const nav = await sidebar(page);
   const row = nav.locator(`[data-session-id='${session}']`);
   await expect(row).toBeVisible();

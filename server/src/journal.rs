@@ -269,21 +269,14 @@ mod tests {
         async fn purge_deleted(&self, before: f64) -> Result<u64, StoreError> {
             self.inner.purge_deleted(before).await
         }
-        async fn set_pinned(
+        async fn shelve(
             &self,
             id: &str,
-            pinned: bool,
+            shelf: crate::store::Shelf,
+            on: bool,
             now: f64,
         ) -> Result<Session, StoreError> {
-            self.inner.set_pinned(id, pinned, now).await
-        }
-        async fn set_archived(
-            &self,
-            id: &str,
-            archived: bool,
-            now: f64,
-        ) -> Result<Session, StoreError> {
-            self.inner.set_archived(id, archived, now).await
+            self.inner.shelve(id, shelf, on, now).await
         }
         async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError> {
             self.inner.set_session_model(id, model).await

@@ -223,16 +223,21 @@ impl PageBackend {
                 model: run.model.clone(),
             });
         }
-        let queued = self
-            .store
-            .queued_messages(&session.id)
-            .await?
-            .into_iter()
-            .map(|q| QueuedData {
+        let mut queued = Vec::new();
+        for q in self.store.queued_messages(&session.id).await? {
+            // The files it will carry, as far as they are still there.
+            let mut attachments = Vec::with_capacity(q.attachments.len());
+            for id in &q.attachments {
+                if let Ok(a) = self.store.attachment(id).await {
+                    attachments.push(a.data());
+                }
+            }
+            queued.push(QueuedData {
                 id: q.id,
                 content: q.content,
-            })
-            .collect();
+                attachments,
+            });
+        }
         Ok(SessionDetail {
             id: session.id.clone(),
             title: session.title.clone(),

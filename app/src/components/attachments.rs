@@ -71,6 +71,62 @@ pub(crate) fn attach(chat: crate::state::ChatState, files: &web_sys::FileList) {
     }
 }
 
+/// What a drag of something over the conversation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Drag {
+    Enter,
+    Over,
+    Leave,
+    Drop,
+}
+
+/// Files dragged over the conversation: the composer shows it takes them while they are over
+/// it (entering and leaving each element inside are counted, so moving across them does not
+/// flicker), and a drop anywhere attaches them. Other drags (text, links) are left alone.
+pub(crate) fn drag(chat: crate::state::ChatState, ev: &leptos::ev::DragEvent, what: Drag) {
+    #[cfg(feature = "hydrate")]
+    {
+        let Some(data) = ev.data_transfer() else {
+            return;
+        };
+        let types = data.types();
+        if !(0..types.length()).any(|i| types.get(i).as_string().as_deref() == Some("Files")) {
+            return;
+        }
+        match what {
+            Drag::Enter => {
+                ev.prevent_default();
+                chat.drag_depth.update_value(|d| *d += 1);
+                chat.dragging.set(true);
+            }
+            Drag::Over => {
+                ev.prevent_default();
+                data.set_drop_effect("copy");
+                if !chat.dragging.get_untracked() {
+                    chat.dragging.set(true);
+                }
+            }
+            Drag::Leave => {
+                chat.drag_depth.update_value(|d| *d = d.saturating_sub(1));
+                if chat.drag_depth.get_value() == 0 {
+                    chat.dragging.set(false);
+                }
+            }
+            Drag::Drop => {
+                ev.prevent_default();
+                chat.drag_depth.set_value(0);
+                chat.dragging.set(false);
+                if let Some(files) = data.files() {
+                    attach(chat, &files);
+                    super::composer::focus_field();
+                }
+            }
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (chat, ev, what);
+}
+
 /// The server's message as a sentence.
 #[cfg(feature = "hydrate")]
 fn sentence(message: &str) -> String {

@@ -35,7 +35,6 @@ pub(crate) fn Composer(
         })
     });
     let picker = NodeRef::<leptos::html::Input>::new();
-    let dragging = RwSignal::new(false);
     // Which turn runs (a reload makes a new handle for the same run).
     let running_turn = Memo::new(move |_| chat.running_turn().map(|t| t.key()));
     let running = Memo::new(move |_| running_turn.with(Option::is_some));
@@ -50,6 +49,10 @@ pub(crate) fn Composer(
             let session = chat.session_id.get();
             if previous.as_ref() != Some(&session) {
                 draft.set(stored_draft(session.as_deref()));
+                // Files attached there and not sent do not follow to another conversation.
+                if previous.is_some() {
+                    chat.files.set(Vec::new());
+                }
             }
             session
         });
@@ -126,45 +129,14 @@ pub(crate) fn Composer(
         #[cfg(not(feature = "hydrate"))]
         let _ = ev;
     };
-    let on_dragover = move |ev: leptos::ev::DragEvent| {
-        #[cfg(feature = "hydrate")]
-        {
-            let carries_files = ev.data_transfer().is_some_and(|d| {
-                let types = d.types();
-                (0..types.length()).any(|i| types.get(i).as_string().as_deref() == Some("Files"))
-            });
-            if carries_files {
-                ev.prevent_default();
-                dragging.set(true);
-            }
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = ev;
-    };
-    let on_drop = move |ev: leptos::ev::DragEvent| {
-        dragging.set(false);
-        #[cfg(feature = "hydrate")]
-        if let Some(files) = ev.data_transfer().and_then(|d| d.files()) {
-            if files.length() > 0 {
-                ev.prevent_default();
-                super::attach(chat, &files);
-                focus_field();
-            }
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = ev;
-    };
     view! {
         <form
             class="composer"
-            class:dragging=move || dragging.get()
+            class:dragging=move || chat.dragging.get()
             on:submit=move |ev| {
                 ev.prevent_default();
                 submit();
             }
-            on:dragover=on_dragover
-            on:dragleave=move |_| dragging.set(false)
-            on:drop=on_drop
         >
             <super::ComposerFiles />
             <input
@@ -239,7 +211,7 @@ pub(crate) fn Composer(
 
 /// Puts the focus in the message field.
 #[cfg(feature = "hydrate")]
-fn focus_field() {
+pub(crate) fn focus_field() {
     use wasm_bindgen::JsCast;
     if let Some(el) = web_sys::window()
         .and_then(|w| w.document())

@@ -44,7 +44,12 @@ pub(crate) fn CopyButton(text: Callback<(), String>, #[prop(into)] label: String
 /// When something was said: how long ago ("5 min ago", "Yesterday 14:05"), the exact time
 /// on hover (its title) and on a tap (a phone has no hover; a second tap goes back).
 #[component]
-pub(crate) fn Timestamp(at: f64) -> impl IntoView {
+pub(crate) fn Timestamp(
+    at: f64,
+    /// What happened then, for screen readers ("Sent", "Answered").
+    #[prop(default = "Sent")]
+    verb: &'static str,
+) -> impl IntoView {
     let chat = use_chat();
     let exact = RwSignal::new(false);
     let full = move || crate::time::exact(at, chat.clock.get().offset);
@@ -60,7 +65,7 @@ pub(crate) fn Timestamp(at: f64) -> impl IntoView {
             type="button"
             class="timestamp"
             title=dynamic(full)
-            aria-label=dynamic(move || format!("Sent {}", full()))
+            aria-label=dynamic(move || format!("{verb} {}", full()))
             on:click=move |_| exact.update(|e| *e = !*e)
         >
             <time datetime=crate::time::iso(at)>{dynamic(text)}</time>

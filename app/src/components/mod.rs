@@ -17,7 +17,7 @@ mod turn;
 
 #[cfg(feature = "hydrate")]
 pub(crate) use attachments::{attach, file_key};
-pub(crate) use attachments::{ComposerFiles, MessageFiles};
+pub(crate) use attachments::{drag, ComposerFiles, Drag, MessageFiles};
 pub(crate) use cards::PendingCards;
 pub(crate) use composer::Composer;
 #[cfg(feature = "hydrate")]

@@ -86,36 +86,23 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
                 <h2 id="settings-title">"Settings"</h2>
                 <button type="button" class="icon-button" aria-label="Close settings" on:click=move |_| close()>"✕"</button>
             </div>
-            <fieldset class="settings-choice">
-                <legend>"Theme"</legend>
-                {Theme::ALL.into_iter().map(|theme| view! {
-                    <label>
-                        <input
-                            type="radio"
-                            name="theme"
-                            value=theme.as_str()
-                            prop:checked=move || chat.theme.get() == theme
-                            on:change=move |_| choose_theme(theme)
-                        />
-                        {theme.label()}
-                    </label>
-                }).collect_view()}
-            </fieldset>
-            <fieldset class="settings-choice">
-                <legend>"Turns open in"</legend>
-                {[(Mode::CompactWorklog, "Worklog"), (Mode::TransparentStream, "Trace")].into_iter().map(|(mode, label)| view! {
-                    <label>
-                        <input
-                            type="radio"
-                            name="mode"
-                            value=mode.as_str()
-                            prop:checked=move || chat.mode.get() == mode
-                            on:change=move |_| set_mode.run(mode)
-                        />
-                        {label}
-                    </label>
-                }).collect_view()}
-            </fieldset>
+            <Choice
+                legend="Theme"
+                name="theme"
+                options=Theme::ALL.map(|t| (t, t.as_str(), t.label())).to_vec()
+                current=Signal::derive(move || chat.theme.get())
+                on_choose=Callback::new(choose_theme)
+            />
+            <Choice
+                legend="Turns open in"
+                name="mode"
+                options=vec![
+                    (Mode::CompactWorklog, Mode::CompactWorklog.as_str(), "Worklog"),
+                    (Mode::TransparentStream, Mode::TransparentStream.as_str(), "Trace"),
+                ]
+                current=Signal::derive(move || chat.mode.get())
+                on_choose=set_mode
+            />
             <section class="settings-section" aria-labelledby="grants-title">
                 <h3 id="grants-title">"Standing permissions"</h3>
                 <p class="settings-note">
@@ -178,5 +165,36 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
         >
             {move || chat.settings.get().then(content)}
         </dialog>
+    }
+}
+
+/// One setting as a group of radio buttons: `options` are (value, form value, label).
+#[component]
+fn Choice<T>(
+    legend: &'static str,
+    name: &'static str,
+    options: Vec<(T, &'static str, &'static str)>,
+    current: Signal<T>,
+    on_choose: Callback<T>,
+) -> impl IntoView
+where
+    T: Copy + PartialEq + Send + Sync + 'static,
+{
+    view! {
+        <fieldset class="settings-choice">
+            <legend>{legend}</legend>
+            {options.into_iter().map(|(value, form_value, label)| view! {
+                <label>
+                    <input
+                        type="radio"
+                        name=name
+                        value=form_value
+                        prop:checked=move || current.get() == value
+                        on:change=move |_| on_choose.run(value)
+                    />
+                    {label}
+                </label>
+            }).collect_view()}
+        </fieldset>
     }
 }

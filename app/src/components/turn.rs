@@ -3,7 +3,7 @@ use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
 
 use crate::components::menu::Menu;
-use crate::components::message::{copy_text, CopyButton, UserMessage};
+use crate::components::message::{copy_text, CopyButton, Timestamp, UserMessage};
 use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
 use crate::dynamic::{dynamic, either, flag};
@@ -621,6 +621,14 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     // it settles: as the final answer, or as what was streamed (partial) when the turn ended
     // any other way.
     let answer_text = Memo::new(move |_| turn.state.with(|s| s.answer_text()));
+    // When the turn ended (its last event), once it has: read only then, not on every event.
+    let ended_at = Memo::new(move |_| {
+        turn_over
+            .get()
+            .then(|| turn.state.with(|s| s.last_at))
+            .flatten()
+            .filter(|at| *at > 0.0)
+    });
     let answer_state = Memo::new(move |_| turn.state.with(|s| s.answer_state()));
     let has_answer = Memo::new(move |_| !answer_text.with(String::is_empty));
     let partial = Memo::new(move |_| answer_state.get() == AnswerState::Partial);
@@ -761,6 +769,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                 })}
                 {move || evidence.get().map(|evidence| view! { <EvidenceCard evidence=evidence /> })}
                 <div class="turn-footer">
+                    {move || ended_at.get().map(|at| view! { <Timestamp at=at verb="Answered" /> })}
                     {turn_model.map(|model| view! {
                         <span class="turn-model" title=model.clone()>{crate::api::model_name(&model).to_owned()}</span>
                     })}

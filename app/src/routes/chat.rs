@@ -278,7 +278,14 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
             <a class="skip-link" href="#composer-input" on:click=skip_to_composer>"Skip to the message box"</a>
             <Sidebar on_close=move || set_drawer_open.set(false) />
             <div class="drawer-scrim" aria-hidden="true" on:click=move |_| set_drawer_open.set(false)></div>
-            <main class="chat" inert=dynamic(move || drawer_open.get().then_some(""))>
+            <main
+                class="chat"
+                inert=dynamic(move || drawer_open.get().then_some(""))
+                on:dragenter=move |ev| crate::components::drag(chat, &ev, crate::components::Drag::Enter)
+                on:dragover=move |ev| crate::components::drag(chat, &ev, crate::components::Drag::Over)
+                on:dragleave=move |ev| crate::components::drag(chat, &ev, crate::components::Drag::Leave)
+                on:drop=move |ev| crate::components::drag(chat, &ev, crate::components::Drag::Drop)
+            >
                 <header class="chat-header">
                     <button
                         type="button"
@@ -362,6 +369,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                             <div class="queued" data-queued-id=q.id.clone()>
                                 <span class="queued-label">"Queued"</span>
                                 <span class="queued-text">{q.content.clone()}</span>
+                                <crate::components::MessageFiles files=q.attachments.clone() />
                             </div>
                         }
                     />
@@ -519,6 +527,33 @@ async fn reveal_linked_turn(
             .and_then(|d| d.get_element_by_id(&target))
     };
     chat.following.set(false);
+    // Not among the turns shown: it may be on another branch (a search hit in an earlier
+    // version). The server shows its branch then, and the page loads again: asked once, so
+    // a link never walks the whole conversation to find a turn it does not show.
+    if find().is_none() {
+        let run_id = target.trim_start_matches("turn-").to_owned();
+        let Some(session) = chat.session_id.get_untracked() else {
+            return;
+        };
+        let epoch = chat.epoch.get_value();
+        let body = serde_json::json!({ "run_id": run_id });
+        match crate::client::post("/api/chat/branch", &body).await {
+            Ok(answer) if answer["changed"] == true => {
+                match crate::nav::fetch_page(Some(&session), None).await {
+                    Ok(page) if chat.shows(&session, epoch) => {
+                        chat.load(&page);
+                        chat.following.set(false);
+                        crate::client::next_frame().await;
+                    }
+                    Ok(_) => return,
+                    Err(failure) => return chat.fail(&failure),
+                }
+            }
+            Ok(_) => {}
+            // No such turn (any more): the conversation as it is.
+            Err(_) => return,
+        }
+    }
     while find().is_none() && chat.earlier.get_untracked() {
         if !show_earlier(chat, transcript, loading).await {
             return;
@@ -889,6 +924,7 @@ async fn deliver(
                     .as_str()
                     .unwrap_or_default()
                     .to_owned(),
+                attachments: out.attachments.clone(),
             };
             let known = chat
                 .queued

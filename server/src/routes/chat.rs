@@ -235,11 +235,12 @@ pub async fn edit(
     fork_json(&state, &started).await
 }
 
-/// `POST /api/chat/branch` body: show version `version` (from 1) of the place of `run_id`.
+/// `POST /api/chat/branch` body: show version `version` (from 1) of the place of `run_id`;
+/// without a version, the branch `run_id` is on.
 #[derive(Debug, Deserialize)]
 pub struct BranchBody {
     run_id: String,
-    version: u32,
+    version: Option<u32>,
 }
 
 /// `POST /api/chat/branch`: the session shows another version of a turn, and below it the
@@ -251,8 +252,25 @@ pub async fn branch(
     ApiJson(body): ApiJson<BranchBody>,
 ) -> Result<Json<Value>, ApiError> {
     let run = owned_run(&state, &viewer, &body.run_id).await?;
+    let Some(version) = body.version else {
+        // A link to a turn (a search hit): its branch, unless it is the one shown.
+        let shown = state.store.branch(&run.session_id).await?;
+        let changed = !shown.iter().any(|(r, _)| r.id == run.id);
+        let head = if changed {
+            state.store.show_branch(&run.session_id, &run.id).await?
+        } else {
+            shown.last().map(|(r, _)| r.id.clone()).unwrap_or_default()
+        };
+        return Ok(Json(json!({
+            "ok": true,
+            "run_id": run.id,
+            "turn_id": run.turn_id,
+            "head_run_id": head,
+            "changed": changed,
+        })));
+    };
     let versions = state.store.versions(&run.id).await?;
-    let Some(chosen) = (body.version as usize)
+    let Some(chosen) = (version as usize)
         .checked_sub(1)
         .and_then(|i| versions.get(i))
     else {
@@ -267,6 +285,7 @@ pub async fn branch(
         "run_id": chosen.id,
         "turn_id": chosen.turn_id,
         "head_run_id": head,
+        "changed": true,
     })))
 }
 

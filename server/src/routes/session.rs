@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::auth::{owned_session, Viewer};
 use crate::error::{ok_true, ApiError, ApiJson, ApiQuery};
 use crate::journal;
-use crate::store::Store;
+use crate::store::{Shelf, Store};
 use crate::AppState;
 
 /// The longest title accepted, in characters.
@@ -206,12 +206,7 @@ pub async fn pin(
     viewer: Viewer,
     ApiJson(body): ApiJson<PlaceBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_session(&state, &viewer, &body.session_id).await?;
-    let session = state
-        .store
-        .set_pinned(&body.session_id, body.on, journal::now())
-        .await?;
-    Ok(Json(json!({ "session": session })))
+    shelve(&state, &viewer, &body, Shelf::Pinned).await
 }
 
 /// `POST /api/session/archive`: out of the list (`GET /api/sessions?archived=true` lists
@@ -221,10 +216,19 @@ pub async fn archive(
     viewer: Viewer,
     ApiJson(body): ApiJson<PlaceBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_session(&state, &viewer, &body.session_id).await?;
+    shelve(&state, &viewer, &body, Shelf::Archived).await
+}
+
+async fn shelve(
+    state: &AppState,
+    viewer: &Viewer,
+    body: &PlaceBody,
+    shelf: Shelf,
+) -> Result<Json<Value>, ApiError> {
+    owned_session(state, viewer, &body.session_id).await?;
     let session = state
         .store
-        .set_archived(&body.session_id, body.on, journal::now())
+        .shelve(&body.session_id, shelf, body.on, journal::now())
         .await?;
     Ok(Json(json!({ "session": session })))
 }

@@ -395,6 +395,15 @@ pub struct NewTurn<'a> {
     pub now: f64,
 }
 
+/// Where a conversation can be put in the list, beside its day.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shelf {
+    /// At the top.
+    Pinned,
+    /// Out of the list (listed apart; search still finds it).
+    Archived,
+}
+
 /// Where a new turn goes in its session's tree of turns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place<'a> {
@@ -454,11 +463,15 @@ pub trait Store: Send + Sync + 'static {
     async fn restore_session(&self, owner: Option<&str>, id: &str) -> Result<Session, StoreError>;
     /// Removes the sessions deleted before `before`, with everything of theirs; how many.
     async fn purge_deleted(&self, before: f64) -> Result<u64, StoreError>;
-    /// Pins a session to the top of the list, or unpins it.
-    async fn set_pinned(&self, id: &str, pinned: bool, now: f64) -> Result<Session, StoreError>;
-    /// Archives a session (out of the list, and unpinned), or brings it back.
-    async fn set_archived(&self, id: &str, archived: bool, now: f64)
-        -> Result<Session, StoreError>;
+    /// Puts a session on `shelf` (`on`), or takes it off. A session is on one shelf at most:
+    /// pinning brings it back from the archive, archiving unpins it.
+    async fn shelve(
+        &self,
+        id: &str,
+        shelf: Shelf,
+        on: bool,
+        now: f64,
+    ) -> Result<Session, StoreError>;
     /// Records a standing permission for `pattern`: in `session` only, or (`None`) in every
     /// session of `owner`. Granting what is granted changes nothing.
     async fn add_grant(

@@ -13,7 +13,7 @@ use sqlx::{Row, SqlitePool};
 
 use super::{
     Attachment, Frames, Grant, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn,
-    Place, QueuedMessage, Run, Session, Store, StoreError, User, Versions,
+    Place, QueuedMessage, Run, Session, Shelf, Store, StoreError, User, Versions,
 };
 
 /// Sessions, transcripts and the run journal in one SQLite file.
@@ -588,36 +588,24 @@ impl Store for SqliteStore {
         Ok(done.rows_affected())
     }
 
-    async fn set_pinned(&self, id: &str, pinned: bool, now: f64) -> Result<Session, StoreError> {
-        let done = sqlx::query(
-            "UPDATE sessions SET pinned_at = CASE WHEN ?2 THEN COALESCE(pinned_at, ?3) END, \
-             archived_at = CASE WHEN ?2 THEN NULL ELSE archived_at END \
-             WHERE id = ?1 AND deleted_at IS NULL",
-        )
-        .bind(id)
-        .bind(pinned)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        self.session(id).await
-    }
-
-    async fn set_archived(
+    async fn shelve(
         &self,
         id: &str,
-        archived: bool,
+        shelf: Shelf,
+        on: bool,
         now: f64,
     ) -> Result<Session, StoreError> {
-        let done = sqlx::query(
-            "UPDATE sessions SET archived_at = CASE WHEN ?2 THEN COALESCE(archived_at, ?3) END, \
-             pinned_at = CASE WHEN ?2 THEN NULL ELSE pinned_at END \
-             WHERE id = ?1 AND deleted_at IS NULL",
-        )
+        let (column, other) = match shelf {
+            Shelf::Pinned => ("pinned_at", "archived_at"),
+            Shelf::Archived => ("archived_at", "pinned_at"),
+        };
+        let done = sqlx::query(&format!(
+            "UPDATE sessions SET {column} = CASE WHEN ?2 THEN COALESCE({column}, ?3) END, \
+             {other} = CASE WHEN ?2 THEN NULL ELSE {other} END \
+             WHERE id = ?1 AND deleted_at IS NULL"
+        ))
         .bind(id)
-        .bind(archived)
+        .bind(on)
         .bind(now)
         .execute(&self.pool)
         .await?;

@@ -422,3 +422,50 @@ async fn a_model_that_refuses_images_is_asked_again_with_their_names_and_remembe
     assert_eq!(asked.len(), 3);
     assert!(!asked[2].body.to_string().contains("image_url"));
 }
+
+#[tokio::test]
+async fn a_queued_follow_up_shows_its_files_and_carries_them_when_it_starts() {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo approval").await;
+    let approval = crate::helpers::wait_for_event(&app, &run, "approval").await;
+    let notes = upload_ok(&app, "later.txt", b"for later".to_vec()).await;
+    let (code, queued) = app
+        .post(
+            "/api/chat/queue",
+            json!({"session_id": session, "message": "", "attachments": [id(&notes)], "client_id": "c-q1"}),
+        )
+        .await;
+    assert_eq!(code, 200, "{queued}");
+    assert_eq!(queued["queued"], true);
+    let (_, page) = app.get(&format!("/api/page?session_id={session}")).await;
+    assert_eq!(
+        page["session"]["queued"][0]["attachments"][0]["name"],
+        "later.txt"
+    );
+
+    // The running turn ends; the follow-up starts with its file.
+    let (code, _) = app
+        .post(
+            "/api/approval/respond",
+            json!({"run_id": run, "approval_id": approval.data["approval_id"], "choice": "deny"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    app.wait_finished(&run).await;
+    let mut carried = Value::Null;
+    for _ in 0..100 {
+        let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+        if let Some(m) = s["session"]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["client_id"] == "c-q1")
+        {
+            carried = m["attachments"].clone();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(carried[0]["id"], notes["id"]);
+}

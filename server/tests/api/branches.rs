@@ -197,7 +197,11 @@ async fn versions_cannot_change_while_a_turn_runs_and_bad_requests_get_clear_ans
             json!({"run_id": done, "version": 0}),
             400,
         ),
-        ("/api/chat/branch", json!({"run_id": done}), 400),
+        (
+            "/api/chat/branch",
+            json!({"run_id": done, "version": "two"}),
+            400,
+        ),
         (
             "/api/chat/edit",
             json!({"run_id": done, "message": "   "}),
@@ -227,4 +231,54 @@ async fn versions_cannot_change_while_a_turn_runs_and_bad_requests_get_clear_ans
         .map(|t| t.1)
         .collect();
     assert_eq!(runs, [done, running]);
+}
+
+#[tokio::test]
+async fn a_link_to_a_turn_on_another_branch_shows_that_branch_and_one_on_this_branch_changes_nothing(
+) {
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let first = finished(&app, &session, "the wombat question").await;
+    let (code, edited) = app
+        .post(
+            "/api/chat/edit",
+            json!({"run_id": first, "message": "another question"}),
+        )
+        .await;
+    assert_eq!(code, 200, "{edited}");
+    let second = run_of(&edited);
+    app.wait_finished(&second).await;
+    let after = finished(&app, &session, "a follow-up").await;
+    assert_eq!(shown(&app, &session).await[0].0, "another question");
+
+    // Search finds the first version; its turn is not shown.
+    let (_, hits) = app.get("/api/sessions/search?q=wombat").await;
+    let hit = hits["sessions"][0]["hit_turn_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(hit, format!("turn-{first}"));
+
+    // A turn shown already: nothing changes.
+    let (code, same) = app.post("/api/chat/branch", json!({"run_id": after})).await;
+    assert_eq!(code, 200, "{same}");
+    assert_eq!(same["changed"], false);
+    assert_eq!(same["head_run_id"], after);
+    assert_eq!(shown(&app, &session).await.len(), 2);
+
+    // The hit's turn: its branch is shown.
+    let (code, moved) = app.post("/api/chat/branch", json!({"run_id": first})).await;
+    assert_eq!(code, 200, "{moved}");
+    assert_eq!(moved["changed"], true);
+    assert_eq!(moved["turn_id"], hit);
+    let turns = shown(&app, &session).await;
+    assert_eq!(turns.len(), 1);
+    assert_eq!(
+        turns[0],
+        (
+            "the wombat question".to_owned(),
+            first.clone(),
+            "1/2".to_owned()
+        )
+    );
 }
