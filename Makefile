@@ -50,7 +50,7 @@ wasm-check:
 # (desktop and phone projects) against it.
 # The server under test gets a fresh database and a quick demo agent.
 e2e:
-	rm -rf target/e2e-data
-	$(TOOLS_PATH) ANCHORAGE_DATA_DIR=target/e2e-data ANCHORAGE_DEMO_DELAY_MS=8 \
-	  cargo leptos end-to-end --release --cargo-locked $(SPLIT)
-	@node end2end/summary.js
+	rm -rf target/e2e-data end2end/test-results/results.json
+	status=0; $(TOOLS_PATH) ANCHORAGE_DATA_DIR=target/e2e-data ANCHORAGE_DEMO_DELAY_MS=8 \
+	  cargo leptos end-to-end --release --cargo-locked $(SPLIT) || status=$$?; \
+	node end2end/summary.js && exit $$status
