@@ -7,7 +7,7 @@ SHELL := bash
 # Keep in step with `name` in [[workspace.metadata.leptos]].
 OUTPUT_NAME := anchorage
 # Plain cargo commands get the same settings as cargo-leptos's dev build, so both share
-# target/debug instead of rebuilding each other's artifacts (TOOLCHAIN.md §5.6).
+# target/debug instead of rebuilding each other's artifacts.
 DEV_ENV := env LEPTOS_OUTPUT_NAME=$(OUTPUT_NAME) RUSTFLAGS="--cfg erase_components"
 # Release bundles leave the Markdown renderer out of the first load: it is split into its own
 # wasm file, fetched once the page is live (see `app::markdown::render_split`).
@@ -15,7 +15,7 @@ SPLIT := --split --lib-features split
 # wasm-opt for release builds comes from npm's binaryen in end2end/.
 TOOLS_PATH := PATH="$(CURDIR)/end2end/node_modules/.bin:$$PATH"
 
-.PHONY: help setup run dev test fmt-check clippy unit wasm-check e2e
+.PHONY: help setup setup-run run dev test fmt-check clippy unit wasm-check e2e
 
 help:
 	@echo "make run    install what is missing, build in release mode, serve http://127.0.0.1:3000"
@@ -23,12 +23,16 @@ help:
 	@echo "make dev    cargo leptos watch: rebuild and reload the browser on every change"
 
 setup:
-	bash scripts/setup.sh
+	bash scripts/setup.sh test
 
-run: setup
+# Running needs no browser: Chromium is installed for `make test` only.
+setup-run:
+	bash scripts/setup.sh run
+
+run: setup-run
 	$(TOOLS_PATH) LEPTOS_ENV=PROD cargo leptos serve --release $(SPLIT)
 
-dev: setup
+dev: setup-run
 	cargo leptos watch
 
 test: setup fmt-check clippy unit wasm-check e2e
@@ -36,11 +40,15 @@ test: setup fmt-check clippy unit wasm-check e2e
 fmt-check:
 	cargo fmt --all --check
 
+# The anchor's parity tests (differential vectors, scenarios, properties) need its `parity`
+# feature; both targets turn it on so that they share one build.
+PARITY := --features anchor/parity
+
 clippy:
-	$(DEV_ENV) cargo clippy --workspace --exclude frontend --all-targets --locked -- -D warnings
+	$(DEV_ENV) cargo clippy --workspace --exclude frontend --all-targets --locked $(PARITY) -- -D warnings
 
 unit:
-	$(DEV_ENV) cargo test --workspace --exclude frontend --locked
+	$(DEV_ENV) cargo test --workspace --exclude frontend --locked $(PARITY)
 
 wasm-check:
 	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked -- -D warnings

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Installs everything Anchorage needs to build, run and test, skipping whatever is already in
-# place. Safe to run any number of times; the first run on a bare machine takes about 25 minutes
-# (mostly compiling cargo-leptos), later runs a few seconds.
+# Installs everything Anchorage needs, skipping whatever is already in place. Safe to run any
+# number of times; the first run on a bare machine takes about 25 minutes (mostly compiling
+# cargo-leptos), later runs a few seconds.
+#
+#   scripts/setup.sh run    what building and serving the app needs (`make run`)
+#   scripts/setup.sh test   that, and Chromium for the browser tests (`make test`; the default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+MODE=${1:-test}
+case "$MODE" in
+  run | test) ;;
+  *) echo "usage: scripts/setup.sh [run|test]" >&2; exit 2 ;;
+esac
 
 CARGO_LEPTOS_VERSION=0.3.8
 # The CLI must match the wasm-bindgen crate exactly; read the version Cargo.lock resolved.
@@ -15,8 +24,26 @@ as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# rust-toolchain.toml pins the toolchain by version. Nothing can be downloaded here, so a
+# machine whose one toolchain is rustup's `stable` gets the pinned name linked to it (first
+# adding the wasm target, which a linked toolchain cannot add later).
+PINNED=$(sed -n 's/^channel = "\(.*\)"$/\1/p' rust-toolchain.toml)
+if ! rustup toolchain list | grep -q "^$PINNED"; then
+  STABLE_VERSION=$(rustc +stable --version)
+  case "$STABLE_VERSION" in
+    "rustc $PINNED "*) ;;
+    *) say "warning: rust-toolchain.toml pins $PINNED; linking it to $STABLE_VERSION" ;;
+  esac
+  if ! rustup target list --installed --toolchain stable | grep -qx wasm32-unknown-unknown; then
+    say "adding the wasm32-unknown-unknown target"
+    rustup target add --toolchain stable wasm32-unknown-unknown
+  fi
+  say "linking toolchain $PINNED to rustup's stable ($STABLE_VERSION)"
+  rustup toolchain link "$PINNED" "$(rustc +stable --print sysroot)"
+fi
+
 # Debian's Chromium for the Playwright suite (never a downloaded browser).
-if ! command -v chromium >/dev/null 2>&1; then
+if [ "$MODE" = test ] && ! command -v chromium >/dev/null 2>&1; then
   say "installing Debian's chromium"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null

@@ -1,4 +1,4 @@
-//! Criterion benchmarks over generated turns of 1k, 10k and 100k events (spec §16.4): every
+//! Criterion benchmarks over generated turns of 1k, 10k and 100k events: every
 //! event applied as a live SSE frame, the whole journal replayed as duplicates, then the settled
 //! message; and the projection of the resulting scene.
 
@@ -31,7 +31,7 @@ fn bench_fresh(b: &mut criterion::Bencher<'_>, fill: impl Fn(&mut Registry)) {
 fn apply_all(inputs: &[(&str, Value)], ctx: &Value) -> Registry {
     let mut r = registry();
     for (_, input) in inputs {
-        black_box(r.apply_source_event(input, ctx));
+        let _ = black_box(r.apply_source_event(input, ctx));
     }
     r
 }
@@ -49,7 +49,7 @@ fn bench_apply(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("value", n), &inputs, |b, inputs| {
             bench_fresh(b, |r| {
                 for (_, input) in inputs {
-                    black_box(r.apply_source_event(input, &ctx));
+                    let _ = black_box(r.apply_source_event(input, &ctx));
                 }
             })
         });
@@ -63,7 +63,7 @@ fn bench_apply(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("source", n), &sources, |b, sources| {
             bench_fresh(b, |r| {
                 r.apply_sources(sources.iter().map(|s| (s, &ctx)), |applied| {
-                    black_box(applied);
+                    let _ = black_box(applied);
                 })
             })
         });
@@ -139,7 +139,7 @@ fn bench_frames(c: &mut Criterion) {
         bench_fresh(b, |r| {
             for (kind, data, id) in &frames {
                 let frame = json!({"type": kind, "data": data, "lastEventId": id});
-                black_box(r.apply_source_event(&frame, &ctx));
+                let _ = black_box(r.apply_source_event(&frame, &ctx));
             }
         })
     });
@@ -147,7 +147,7 @@ fn bench_frames(c: &mut Criterion) {
         bench_fresh(b, |r| {
             for (kind, data, id) in &frames {
                 let frame = SourceEvent::live_frame(kind, data, Some(id));
-                black_box(r.apply_source(&frame, &ctx));
+                let _ = black_box(r.apply_source(&frame, &ctx));
             }
         })
     });

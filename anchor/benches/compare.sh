@@ -8,7 +8,7 @@ reference=$1
 reps=${2:-11}
 shift $(( $# > 1 ? 2 : 1 ))
 sizes=${*:-1000 10000 100000}
-cargo build -q --release -p anchor --example synthetic_trace --bin anchor-replay
+cargo build -q --release -p anchor --features parity --example synthetic_trace --bin anchor-replay
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 printf '| N | lines | reference apply | ours apply | ratio | reference projection | ours projection | ratio |\n'

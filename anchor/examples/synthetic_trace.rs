@@ -1,4 +1,4 @@
-//! Prints the benchmark turn of spec §16.4 as a trace for `anchor-replay`.
+//! Prints the benchmark turn the reference uses as a trace for `anchor-replay`.
 //!
 //! `cargo run --release -p anchor --example synthetic_trace -- 100000 > turn-100k.jsonl`
 

@@ -1,9 +1,10 @@
-//! The vocabulary: source event classification (§3.3), activity kinds (§3.1), terminal states
-//! and their aliases (§3.4, §3.5).
+//! Classification of source events, activity kinds, terminal states and their aliases. The
+//! table of event kinds itself lives in `kind.rs`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::js;
+use crate::EventKind;
 
 /// Where an accepted source event is routed inside the anchor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -62,7 +63,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The activity kinds, in the reference's order (§3.1). `artifact_reference` is not one.
+    /// The activity kinds, in the reference's order. `artifact_reference` is not one.
     pub const ACTIVITY: [Kind; 8] = [
         Kind::ProcessProse,
         Kind::Reasoning,
@@ -123,53 +124,14 @@ pub struct SourceMeta {
 /// reference's table lookup falls through to the prototype for them (Quirk Q1), which stores
 /// the event nowhere yet counts it as applied. We treat them like any other unknown name.
 pub fn classify(source_type: &str) -> SourceMeta {
-    use Classification::*;
-    let (name, classification, kind) = match source_type {
-        "token" => ("token", Activity, Some(Kind::ProcessProse)),
-        "interim_assistant" => ("interim_assistant", Activity, Some(Kind::ProcessProse)),
-        "reasoning" => ("reasoning", Activity, Some(Kind::Reasoning)),
-        "tool" => ("tool", Activity, Some(Kind::ToolStarted)),
-        "tool_complete" => ("tool_complete", Activity, Some(Kind::ToolCompleted)),
-        "tool_update" => ("tool_update", Activity, Some(Kind::ToolUpdated)),
-        "compressing" => ("compressing", Activity, Some(Kind::LifecycleStatus)),
-        "compressed" => ("compressed", Activity, Some(Kind::LifecycleStatus)),
-        "approval" => ("approval", Activity, Some(Kind::ControlBoundary)),
-        "clarify" => ("clarify", Activity, Some(Kind::ControlBoundary)),
-        "pending_steer_leftover" => (
-            "pending_steer_leftover",
-            Activity,
-            Some(Kind::ControlBoundary),
-        ),
-        "goal_continue" => ("goal_continue", Activity, Some(Kind::ControlBoundary)),
-        "artifact_reference" => (
-            "artifact_reference",
-            Artifact,
-            Some(Kind::ArtifactReference),
-        ),
-        "state_saved" => ("state_saved", SideEffect, None),
-        "usage" => ("usage", Metadata, None),
-        "title" => ("title", Metadata, None),
-        "runtime_journal_snapshot" => ("runtime_journal_snapshot", Metadata, None),
-        "inflight_snapshot" => ("inflight_snapshot", Metadata, None),
-        "settled_message" => ("settled_message", Metadata, None),
-        "done" => ("done", Activity, Some(Kind::TerminalStatus)),
-        "cancel" => ("cancel", Activity, Some(Kind::TerminalStatus)),
-        "error" => ("error", Activity, Some(Kind::TerminalStatus)),
-        "apperror" => ("apperror", Activity, Some(Kind::TerminalStatus)),
-        "stream_end" => ("stream_end", Transport, None),
-        _ => {
-            return SourceMeta {
-                classification: Excluded,
-                kind: None,
-                name: None,
-            }
-        }
-    };
-    SourceMeta {
-        classification,
-        kind,
-        name: Some(name),
-    }
+    EventKind::parse(source_type).map_or(
+        SourceMeta {
+            classification: Classification::Excluded,
+            kind: None,
+            name: None,
+        },
+        EventKind::meta,
+    )
 }
 
 /// How a turn ended. Separate from the final answer: a turn can end without one.

@@ -10,7 +10,7 @@ use rustc_hash::FxBuildHasher;
 
 use crate::js;
 
-/// An accepted identity (§5). Two keys are equal exactly when their strings are.
+/// An accepted identity. Two keys are equal exactly when their strings are.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DedupeKey {
     /// `event_id:"<id>"`, holding the id itself.

@@ -1,4 +1,4 @@
-//! Historical transcript scenes (§8.8): a settled turn rebuilt from its transcript's tool
+//! Historical transcript scenes: a settled turn rebuilt from its transcript's tool
 //! calls and final message, when they link up by id.
 
 use serde_json::{json, Value};

@@ -95,18 +95,26 @@
 mod classify;
 mod dedupe;
 mod events;
-mod historical;
 mod js;
+mod kind;
 mod normalize;
-mod reconcile;
 mod registry;
 mod sanitize;
 mod scene;
 mod seq;
 mod settled;
-mod shadow;
 mod source;
+
+// Parity with the reference implementation (the `parity` feature): not part of the product.
+#[cfg(feature = "parity")]
+mod historical;
+#[cfg(feature = "parity")]
+mod reconcile;
+#[cfg(feature = "parity")]
+mod shadow;
+#[cfg(feature = "parity")]
 pub mod synthetic;
+#[cfg(feature = "parity")]
 pub mod trace;
 
 pub use classify::{
@@ -114,8 +122,11 @@ pub use classify::{
 };
 pub use dedupe::DedupeKey;
 pub use events::EventList;
+#[cfg(feature = "parity")]
 pub use historical::{project_historical_scene, HistoricalScene};
+pub use kind::EventKind;
 pub use normalize::{dedupe_key, normalize, normalize_batch, AnchorEvent, Normalized};
+#[cfg(feature = "parity")]
 pub use reconcile::{
     reconcile_renderer_snapshot, reconcile_scene, renderer_snapshot, DomRow, JsonDomRow,
     DEFAULT_FIELDS,
@@ -131,6 +142,7 @@ pub use scene::{
 };
 pub use seq::Seq;
 pub use settled::{project_settled_final_answer, SettledProjection, SettledSkip};
+#[cfg(feature = "parity")]
 pub use shadow::{shadow_snapshot, ShadowSnapshot, LAYERS};
 pub use source::SourceEvent;
 

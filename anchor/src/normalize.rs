@@ -1,4 +1,4 @@
-//! Normalization (§4): any source shape in, one anchor event envelope out.
+//! Normalization: any source shape in, one anchor event envelope out.
 //!
 //! Normalization runs in two steps. [`Draft::new`] reads identity, type, status and timestamps
 //! straight from the input without copying its payload, which is all the registry's gates need;
@@ -18,7 +18,7 @@ use crate::sanitize;
 use crate::seq::Seq;
 use crate::source::SourceEvent;
 
-/// One normalized event of a turn (§4.8). Absent string fields are `None`, never `""`.
+/// One normalized event of a turn. Absent string fields are `None`, never `""`.
 ///
 /// Invariant: `event_id`, `session_id`, `turn_id`, `stream_id`, `source_event_type` and
 /// `status` are trimmed (normalization cleans them; deserialization cleans them too).
@@ -53,7 +53,7 @@ pub struct AnchorEvent {
     pub source_event_type: Cow<'static, str>,
     /// When it happened, as given (a number of seconds or a string).
     pub created_at: Option<Value>,
-    /// Explicit or derived status (§4.7).
+    /// Explicit or derived status.
     #[serde(deserialize_with = "clean_cow_opt")]
     pub status: Option<Cow<'static, str>>,
     /// The sanitized payload without identity keys.
@@ -79,7 +79,7 @@ fn clean_cow_opt<'de, D: serde::Deserializer<'de>>(
     Ok(clean_string(d)?.map(Cow::Owned))
 }
 
-/// The result of normalizing one input (§4.8).
+/// The result of normalizing one input.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Normalized {
     /// Where the event goes.
@@ -231,7 +231,7 @@ impl<'a> PayloadKeys<'a> {
     }
 }
 
-/// The payload of an input (§4.2), before sanitizing.
+/// The payload of an input, before sanitizing.
 pub(crate) enum PayloadSource<'a> {
     /// No payload object: `{}`.
     Empty,
@@ -510,7 +510,7 @@ impl<'a> Draft<'a> {
         let i = &keys.0;
         let p = &payload.0;
 
-        // §4.4 source type.
+        // The source type.
         let mut source_type = js::clean(js::first_present(&i[IN_TYPES]));
         if source_type.is_empty() {
             source_type = js::clean(js::first_present(&p[P_TYPES]));
@@ -541,7 +541,7 @@ impl<'a> Draft<'a> {
             return draft;
         }
 
-        // §4.5 identity.
+        // Identity.
         draft.event_id = js::clean(js::or(js::first_present(&i[IN_EVENT_IDS]), p[P_EVENT_ID]));
         draft.seq = if let Some(raw) = i[IN_SEQ] {
             Seq::coerce(Some(raw))
@@ -569,7 +569,7 @@ impl<'a> Draft<'a> {
             found => found,
         };
 
-        // §4.6 local id.
+        // The local id.
         draft.local_id = js::clean(js::or(ctx.local_id, js::first_present(&p[P_LOCAL_IDS])));
         draft.ctx_session = ctx.session_id.clean();
         draft.ctx_turn = ctx.turn_id.clean();
@@ -589,7 +589,7 @@ impl<'a> Draft<'a> {
         draft
     }
 
-    /// The identity key (§5), using `scratch` to render keys that are not an event id; `None`
+    /// The identity key, using `scratch` to render keys that are not an event id; `None`
     /// when the event has none and can never be deduplicated.
     pub(crate) fn key<'s>(&'s self, scratch: &'s mut String) -> Option<KeyRef<'s>> {
         if !self.event_id.is_empty() {
@@ -721,7 +721,7 @@ fn event_id_run_id(event_id: &str) -> &str {
     event_id.rsplit_once(':').map_or("", |(run, _)| run)
 }
 
-/// `_statusForSourceEvent` (§4.7), over the scanned payload keys.
+/// `_statusForSourceEvent`, over the scanned payload keys.
 fn status_for<'a>(
     meta: SourceMeta,
     source_type: &'a str,
@@ -760,7 +760,7 @@ fn status_for<'a>(
     }
 }
 
-/// Builds a dedupe key from already-cleaned parts (§5).
+/// Builds a dedupe key from already-cleaned parts.
 fn dedupe_key_of(
     event_id: &str,
     run_id: &str,

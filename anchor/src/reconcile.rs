@@ -1,4 +1,4 @@
-//! Reconciliation (§9): does what a renderer shows match the anchor's scene? A diagnostic:
+//! Reconciliation: does what a renderer shows match the anchor's scene? A diagnostic:
 //! renderers that fold a tool's start and completion into one card are expected to differ.
 
 use std::borrow::Cow;
@@ -189,7 +189,7 @@ fn opt_bool(b: Option<bool>) -> Value {
     b.map_or(Value::Null, Value::Bool)
 }
 
-/// The comparable summary of one row (§9.1).
+/// The comparable summary of one row.
 fn summary<R: DomRow + ?Sized>(row: &R, index: usize) -> Map<String, Value> {
     let tool_value = match row.prop("tool") {
         Some(v @ Value::Object(_)) => v.clone(),

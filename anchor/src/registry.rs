@@ -1,4 +1,4 @@
-//! The registry (§6): one anchor, its dedupe memory and its counters.
+//! The registry: one anchor, its dedupe memory and its counters.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -115,7 +115,7 @@ pub struct Stats {
     pub skipped_mismatched: u64,
 }
 
-/// How to create an anchor (§6.1). Only `session_id` is required.
+/// How to create an anchor. Only `session_id` is required.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Seed {
     /// The session (required, trimmed).
@@ -246,7 +246,7 @@ impl Anchor {
     }
 }
 
-/// Step 3 of §6.4: the event names another session, turn or run than the anchor.
+/// Step 3 of applying an event: the event names another session, turn or run than the anchor.
 fn mismatches(identity: &Identity, session_id: &str, turn_id: &str, run_id: &str) -> bool {
     let differs = |event: &str, own: &str| {
         let own = js::trim(own);
@@ -327,6 +327,7 @@ impl Change {
 
 /// The outcome of applying one event.
 #[derive(Clone, Debug, PartialEq)]
+#[must_use = "whether the event was applied, and what changed, is how a renderer knows what to patch"]
 pub struct Applied {
     /// The event was accepted.
     pub applied: bool,
@@ -346,7 +347,7 @@ pub struct Applied {
     pub change: Change,
 }
 
-/// One assistant turn's anchor with its dedupe memory and counters (§6.2).
+/// One assistant turn's anchor with its dedupe memory and counters.
 ///
 /// # Calling protocol
 /// 1. Create it from a [`Seed`] with [`Registry::new`] (or receive one through serde).
@@ -456,7 +457,7 @@ impl Registry {
         self.dedupe.contains_str(dedupe_key)
     }
 
-    /// The projection of the whole turn in a display mode (§8).
+    /// The projection of the whole turn in a display mode.
     pub fn scene(&self, mode: Mode) -> ActivityScene<'_> {
         ActivityScene::of(&self.anchor, mode)
     }
@@ -544,7 +545,7 @@ impl Registry {
             Value::Object(map) => CONTEXT_KEYS.scan(map),
             _ => [None; 7],
         };
-        // The registry context: the anchor's own identity wins over the caller's (§6.3).
+        // The registry context: the anchor's own identity wins over the caller's.
         let identity = &self.anchor.identity;
         fn pick<'r>(own: Option<&'r Arc<str>>, caller: Option<&'r Value>) -> CtxId<'r> {
             match own {
@@ -702,7 +703,7 @@ impl Registry {
         applied
     }
 
-    /// Steps 6–8 of §6.4: identity fill, routing, lifecycle and content updates.
+    /// Steps 6–8 of applying an event: identity fill, routing, lifecycle and content updates.
     fn accept(&mut self, classification: Classification, event: AnchorEvent) -> Change {
         let mut change = Change::default();
         let identity = &mut self.anchor.identity;
@@ -750,7 +751,7 @@ impl Registry {
         change
     }
 
-    /// §6.6. Returns whether the lifecycle changed.
+    /// Returns whether the lifecycle changed.
     fn update_lifecycle(&mut self, event: &AnchorEvent) -> bool {
         let lc = &mut self.anchor.lifecycle;
         let mut changed = false;
@@ -777,7 +778,7 @@ impl Registry {
         changed
     }
 
-    /// §6.7. Returns whether (content, usage) changed.
+    /// Returns whether (content, usage) changed.
     fn update_content(&mut self, event: &AnchorEvent) -> (bool, bool) {
         let p = &event.payload;
         match &*event.source_event_type {
@@ -828,7 +829,7 @@ impl Registry {
         }
     }
 
-    /// Live prose and reasoning upserts (§10.3): when an activity event with the same source
+    /// Live prose and reasoning upserts: when an activity event with the same source
     /// type and local id as `input` is stored, replaces its status and merges `input`'s payload
     /// into it in place (same row, same position); otherwise applies `input` normally.
     ///

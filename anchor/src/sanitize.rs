@@ -1,4 +1,4 @@
-//! Payload sanitizing (§4.3): containers nest at most five levels below the payload root,
+//! Payload sanitizing: containers nest at most five levels below the payload root,
 //! prototype-polluting keys are dropped, and nothing else changes.
 //!
 //! JSON has no functions, symbols, dates or `undefined`, so of the reference's rules only the

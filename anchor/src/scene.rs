@@ -1,4 +1,4 @@
-//! `activity_scene_v1` (§8): the renderer-neutral projection of an anchor.
+//! `activity_scene_v1`: the renderer-neutral projection of an anchor.
 //!
 //! Rows are views: an [`ActivityRow`] borrows its event and derives the row's fields from it
 //! on demand, so projecting a turn allocates one small struct per row and nothing per field.
@@ -241,7 +241,7 @@ impl<'a> ActivityRow<'a> {
         self.index
     }
 
-    /// The row id (§8.4): the event id, else `run:seq`, else `local:type:index`, else
+    /// The row id: the event id, else `run:seq`, else `local:type:index`, else
     /// `activity:index`. Stable for journaled events, whatever path delivered them.
     pub fn row_id(&self) -> RowId<'a> {
         let e = self.event;
@@ -336,7 +336,7 @@ impl<'a> ActivityRow<'a> {
         &self.text
     }
 
-    /// The grouping (§8.6).
+    /// The grouping.
     pub fn group(&self) -> Group<'a> {
         let (segment, burst, message) = (self.segment, self.burst, self.message);
         let key = if let Some(v) = segment {
@@ -358,7 +358,7 @@ impl<'a> ActivityRow<'a> {
         }
     }
 
-    /// Reasoning text with its one-line preview (reasoning rows only; §8.7).
+    /// Reasoning text with its one-line preview (reasoning rows only).
     pub fn thinking(&self) -> Option<Thinking<'_>> {
         if self.event.kind != Some(Kind::Reasoning) {
             return None;
@@ -382,7 +382,7 @@ impl<'a> ActivityRow<'a> {
         Some(js::first_text(t[22..27].iter().copied())).filter(|id| !id.is_empty())
     }
 
-    /// The tool call (tool rows only; §8.7).
+    /// The tool call (tool rows only).
     pub fn tool(&self) -> Option<Tool<'_>> {
         let kind = self.event.kind.filter(|k| k.is_tool())?;
         let t = TOOL_KEYS.scan(&self.event.payload);
@@ -590,7 +590,7 @@ impl Serialize for Thinking<'_> {
     }
 }
 
-/// A tool call as one row shows it (§8.7). Start, update and completion stay separate rows.
+/// A tool call as one row shows it. Start, update and completion stay separate rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tool<'a> {
     /// The tool call id.

@@ -1,4 +1,4 @@
-//! Sequence numbers as the reference coerces them (§4.5, Quirk Q16).
+//! Sequence numbers as the reference coerces them (Quirk Q16).
 
 use std::borrow::Cow;
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Settled final-answer projection (§7): the final answer of a transcript message, through a
+//! Settled final-answer projection: the final answer of a transcript message, through a
 //! one-message anchor, exactly as a live turn would settle.
 
 use serde_json::{json, Map, Value};
@@ -142,7 +142,7 @@ pub fn project_settled_final_answer(message: &Value, context: &Value) -> Settled
         "run_id": run_id,
         "stream_id": stream_id,
     });
-    registry.apply_source_event(&input, &ctx);
+    let _ = registry.apply_source_event(&input, &ctx);
     let content = &registry.anchor().content;
     SettledProjection {
         skipped: None,

@@ -1,4 +1,4 @@
-//! The shadow snapshot (§6.8): one anchor fed from every source layer in a fixed order.
+//! The shadow snapshot: one anchor fed from every source layer in a fixed order.
 
 use serde_json::{Map, Value};
 

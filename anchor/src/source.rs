@@ -182,6 +182,7 @@ impl SourceEvent {
 
 /// A hint to load the cache line at `at` (any address: a prefetch never faults).
 #[inline]
+#[allow(unsafe_code)] // The crate's one `unsafe`: see the SAFETY note.
 fn prefetch(at: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 processor has; it reads nothing

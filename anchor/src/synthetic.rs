@@ -1,7 +1,7 @@
 //! Synthetic turns for benchmarks and property tests: deterministic, realistic event mixes in
 //! every source shape, generated from a size and a seed (no randomness source is touched).
 //!
-//! The mix follows the reference benchmark (spec §16.4): reasoning bursts, token bursts,
+//! The mix follows the reference benchmark: reasoning bursts, token bursts,
 //! `tool` + `metering` + `tool_complete` triples, an `interim_assistant` after about a fifth of
 //! the prose bursts, then `done` and `stream_end`.
 
@@ -200,7 +200,7 @@ pub fn seed() -> Value {
     json!({"session_id": SESSION, "stream_id": RUN, "run_id": null})
 }
 
-/// The benchmark turn of spec §16.4 as `(source, input)` pairs: every event as a live frame,
+/// The benchmark turn the reference uses as `(source, input)` pairs: every event as a live frame,
 /// then every event again as a journal row, then the settled message (`2n + 1` inputs).
 pub fn benchmark_inputs(n: usize, seed: u64) -> Vec<(&'static str, Value)> {
     let journal = turn(n, seed);

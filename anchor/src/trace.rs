@@ -1,4 +1,4 @@
-//! The differential trace format (§16.1) and its runner: what `anchor-replay` does, as a
+//! The differential trace format and its runner: what `anchor-replay` does, as a
 //! library, so tests and benchmarks run exactly the same code.
 
 use std::fmt;

@@ -65,7 +65,7 @@ fn live_prose_upserts_replace_one_row_in_place() {
     let prose = |text: &str, status: &str| json!({"source_event_type": "token", "local_id": "live-prose:run-1:1", "text": text, "status": status});
     let first = r.upsert_by_local_id(&prose("Hel", "running"), &ctx);
     assert_eq!(first.change.row, Some(RowChange::Appended(0)));
-    r.apply(&json!({"type": "tool", "data": "{\"name\":\"t\",\"tid\":\"c1\"}", "lastEventId": "run-1:1"}));
+    let _ = r.apply(&json!({"type": "tool", "data": "{\"name\":\"t\",\"tid\":\"c1\"}", "lastEventId": "run-1:1"}));
     let second = r.upsert_by_local_id(&prose("Hello", "completed"), &ctx);
     assert_eq!(second.change.row, Some(RowChange::Updated(0)));
     assert_eq!(r.row_count(), 2);
@@ -78,8 +78,8 @@ fn live_prose_upserts_replace_one_row_in_place() {
 #[test]
 fn removing_a_row_shifts_later_rows_and_keeps_the_identity_remembered() {
     let mut r = turn();
-    r.apply(&json!({"source_event_type": "reasoning", "local_id": "live-reasoning:run-1:1", "text": "echo", "seq": 1}));
-    r.apply(&token(2, "answer"));
+    let _ = r.apply(&json!({"source_event_type": "reasoning", "local_id": "live-reasoning:run-1:1", "text": "echo", "seq": 1}));
+    let _ = r.apply(&token(2, "answer"));
     let change = r
         .remove_by_local_id("reasoning", "live-reasoning:run-1:1")
         .unwrap();
@@ -95,8 +95,9 @@ fn removing_a_row_shifts_later_rows_and_keeps_the_identity_remembered() {
 #[test]
 fn switching_modes_reuses_the_same_rows() {
     let mut r = turn();
-    r.apply(&token(1, "a"));
-    r.apply(&json!({"type": "reasoning", "data": "{\"text\":\"b\"}", "lastEventId": "run-1:2"}));
+    let _ = r.apply(&token(1, "a"));
+    let _ = r
+        .apply(&json!({"type": "reasoning", "data": "{\"text\":\"b\"}", "lastEventId": "run-1:2"}));
     let compact = r.scene(Mode::CompactWorklog);
     let transparent = compact.clone().with_mode(Mode::TransparentStream);
     assert_eq!(compact.rows().len(), transparent.rows().len());

@@ -110,7 +110,7 @@ fn schedule(journal: &[JournalEvent], seed: u64) -> Vec<Value> {
 fn once(journal: &[JournalEvent]) -> Registry {
     let mut r = fresh();
     for e in journal {
-        r.apply_source_event(&e.journal_row(), &ctx());
+        let _ = r.apply_source_event(&e.journal_row(), &ctx());
     }
     r
 }
@@ -124,7 +124,7 @@ proptest! {
         let expected = once(&journal);
         let mut r = fresh();
         for input in schedule(&journal, order_seed) {
-            r.apply_source_event(&input, &ctx());
+            let _ = r.apply_source_event(&input, &ctx());
         }
         prop_assert_eq!(r.anchor(), expected.anchor());
         prop_assert_eq!(r.stats().applied, expected.stats().applied);
@@ -143,8 +143,8 @@ proptest! {
         let mut r = once(&journal);
         let before = r.clone();
         for e in &journal {
-            r.apply_source_event(&e.journal_row(), &ctx());
-            r.apply_source_event(&e.live_frame(), &ctx());
+            let _ = r.apply_source_event(&e.journal_row(), &ctx());
+            let _ = r.apply_source_event(&e.live_frame(), &ctx());
         }
         prop_assert_eq!(r.anchor(), before.anchor());
         prop_assert_eq!(r.stats().applied, before.stats().applied);

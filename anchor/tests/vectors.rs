@@ -1,4 +1,4 @@
-//! Differential vectors (spec §16): every trace run through the `anchor-replay` binary must
+//! Differential vectors: every trace run through the `anchor-replay` binary must
 //! print exactly the reference's canonical document.
 //!
 //! The vectors published with the spec are kept in `tests/fixtures/vectors/`; when the shared

@@ -4,38 +4,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Every event type the server journals.
-pub const EVENT_TYPES: [&str; 28] = [
-    "token",
-    "reasoning",
-    "interim_assistant",
-    "tool",
-    "tool_update",
-    "tool_complete",
-    "metering",
-    "usage",
-    "title",
-    "title_status",
-    "todo_state",
-    "approval",
-    "approval_resolved",
-    "clarify",
-    "clarify_resolved",
-    "compressing",
-    "compressed",
-    "state_saved",
-    "artifact_reference",
-    "pending_steer_leftover",
-    "goal_continue",
-    "warning",
-    "context_status",
-    "done",
-    "cancel",
-    "apperror",
-    "settled_message",
-    "stream_end",
-];
-
 /// A session in the sidebar.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
@@ -188,8 +156,9 @@ pub struct TurnSnapshot {
     pub usage: Option<(u64, u64)>,
     /// The worklog's steps (one per thing the turn did).
     pub steps: usize,
-    /// The trace's rows and tool calls.
-    pub trace: (usize, usize),
+    /// The stream's rows and tool calls (stored snapshots name it `trace`).
+    #[serde(alias = "trace")]
+    pub stream: (usize, usize),
     /// The anchor's scene rows.
     pub rows: usize,
     /// The last journal seq.
@@ -288,6 +257,11 @@ pub struct SessionPage {
     /// the first HTML shows local times; `None`: not known yet (UTC until the page runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tz_offset: Option<i32>,
+    /// Every event kind the server may send. The browser listens for each, so that a kind
+    /// this page's code does not know (a newer server's) is shown rather than dropped; empty:
+    /// a page made in the browser, which keeps the list it has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_kinds: Vec<String>,
 }
 
 /// The cookie with the browser's time zone offset, in minutes east of UTC.
@@ -458,6 +432,7 @@ mod tests {
             default_model: Some("</script>".into()),
             theme: Some("dark".into()),
             now: 1.5,
+            event_kinds: vec!["</script>".into()],
             tz_offset: Some(-300),
         };
         let json = page_json(&page);

@@ -115,6 +115,6 @@ pub fn show_version(chat: ChatState, turn: &TurnHandle, version: u32) {
             // The version's branch goes on beyond the window the page holds: show it whole.
             chat.load(&page);
         }
-        chat.rows_for_trace();
+        chat.rows_for_stream();
     });
 }

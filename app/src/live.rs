@@ -2,6 +2,9 @@
 //! from the last applied seq. Every frame goes through [`crate::model::TurnState::apply_frame`],
 //! which ignores what the page already has, so reconnects never duplicate anything.
 
+use std::rc::Rc;
+
+use anchor::EventKind;
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -37,7 +40,7 @@ fn announce_end(chat: ChatState, state: Option<anchor::TerminalState>) {
 /// Frames received since the last paint, applied together on the next animation frame.
 #[derive(Default)]
 struct Inbox {
-    frames: Vec<(&'static str, String, String)>,
+    frames: Vec<(Rc<str>, String, String)>,
     scheduled: bool,
 }
 
@@ -71,22 +74,28 @@ fn flush(
         inbox.scheduled = false;
         std::mem::take(&mut inbox.frames)
     };
-    let mut notable: Vec<(&'static str, String)> = Vec::new();
+    let mut notable: Vec<(EventKind, String)> = Vec::new();
     turn.state.maybe_update(|s| {
         let mut any = false;
         for (name, data, id) in frames {
-            if s.apply_frame(name, &data, &id, session_id) {
+            if s.apply_frame(&name, &data, &id, session_id) {
                 any = true;
-                if matches!(name, "title" | "approval" | "clarify" | "stream_end") {
-                    notable.push((name, data));
+                if let Some(
+                    kind @ (EventKind::Title
+                    | EventKind::Approval
+                    | EventKind::Clarify
+                    | EventKind::StreamEnd),
+                ) = EventKind::parse(&name)
+                {
+                    notable.push((kind, data));
                 }
             }
         }
         any
     });
-    for (name, data) in notable {
-        match name {
-            "title" => {
+    for (kind, data) in notable {
+        match kind {
+            EventKind::Title => {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&data) {
                     if let Some(title) = v["title"].as_str() {
                         chat.title.set(title.to_owned());
@@ -98,13 +107,13 @@ fn flush(
                     }
                 }
             }
-            "approval" => chat
+            EventKind::Approval => chat
                 .announcement
                 .set("The agent is waiting for your approval".into()),
-            "clarify" => chat
+            EventKind::Clarify => chat
                 .announcement
                 .set("The agent has a question for you".into()),
-            "stream_end" => {
+            EventKind::StreamEnd => {
                 source.close();
                 turn.running.set(false);
                 chat.connection.set(Connection::Idle);
@@ -120,6 +129,20 @@ fn flush(
     }
 }
 
+/// The event names to listen for: every kind this build knows and every one the server says
+/// it may send (a newer server's kinds are then shown, not dropped). Never `error`: that name
+/// is the `EventSource`'s own connection error, which carries no frame.
+fn listened(server_kinds: &[String]) -> Vec<Rc<str>> {
+    let mut names: Vec<Rc<str>> = EventKind::ALL.iter().map(|k| Rc::from(k.name())).collect();
+    for name in server_kinds {
+        if EventKind::parse(name).is_none() && !name.is_empty() {
+            names.push(Rc::from(name.as_str()));
+        }
+    }
+    names.retain(|n| &**n != "error");
+    names
+}
+
 /// Follows `turn` from its last applied seq.
 pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<Follower> {
     let after = turn.state.with_untracked(|s| s.last_seq);
@@ -133,21 +156,23 @@ pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
     // closes the stream, and that close is the end, not a dropped connection.
     let got_end = std::rc::Rc::new(std::cell::Cell::new(false));
     let inbox = std::rc::Rc::new(std::cell::RefCell::new(Inbox::default()));
-    let mut listeners = Vec::with_capacity(crate::api::EVENT_TYPES.len());
-    for name in crate::api::EVENT_TYPES {
+    let names = listened(&chat.event_kinds.get_value());
+    let mut listeners = Vec::with_capacity(names.len());
+    for name in names {
         let turn = turn.clone();
         let session_id = session_id.clone();
         let source_for_flush = source.clone();
         let inbox = inbox.clone();
         let got_end = got_end.clone();
+        let kind = name.clone();
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             let data = event.data().as_string().unwrap_or_default();
             let id = event.last_event_id();
-            if name == "stream_end" {
+            if &*kind == EventKind::StreamEnd.name() {
                 got_end.set(true);
             }
             let mut queue = inbox.borrow_mut();
-            queue.frames.push((name, data, id));
+            queue.frames.push((kind.clone(), data, id));
             if !queue.scheduled {
                 queue.scheduled = true;
                 let (inbox, turn, session_id, source) = (
@@ -159,7 +184,7 @@ pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
                 schedule(move || flush(&inbox, chat, &turn, &session_id, &source));
             }
         });
-        let _ = source.add_event_listener_with_callback(name, listener.as_ref().unchecked_ref());
+        let _ = source.add_event_listener_with_callback(&name, listener.as_ref().unchecked_ref());
         listeners.push(listener);
     }
     let open_flag = errored.clone();

@@ -6,7 +6,8 @@
 //! and in the browser.
 
 use anchor::{
-    ActivityRow, Applied, Kind, Mode, Registry, RowChange, Seed, SourceEvent, TerminalState,
+    ActivityRow, Applied, EventKind, Kind, Mode, Registry, RowChange, Seed, SourceEvent,
+    TerminalState,
 };
 use serde_json::{json, Value};
 
@@ -133,7 +134,7 @@ pub struct TurnState {
     /// How the user answered each approval or question, by its id ("Allowed once", …).
     pub answers: std::collections::HashMap<String, String>,
     /// Bumped whenever [`TurnState::process`] may have changed: not by the answer's tokens, so
-    /// what is derived from the process (the worklog, the trace) is not redone per token.
+    /// what is derived from the process (the worklog, the stream) is not redone per token.
     pub process_rev: u64,
     next_key: u64,
     /// A settled turn loaded as its snapshot: what it shows until its rows are loaded (the
@@ -173,26 +174,26 @@ fn target_of(args: &Value) -> String {
     }
 }
 
-/// The event types that end the prose an answer is made of: every activity but prose and the
-/// terminal event (reasoning, tool calls, notes, questions). Prose written before one of them
-/// led to that work and is interim; the answer is the prose after the last of them.
+/// Whether an event of type `kind` ends the prose an answer is made of: every activity but
+/// prose and the terminal event (reasoning, tool calls, notes, questions). Prose written before
+/// one of them led to that work and is interim; the answer is the prose after the last of them.
 /// Everything that is not activity (usage, title, todos, artifacts) leaves the answer going.
-pub const ANSWER_BREAKS: [&str; 10] = [
-    "reasoning",
-    "tool",
-    "tool_update",
-    "tool_complete",
-    "compressing",
-    "compressed",
-    "approval",
-    "clarify",
-    "pending_steer_leftover",
-    "goal_continue",
-];
-
-/// Whether an event of type `kind` ends the answer stream (see [`ANSWER_BREAKS`]).
 pub fn breaks_answer(kind: &str) -> bool {
-    ANSWER_BREAKS.contains(&kind.trim())
+    EventKind::parse(kind.trim()).is_some_and(|k| {
+        k.is_activity()
+            && !matches!(
+                k.meta().kind,
+                Some(Kind::ProcessProse | Kind::TerminalStatus)
+            )
+    })
+}
+
+/// The kinds that [`breaks_answer`].
+pub fn answer_breaks() -> impl Iterator<Item = EventKind> {
+    EventKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| breaks_answer(k.name()))
 }
 
 /// Whether events of type `kind` carry prose of the turn (token deltas or whole messages).
@@ -369,14 +370,15 @@ impl TurnState {
             self.first_at.get_or_insert(at);
             self.last_at = Some(at);
         }
-        match kind {
-            "todo_state" => self.todos = Some(payload.clone()),
-            "approval" => self.pending.push(Pending::Approval {
+        let known = EventKind::parse(kind);
+        match known {
+            Some(EventKind::TodoState) => self.todos = Some(payload.clone()),
+            Some(EventKind::Approval) => self.pending.push(Pending::Approval {
                 id: str_of(payload, "approval_id"),
                 command: str_of(payload, "command"),
                 description: str_of(payload, "description"),
             }),
-            "clarify" => self.pending.push(Pending::Clarify {
+            Some(EventKind::Clarify) => self.pending.push(Pending::Clarify {
                 id: str_of(payload, "clarify_id"),
                 question: str_of(payload, "question"),
                 choices: payload
@@ -390,17 +392,18 @@ impl TurnState {
                     })
                     .unwrap_or_default(),
             }),
-            "approval_resolved" | "clarify_resolved" => {
+            Some(EventKind::ApprovalResolved | EventKind::ClarifyResolved) => {
+                let approval = known == Some(EventKind::ApprovalResolved);
                 let id = str_of(
                     payload,
-                    if kind == "approval_resolved" {
+                    if approval {
                         "approval_id"
                     } else {
                         "clarify_id"
                     },
                 );
                 self.pending.retain(|p| p.id() != id);
-                let answer = if kind == "approval_resolved" {
+                let answer = if approval {
                     match str_of(payload, "choice").as_str() {
                         "once" => "Allowed once".to_owned(),
                         "session" => "Allowed for this session".to_owned(),
@@ -420,8 +423,9 @@ impl TurnState {
                     self.answers.insert(id, answer);
                 }
             }
-            "stream_end" => self.ended = true,
-            _ => {}
+            Some(EventKind::StreamEnd) => self.ended = true,
+            None => self.unrecognised(kind, payload, seq),
+            Some(_) => {}
         }
         let applied = apply(&mut self.registry);
         if self.registry.anchor().lifecycle.terminal_state.is_some() {
@@ -442,6 +446,27 @@ impl TurnState {
             }
         }
     }
+
+    /// An event of a kind this build does not know (a newer server sent it): shown as a note
+    /// in the turn's work instead of vanishing, so what the turn did is never silently lost.
+    fn unrecognised(&mut self, kind: &str, payload: &Value, seq: u64) {
+        let name: String = kind.chars().filter(|c| !c.is_control()).take(64).collect();
+        self.segments.push(Segment {
+            key: self.next_key,
+            row_id: format!("{}:{seq}", self.run_id),
+            kind: SegmentKind::Lifecycle,
+            rev: 0,
+            source: name.clone(),
+            text: format!("This page does not know the event “{name}”: reload to update it."),
+            status: Some("unrecognised".to_owned()),
+            at: payload.get("created_at").and_then(Value::as_f64),
+            tool: None,
+            interaction: None,
+            merging: false,
+        });
+        self.next_key += 1;
+        self.process_rev += 1;
+    }
 }
 
 /// Appends one new scene row to the segment list, merging consecutive token/reasoning deltas.
@@ -460,7 +485,10 @@ fn push_segment(segments: &mut Vec<Segment>, next_key: &mut u64, row: &ActivityR
             Some(Kind::TerminalStatus) => SegmentKind::Terminal,
             _ => SegmentKind::Lifecycle,
         };
-        let deltas = matches!(source.as_str(), "token" | "reasoning");
+        let deltas = matches!(
+            EventKind::parse(&source),
+            Some(EventKind::Token | EventKind::Reasoning)
+        );
         if deltas {
             if let Some(last) = segments.last_mut() {
                 if last.kind == kind && last.merging {
@@ -553,9 +581,14 @@ impl TurnState {
         }
     }
 
-    /// The turn shows its snapshot: its rows (the steps, the trace) are not loaded.
+    /// The turn shows its snapshot: its rows (the steps, the stream) are not loaded.
     pub fn needs_rows(&self) -> bool {
         self.folded.is_some()
+    }
+
+    /// The snapshot the turn shows while its rows are not loaded.
+    pub fn folded(&self) -> Option<&TurnSnapshot> {
+        self.folded.as_deref()
     }
 
     /// How many steps the worklog lists (see [`step_count`]).
@@ -566,10 +599,10 @@ impl TurnState {
         }
     }
 
-    /// The trace's rows and how many of them are tool calls.
-    pub fn trace_counts(&self) -> (usize, usize) {
+    /// The stream's rows and how many of them are tool calls.
+    pub fn stream_counts(&self) -> (usize, usize) {
         match &self.folded {
-            Some(s) => s.trace,
+            Some(s) => s.stream,
             None => (
                 self.process().len(),
                 self.segments
@@ -632,7 +665,7 @@ impl TurnState {
             note: self.terminal_note(),
             usage: self.usage_tokens(),
             steps: self.steps(),
-            trace: self.trace_counts(),
+            stream: self.stream_counts(),
             rows: self.row_count(),
             last_seq: self.last_seq,
             span: (self.first_at, self.last_at),
@@ -993,7 +1026,7 @@ mod tests {
             s.terminal_note(),
             s.usage_tokens(),
             s.steps(),
-            s.trace_counts(),
+            s.stream_counts(),
             s.row_count(),
             s.last_seq,
             s.elapsed(),
@@ -1059,7 +1092,7 @@ mod tests {
         assert!(!s.settled);
         assert_eq!(s.answer, "The answer.");
         assert_eq!(s.steps, 2, "the reasoning and the tool call");
-        assert_eq!(s.trace.1, 1);
+        assert_eq!(s.stream.1, 1);
         assert_eq!(s.span, (Some(1.0), Some(2.5)));
     }
 
@@ -1127,13 +1160,24 @@ mod tests {
             answer_tail(with_message),
             "Found it: the cache.\n\nA whole message."
         );
-        // Exactly the anchor's activity kinds other than prose and the terminal event.
-        for kind in crate::api::EVENT_TYPES {
-            let meta = anchor::classify(kind);
-            let activity = meta.classification == anchor::Classification::Activity
-                && !matches!(meta.kind, Some(Kind::ProcessProse | Kind::TerminalStatus));
-            assert_eq!(breaks_answer(kind), activity, "{kind}");
-        }
+        // The work between answers: reasoning, tools, notes, questions, steering.
+        let mut breaks: Vec<&str> = answer_breaks().map(EventKind::name).collect();
+        breaks.sort_unstable();
+        assert_eq!(
+            breaks,
+            [
+                "approval",
+                "clarify",
+                "compressed",
+                "compressing",
+                "goal_continue",
+                "pending_steer_leftover",
+                "reasoning",
+                "tool",
+                "tool_complete",
+                "tool_update"
+            ]
+        );
         for kind in [
             "token",
             "interim_assistant",
@@ -1151,6 +1195,45 @@ mod tests {
         ] {
             assert!(!breaks_answer(kind), "{kind}");
         }
+    }
+
+    #[test]
+    fn a_kind_this_build_does_not_know_is_shown_once_not_dropped() {
+        let mut events = journal()[..3].to_vec();
+        events.push(ev(4, "sandbox_snapshot", json!({"created_at": 4.0})));
+        let from_page = TurnState::new("s1", &turn(events.clone()));
+        let rows = from_page.row_count();
+        let notes: Vec<&Segment> = from_page
+            .process()
+            .into_iter()
+            .filter(|s| s.status.as_deref() == Some("unrecognised"))
+            .collect();
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].text.contains("sandbox_snapshot"),
+            "{}",
+            notes[0].text
+        );
+        assert_eq!(notes[0].row_id, "run1:4");
+
+        // The same event live, then again after a reconnect: one note, as from the page.
+        let mut live = TurnState::new("s1", &turn(events[..3].to_vec()));
+        for _ in 0..2 {
+            live.apply_frame("sandbox_snapshot", r#"{"created_at":4.0}"#, "run1:4", "s1");
+        }
+        let shown = |s: &TurnState| {
+            s.process()
+                .iter()
+                .map(|seg| (seg.kind, seg.text.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shown(&live), shown(&from_page));
+        assert_eq!(live.row_count(), rows, "the anchor's rows are unchanged");
+        // A known kind makes no such note.
+        assert!(TurnState::new("s1", &turn(journal()))
+            .process()
+            .iter()
+            .all(|s| s.status.as_deref() != Some("unrecognised")));
     }
 
     #[test]

@@ -183,6 +183,7 @@ fn open(chat: ChatState, path: String, push: bool) {
             theme: None,
             now: chat.clock.get_untracked().now,
             tz_offset: Some(chat.clock.get_untracked().offset),
+            event_kinds: Vec::new(),
         };
         chat.loading.set(false);
         push_address(&path, push);

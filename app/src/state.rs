@@ -152,6 +152,8 @@ pub struct ChatState {
     pub user: RwSignal<Option<crate::api::UserData>>,
     /// How many times page data was loaded into this state.
     pub epoch: StoredValue<u64>,
+    /// Every event kind the server may send (see [`SessionPage::event_kinds`]).
+    pub event_kinds: StoredValue<Vec<String>>,
     /// Owns the signals of the shown turns; replaced (and its signals disposed) by the next
     /// load, so that the page never keeps the journals of conversations it no longer shows.
     turn_owner: StoredValue<Option<Owner>>,
@@ -321,6 +323,7 @@ impl ChatState {
             following: RwSignal::new(true),
             unseen: RwSignal::new(false),
             epoch: StoredValue::new(0),
+            event_kinds: StoredValue::new(Vec::new()),
             turn_owner: StoredValue::new(None),
         };
         state.load(page);
@@ -335,6 +338,9 @@ impl ChatState {
             .try_update_value(|o| o.replace(Owner::new()))
             .flatten();
         self.take_sidebar(page);
+        if !page.event_kinds.is_empty() {
+            self.event_kinds.set_value(page.event_kinds.clone());
+        }
         self.agent.set(page.agent.clone());
         self.examples.set(page.examples.clone());
         self.default_model.set(page.default_model.clone());
@@ -507,7 +513,7 @@ impl ChatState {
     }
 
     /// Loads the rows of a turn shown as its snapshot (the reader opened its steps or its
-    /// trace): once; a load under way is not started again. The turn then shows them as a
+    /// stream): once; a load under way is not started again. The turn then shows them as a
     /// turn loaded with its journal does.
     pub fn load_rows(&self, turn: &TurnHandle) {
         if !turn.state.with_untracked(|s| s.needs_rows())
@@ -550,14 +556,14 @@ impl ChatState {
     }
 
     /// Turns shown in the Transparent Stream as their snapshot bring their rows (after a switch
-    /// of the page's mode); a long one waits for the reader to ask (its trace offers them).
-    pub fn rows_for_trace(&self) {
+    /// of the page's mode); a long one waits for the reader to ask (its stream offers them).
+    pub fn rows_for_stream(&self) {
         let page_mode = self.mode.get_untracked();
         self.turns.with_untracked(|turns| {
             for turn in turns {
-                let trace =
+                let stream =
                     turn.mode.get_untracked().unwrap_or(page_mode) == Mode::TransparentStream;
-                if trace
+                if stream
                     && turn
                         .state
                         .with_untracked(|s| s.needs_rows() && s.last_seq <= crate::api::INLINE_ROWS)

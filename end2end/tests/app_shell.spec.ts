@@ -183,7 +183,7 @@ test.describe("app shell", () => {
     await expect(answer).toContainText("**demo agent**");
     await expect(answer).toContainText("explicit terminal state");
     // Still a working page: the mode switch answers.
-    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(lastTurn(page)).toHaveAttribute("data-mode", "transparent_stream");
     expect(errors).toEqual([]);
   });

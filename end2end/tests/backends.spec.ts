@@ -120,7 +120,7 @@ test("a turn on the openai backend streams, asks before writing a file and settl
     expect(readFileSync(join(workspace, "notes", "todo.md"), "utf8")).toBe("- milk\n");
 
     // The process is all there in the trace: reasoning, the tool with its arguments and result.
-    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
     await expect(turn).toContainText("The user wants a note saved.");
     // The approval row says what the user answered.

@@ -57,7 +57,7 @@ test.describe("chatting", () => {
     const requests: string[] = [];
     page.on("request", (r) => requests.push(r.url()));
 
-    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
     const traceRows = await turn.locator("[data-row-id]").evaluateAll((els) => els.map((e) => e.getAttribute("data-row-id")));
     expect(traceRows.length).toBeGreaterThan(5);
@@ -66,7 +66,7 @@ test.describe("chatting", () => {
     await page.locator("[data-mode-switch] button", { hasText: "Worklog" }).click();
     await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
     // The per-turn switch overrides the page's mode for this turn only.
-    await turn.getByRole("button", { name: "Show full trace" }).click();
+    await turn.getByRole("button", { name: "Show full stream" }).click();
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
     await turn.getByRole("button", { name: "Show as worklog" }).click();
     await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
@@ -175,7 +175,7 @@ test.describe("chatting", () => {
     await expect(card).toHaveCount(0);
     await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText("production");
     // The trace keeps the question with its answer, after a reload too.
-    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(lastTurn(page).locator(".note-answer")).toHaveText("Answered: production");
     await page.reload();
     await hydrated(page);
@@ -198,7 +198,7 @@ test.describe("chatting", () => {
     const answer = lastTurn(page).locator("[data-final-answer='true']");
     await expect(answer).toContainText("qa-cluster");
     // The mode switch works from the keyboard too.
-    const trace = page.locator("[data-mode-switch] button", { hasText: "Trace" });
+    const trace = page.locator("[data-mode-switch] button", { hasText: "Stream" });
     await trace.focus();
     await page.keyboard.press("Space");
     await expect(lastTurn(page)).toHaveAttribute("data-mode", "transparent_stream");
@@ -234,7 +234,7 @@ test.describe("chatting", () => {
     await expect(turn.locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
     await expect(turn.locator(".bubble")).toHaveText(evil);
     await expect(turn.locator("[data-final-answer='true']")).toContainText("<img src=x onerror=alert(1)>");
-    await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+    await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await turn.locator(".tool-head").first().click();
     await expect(turn.locator(".tool-args").first()).toContainText("<img src=x");
     await expect(page.locator("img[src='x']")).toHaveCount(0);

@@ -1,14 +1,14 @@
 import { test, expect } from "./fixtures";
 import { hydrated, lastTurn, newSession, rendererReady, startTurn, waitRunEnd } from "./support";
 
-test("a reader who chose the Trace gets it in the first HTML, and nothing moves while the page comes alive", async ({ page, request }, testInfo) => {
+test("a reader who chose the Stream gets it in the first HTML, and nothing moves while the page comes alive", async ({ page, request }, testInfo) => {
   const session = await newSession(request);
   const run = await startTurn(request, session, "/demo tools");
   await waitRunEnd(request, run);
   await page.goto(`/s/${session}`);
   await hydrated(page);
   await expect(lastTurn(page)).toHaveAttribute("data-mode", "compact_worklog");
-  await page.locator("[data-mode-switch] button", { hasText: "Trace" }).click();
+  await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
   await expect(lastTurn(page)).toHaveAttribute("data-mode", "transparent_stream");
 
   // The server knows the choice: the HTML it sends this browser is already in that mode.
@@ -40,7 +40,7 @@ test("a reader who chose the Trace gets it in the first HTML, and nothing moves 
     return { first: w.__firstMode, pressed: w.__firstPressed, shifts: w.__shifts as number[] };
   });
   expect(seen.first).toBe("transparent_stream");
-  expect(seen.pressed).toContain("Trace");
+  expect(seen.pressed).toContain("Stream");
   await expect(lastTurn(page)).toHaveAttribute("data-mode", "transparent_stream");
   expect(seen.shifts.reduce((a, b) => a + b, 0)).toBe(0);
   await page.screenshot({ path: testInfo.outputPath("trace-after-reload.png") });

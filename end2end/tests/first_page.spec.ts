@@ -17,7 +17,7 @@ test("a new conversation says what Anchorage is, offers prompts to try, and one 
   // The demo agent offers no choice of model: no picker.
   await expect(page.getByRole("combobox", { name: "Model" })).toHaveCount(0);
   // The two views of a turn, one line each.
-  await expect(empty.locator("dt")).toHaveText(["Worklog", "Trace"]);
+  await expect(empty.locator("dt")).toHaveText(["Worklog", "Stream"]);
   await page.screenshot({ path: testInfo.outputPath("empty.png") });
 
   await examples.nth(0).click();

@@ -31,7 +31,7 @@ function streamedAnswer(rows: any[]): string {
   return text;
 }
 
-async function setMode(page: Page, mode: "Worklog" | "Trace") {
+async function setMode(page: Page, mode: "Worklog" | "Stream") {
   await page.locator("[data-mode-switch] button", { hasText: mode }).click();
 }
 
@@ -60,7 +60,7 @@ const SCENARIOS: [string, boolean][] = [
   ["/demo degraded", false],
 ];
 
-for (const mode of ["Worklog", "Trace"] as const) {
+for (const mode of ["Worklog", "Stream"] as const) {
   test(`${mode}: no /demo scenario moves what is on screen, from send to settle`, async ({ page, request }, testInfo) => {
     test.setTimeout(180_000);
     await openNewSession(page, request);
@@ -92,7 +92,7 @@ test("interim prose stays where it streamed when the next tool call starts", asy
   const server = startServer(port, dataDir, { ANCHORAGE_DEMO_DELAY_MS: "60" });
   try {
     await waitHealthy(request, base);
-    for (const mode of ["Worklog", "Trace"] as const) {
+    for (const mode of ["Worklog", "Stream"] as const) {
       const session = (await (await request.post(`${base}/api/session/new`, { data: {} })).json()).session.id;
       await page.goto(`${base}/s/${session}`);
       await hydrated(page);
@@ -386,7 +386,7 @@ test("scrolling up while an answer streams stays up; Jump to latest brings the r
 });
 
 test("a settled turn reads in the past tense, one row per tool call", async ({ page, request }) => {
-  for (const mode of ["Trace", "Worklog"] as const) {
+  for (const mode of ["Stream", "Worklog"] as const) {
     await openNewSession(page, request);
     await setMode(page, mode);
     await send(page, "/demo tools");
@@ -404,7 +404,7 @@ test("a settled turn reads in the past tense, one row per tool call", async ({ p
     await expect(lastTurn(page).locator(".tool-card")).toHaveCount(3);
     await expect(lastTurn(page).locator(".assistant")).not.toContainText(/Running|Started/);
   }
-  await setMode(page, "Trace");
+  await setMode(page, "Stream");
   await openNewSession(page, request);
   await send(page, "/demo exhausted");
   const turn = lastTurn(page);

@@ -22,19 +22,19 @@ test("Settings change the theme and the view turns open in, and both hold after 
   await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
   expect(await background(page)).not.toBe(light);
   const dark = await background(page);
-  await dialog.getByRole("radio", { name: "Trace" }).check();
+  await dialog.getByRole("radio", { name: "Stream" }).check();
   await page.screenshot({ path: testInfo.outputPath("settings.png") });
   await dialog.getByRole("button", { name: "Close settings" }).click();
   await expect(dialog).toBeHidden();
-  await expect(page.locator("[data-mode-switch] button[aria-pressed='true']")).toContainText("Trace");
+  await expect(page.locator("[data-mode-switch] button[aria-pressed='true']")).toContainText("Stream");
 
-  // The first HTML is already dark and in the Trace: no flash of the other theme.
+  // The first HTML is already dark and in the Stream: no flash of the other theme.
   const html = await (await request.get(page.url(), { headers: { cookie: (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join("; ") } })).text();
   expect(html).toMatch(/<html[^>]*data-theme="dark"/);
   await page.reload();
   expect(await background(page)).toBe(dark);
   await hydrated(page);
-  await expect(page.locator("[data-mode-switch] button[aria-pressed='true']")).toContainText("Trace");
+  await expect(page.locator("[data-mode-switch] button[aria-pressed='true']")).toContainText("Stream");
 
   // Back to the system's theme and the Worklog.
   dialog = await openSettings(page);
@@ -93,7 +93,7 @@ test("the keyboard shortcuts Settings lists do what they say", async ({ page, re
   const pressed = page.locator("[data-mode-switch] button[aria-pressed='true']");
   await expect(pressed).toContainText("Worklog");
   await page.keyboard.press("Control+Shift+E");
-  await expect(pressed).toContainText("Trace");
+  await expect(pressed).toContainText("Stream");
   await page.keyboard.press("Control+Shift+E");
   await expect(pressed).toContainText("Worklog");
 

@@ -8,7 +8,7 @@ import { hydrated, newSession, startTurn, waitRunEnd } from "./support";
 /** What the rows of a turn's open process show: each row's id and text, in order. */
 async function rows(turn: Locator): Promise<string[]> {
   return turn
-    .locator(".worklog-items > [data-row-id], .trace-row > [data-row-id]")
+    .locator(".worklog-items > [data-row-id], .stream-row > [data-row-id]")
     .evaluateAll((els) => els.map((e) => `${e.getAttribute("data-row-id")} | ${(e as HTMLElement).innerText.trim()}`));
 }
 
@@ -55,9 +55,9 @@ test("an old turn's steps and trace come once when opened, and match the whole j
   const worklog = await rows(turn);
   expect(worklog.length).toBe(6);
   // The trace of the same turn: no second request.
-  await turn.getByRole("button", { name: "Show full trace" }).click();
+  await turn.getByRole("button", { name: "Show full stream" }).click();
   await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
-  await expect(turn.locator(".trace-row").first()).toBeVisible();
+  await expect(turn.locator(".stream-row").first()).toBeVisible();
   const trace = await rows(turn);
   expect(fetched).toHaveLength(1);
   expect(fetched[0]).toContain(`run_id=${old}`);
@@ -71,7 +71,7 @@ test("an old turn's steps and trace come once when opened, and match the whole j
   await hydrated(whole);
   const wholeTurn = whole.locator(`article.turn[data-run-id='${old}']`);
   await expect(wholeTurn).toHaveAttribute("data-mode", "transparent_stream");
-  await expect(wholeTurn.locator(".trace-row").first()).toBeVisible();
+  await expect(wholeTurn.locator(".stream-row").first()).toBeVisible();
   expect(await rows(wholeTurn)).toEqual(trace);
   await wholeTurn.getByRole("button", { name: "Show as worklog" }).click();
   await wholeTurn.locator(".worklog-summary").click();
@@ -98,7 +98,7 @@ test("a long settled turn's trace waits to be asked for; a running turn switches
   await hydrated(reader);
   const turn = reader.locator(`article.turn[data-run-id='${long}']`);
   await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
-  await expect(turn.locator(".trace-head")).toContainText("225 tools");
+  await expect(turn.locator(".stream-head")).toContainText("225 tools");
   // Too long to come with the page: the trace offers its rows instead of fetching them.
   const show = turn.getByRole("button", { name: /^Show 450 events$/ });
   await expect(show).toBeVisible();
@@ -106,10 +106,10 @@ test("a long settled turn's trace waits to be asked for; a running turn switches
   await reader.waitForTimeout(300);
   expect(fetched).toEqual([]);
   await show.click();
-  await expect(turn.locator(".trace-row").first()).toBeVisible();
+  await expect(turn.locator(".stream-row").first()).toBeVisible();
   // Windowed as any long trace: the latest rows, and the earlier ones on request.
-  await expect(turn.locator(".trace-row[class*='row-tool']").last()).toContainText("src/f224.rs");
-  expect(await turn.locator(".trace-row").count()).toBeLessThanOrEqual(200);
+  await expect(turn.locator(".stream-row[class*='row-tool']").last()).toContainText("src/f224.rs");
+  expect(await turn.locator(".stream-row").count()).toBeLessThanOrEqual(200);
   await expect(turn.getByRole("button", { name: /^Show \d+ earlier$/ })).toBeVisible();
   expect(fetched).toHaveLength(1);
   await reader.screenshot({ path: testInfo.outputPath("long-trace-loaded.png") });
@@ -122,7 +122,7 @@ test("a long settled turn's trace waits to be asked for; a running turn switches
   const live = page.locator(`article.turn[data-run-id='${running}']`);
   await expect(live.locator(".assistant")).toHaveAttribute("data-state", "running");
   const asked = journalRequests(page);
-  await live.getByRole("button", { name: "Show full trace" }).click();
+  await live.getByRole("button", { name: "Show full stream" }).click();
   await expect(live).toHaveAttribute("data-mode", "transparent_stream");
   await live.getByRole("button", { name: "Show as worklog" }).click();
   await expect(live).toHaveAttribute("data-mode", "compact_worklog");

@@ -62,7 +62,7 @@ impl RuntimeAdapter for Metronome {
             ticker.tick().await;
             if io
                 .emit(
-                    "token",
+                    anchor::EventKind::Token,
                     json!({"text": format!("t{i} "), "sent_us": micros_now()}),
                 )
                 .await
@@ -150,7 +150,7 @@ async fn replay_benchmark() -> Value {
                 JournalOp::Append {
                     run_id: run_id.into(),
                     event: NewEvent {
-                        kind: "token".into(),
+                        kind: anchor::EventKind::Token,
                         payload,
                         terminal_state: None,
                         created_at: 1_781_200_000.123,
@@ -169,9 +169,9 @@ async fn replay_benchmark() -> Value {
         .commit(vec![JournalOp::Settle {
             run_id: run_id.into(),
             terminal: NewEvent {
-                kind: "done".into(),
+                kind: anchor::EventKind::Done,
                 payload: end,
-                terminal_state: Some("completed".into()),
+                terminal_state: Some(anchor::TerminalState::Completed),
                 created_at: 1_781_200_000.123,
             },
             answer: server::store::SettledAnswer {

@@ -268,9 +268,7 @@ async fn run_as(
 pub async fn require_api(State(state): State<AppState>, request: Request, next: Next) -> Response {
     match resolve(&state, request.headers()).await {
         Ok((viewer, refreshed)) => run_as(&state, viewer, refreshed, request, next).await,
-        Err(Denied::SignIn) => {
-            ApiError::new(StatusCode::UNAUTHORIZED, "sign in first").into_response()
-        }
+        Err(Denied::SignIn) => ApiError::unauthorized("sign in first").into_response(),
         Err(Denied::Store(e)) => ApiError::from(e).into_response(),
     }
 }
@@ -300,7 +298,7 @@ impl FromRequestParts<AppState> for Viewer {
         }
         match resolve(state, &parts.headers).await {
             Ok((viewer, _)) => Ok(viewer),
-            Err(Denied::SignIn) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "sign in first")),
+            Err(Denied::SignIn) => Err(ApiError::unauthorized("sign in first")),
             Err(Denied::Store(e)) => Err(e.into()),
         }
     }
@@ -591,7 +589,7 @@ pub async fn login(
         if form {
             login_page(status, Some(message), name, &next)
         } else {
-            ApiError::new(status, message).into_response()
+            ApiError::refusal(status, message).into_response()
         }
     };
     let keys = [format!("name:{}", name.to_lowercase()), format!("ip:{ip}")];
@@ -675,7 +673,7 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Respon
 pub async fn me(viewer: Viewer) -> Response {
     match viewer {
         Viewer::User(user) => axum::Json(json!({ "user": user })).into_response(),
-        Viewer::Open => ApiError::new(StatusCode::UNAUTHORIZED, "no accounts: nobody signs in")
+        Viewer::Open => ApiError::unauthorized("no accounts: nobody signs in")
             .with("open", true)
             .into_response(),
     }

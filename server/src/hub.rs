@@ -23,16 +23,11 @@ pub struct Frame {
     pub sse: Bytes,
 }
 
-/// The SSE encoding of one journal row (the journal stores it; live frames use it too).
-pub fn encode_frame(run_id: &str, seq: u64, kind: &str, payload_json: &str) -> String {
-    format!("id: {run_id}:{seq}\nevent: {kind}\ndata: {payload_json}\n\n")
-}
-
 impl Frame {
     /// Encodes a row once.
     pub fn new(row: JournalRow) -> Self {
         let data = serde_json::to_string(&row.payload).unwrap_or_else(|_| "{}".to_owned());
-        let sse = encode_frame(&row.run_id, row.seq, &row.kind, &data);
+        let sse = crate::wire::encode_frame(&row.run_id, row.seq, &row.kind, &data);
         Frame {
             row,
             sse: Bytes::from(sse),

@@ -1,6 +1,7 @@
 //! The journal writer: every event of every run goes through one task that commits in order,
 //! many writes per transaction, and publishes each committed frame to the run's followers.
 
+use anchor::{EventKind, TerminalState};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -56,7 +57,7 @@ pub fn now() -> f64 {
 
 /// An event to journal now: the timestamp goes into the payload as well, so a live frame and
 /// the journal row of the same event carry the same data.
-pub fn event(kind: &str, payload: Value, terminal_state: Option<&str>) -> NewEvent {
+pub fn event(kind: EventKind, payload: Value, terminal_state: Option<TerminalState>) -> NewEvent {
     let created_at = (now() * 1000.0).round() / 1000.0;
     let mut payload = match payload {
         Value::Object(map) => map,
@@ -69,9 +70,9 @@ pub fn event(kind: &str, payload: Value, terminal_state: Option<&str>) -> NewEve
     };
     payload.insert("created_at".into(), Value::from(created_at));
     NewEvent {
-        kind: kind.to_owned(),
+        kind,
         payload,
-        terminal_state: terminal_state.map(str::to_owned),
+        terminal_state,
         created_at,
     }
 }
@@ -250,7 +251,7 @@ mod tests {
             &self,
             id: &str,
             title: &str,
-            source: &str,
+            source: crate::store::TitleSource,
             now: f64,
         ) -> Result<Session, StoreError> {
             self.inner.rename_session(id, title, source, now).await
@@ -295,11 +296,11 @@ mod tests {
         async fn attachment_bytes(&self, id: &str) -> Result<Vec<u8>, StoreError> {
             self.inner.attachment_bytes(id).await
         }
-        async fn message_files(
+        async fn attachment_blobs(
             &self,
-            message_id: &str,
-        ) -> Result<Vec<(crate::store::Attachment, Vec<u8>)>, StoreError> {
-            self.inner.message_files(message_id).await
+            ids: &[String],
+        ) -> Result<std::collections::HashMap<String, Vec<u8>>, StoreError> {
+            self.inner.attachment_blobs(ids).await
         }
         async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError> {
             self.inner.purge_attachments(before).await
@@ -581,7 +582,7 @@ mod tests {
                     journal
                         .append(
                             &run,
-                            event("token", json!({"text": format!("w{i} ")}), None),
+                            event(EventKind::Token, json!({"text": format!("w{i} ")}), None),
                         )
                         .await
                 })
@@ -611,7 +612,7 @@ mod tests {
         let ops: Vec<JournalOp> = (0..3)
             .map(|i| JournalOp::Append {
                 run_id: run.clone(),
-                event: event("token", Value::from(i), None),
+                event: event(EventKind::Token, Value::from(i), None),
             })
             .collect();
         // The batch and its three retries fail; then each op alone, the first of which fails.

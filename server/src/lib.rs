@@ -40,6 +40,7 @@ pub mod security;
 pub mod snapshots;
 pub mod store;
 pub mod telemetry;
+pub mod wire;
 
 pub use config::Config;
 

@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::StatusCode;
-
 use crate::error::ApiError;
 
 /// The limits in force (flags of the same names; see the README).
@@ -70,24 +68,18 @@ impl StreamGate {
     ) -> Result<StreamPermit, ApiError> {
         let mut open = self.lock();
         if open.0 >= limits.max_streams {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "the server has {} event streams open, its limit; try again shortly",
-                    limits.max_streams
-                ),
-            )
+            return Err(ApiError::unavailable(format!(
+                "the server has {} event streams open, its limit; try again shortly",
+                limits.max_streams
+            ))
             .with("limit", "max_streams"));
         }
         let mine = open.1.get(owner).copied().unwrap_or(0);
         if mine >= limits.max_streams_per_user {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "you have {mine} event streams open, the limit; close a tab or two and \
+            return Err(ApiError::too_many(format!(
+                "you have {mine} event streams open, the limit; close a tab or two and \
                      try again"
-                ),
-            )
+            ))
             .with("limit", "max_streams_per_user"));
         }
         open.0 += 1;
@@ -144,6 +136,7 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
 
     #[test]
     fn the_flags_default_to_these_limits() {

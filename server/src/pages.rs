@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use anchor::Mode;
+use anchor::{Mode, TerminalState};
 use app::api::{
     JournalEvent, JournalPage, MessageData, QueuedData, SessionDetail, SessionPage, SessionSummary,
     TurnData, UserData,
@@ -46,11 +46,19 @@ pub enum Turns<'a> {
     Before(&'a str),
 }
 
+/// The names of every event kind this server sends, for the page's listeners.
+fn event_kinds() -> Vec<String> {
+    anchor::EventKind::ALL
+        .iter()
+        .map(|k| k.name().to_owned())
+        .collect()
+}
+
 /// Whether a settled turn's worklog opens by itself (it ended in an error of some kind).
 fn opens_folded_work(run: &Run) -> bool {
     !matches!(
-        run.terminal_state.as_deref(),
-        Some("completed" | "cancelled") | None
+        run.terminal_state,
+        Some(TerminalState::Completed | TerminalState::Cancelled) | None
     )
 }
 
@@ -295,6 +303,7 @@ impl PageBackend {
             theme: None,
             now: crate::journal::now(),
             tz_offset: None,
+            event_kinds: event_kinds(),
         })
     }
 
@@ -335,6 +344,7 @@ impl PageBackend {
             theme: None,
             now: crate::journal::now(),
             tz_offset: None,
+            event_kinds: event_kinds(),
         })
     }
 }
@@ -457,10 +467,7 @@ pub async fn data(
         .page_with(id, which)
         .await
         .map(Json)
-        .map_err(|e| {
-            tracing::error!("cannot load page data: {e}");
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
-        })
+        .map_err(|e| ApiError::internal(&format!("cannot load page data: {e}")))
 }
 
 /// The query of [`data`].

@@ -1,6 +1,7 @@
 //! The runner: starts turns, drives the adapter, ends every run exactly once, and keeps
 //! abandoned runs from looking alive.
 
+use anchor::{EventKind, TerminalState};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +17,7 @@ use crate::runtime::{
 };
 use crate::store::{
     Interaction, Message, NewTurn, Place, QueuedMessage, SettledAnswer, Store, StoreError,
+    TitleSource,
 };
 
 /// How often the reaper looks for runs without a worker.
@@ -357,62 +359,50 @@ impl Runner {
     /// The files `message` carries, with their bytes (a file that cannot be read is left
     /// out, and said so in the log).
     async fn files(&self, message: &crate::store::Message) -> Vec<AttachedFile> {
-        if message.attachments.is_empty() {
-            return Vec::new();
+        let ids: Vec<String> = message.attachments.iter().map(|a| a.id.clone()).collect();
+        let mut bytes = self.bytes_of(&ids).await;
+        message
+            .attachments
+            .iter()
+            .filter_map(|a| Some(attached(a, Some(bytes.remove(&a.id)?))))
+            .collect()
+    }
+
+    /// The bytes of the attachments `ids` names, in one read; none when it fails (logged).
+    async fn bytes_of(&self, ids: &[String]) -> HashMap<String, Vec<u8>> {
+        if ids.is_empty() {
+            return HashMap::new();
         }
-        match self.store.message_files(&message.id).await {
-            Ok(files) => files
-                .into_iter()
-                .map(|(a, bytes)| AttachedFile {
-                    name: a.name,
-                    mime: a.mime,
-                    size: a.size,
-                    bytes: Some(bytes.into()),
-                })
-                .collect(),
-            Err(e) => {
-                tracing::warn!(message_id = %message.id, "attachments not read: {e}");
-                Vec::new()
-            }
-        }
+        self.store.attachment_blobs(ids).await.unwrap_or_else(|e| {
+            tracing::warn!("attachments not read: {e}");
+            HashMap::new()
+        })
     }
 
     /// The history as the model is given it: the files each message carried, the bytes of
     /// the newest [`HISTORY_IMAGES`] images only.
     async fn with_files(&self, history: Vec<crate::store::Message>) -> Vec<ChatMessage> {
-        let mut images = 0;
-        let mut out = Vec::with_capacity(history.len());
-        for m in history.into_iter().rev() {
-            let wanted = m.attachments.iter().any(|a| a.is_image()) && images < HISTORY_IMAGES;
-            let attachments = if wanted {
-                let mut files = self.files(&m).await;
-                for f in &mut files {
-                    if !f.is_image() || images >= HISTORY_IMAGES {
-                        f.bytes = None;
-                    } else {
-                        images += 1;
-                    }
-                }
-                files
-            } else {
-                m.attachments
-                    .iter()
-                    .map(|a| AttachedFile {
-                        name: a.name.clone(),
-                        mime: a.mime.clone(),
-                        size: a.size,
-                        bytes: None,
-                    })
-                    .collect()
-            };
-            out.push(ChatMessage {
+        let newest_images: Vec<String> = history
+            .iter()
+            .rev()
+            .flat_map(|m| m.attachments.iter())
+            .filter(|a| a.is_image())
+            .take(HISTORY_IMAGES)
+            .map(|a| a.id.clone())
+            .collect();
+        let mut bytes = self.bytes_of(&newest_images).await;
+        history
+            .into_iter()
+            .map(|m| ChatMessage {
                 role: m.role,
+                attachments: m
+                    .attachments
+                    .iter()
+                    .map(|a| attached(a, bytes.remove(&a.id)))
+                    .collect(),
                 content: m.content,
-                attachments,
-            });
-        }
-        out.reverse();
-        out
+            })
+            .collect()
     }
 
     /// Gives a session whose title is still the default one a title from its first prompt.
@@ -421,7 +411,7 @@ impl Runner {
             return;
         }
         if let Ok(session) = self.store.session(session_id).await {
-            if session.title_source == "default" {
+            if session.title_source == TitleSource::Default {
                 let title: String = message
                     .split_whitespace()
                     .collect::<Vec<_>>()
@@ -432,7 +422,7 @@ impl Runner {
                 if !title.is_empty() {
                     let _ = self
                         .store
-                        .rename_session(session_id, &title, "prompt", journal::now())
+                        .rename_session(session_id, &title, TitleSource::Prompt, journal::now())
                         .await;
                 }
             }
@@ -453,12 +443,12 @@ impl Runner {
             }
             None => None,
         };
-        let (kind, state, payload, answer, usage) = terminal_for(end);
-        let terminal = journal::event(kind, payload, Some(state));
+        let ending = Ending::of(end);
+        let terminal = journal::event(ending.kind, ending.payload, Some(ending.state));
         let answer = SettledAnswer {
             message_id: format!("msg-{}", uuid::Uuid::new_v4().simple()),
-            content: answer,
-            usage,
+            content: ending.answer,
+            usage: ending.usage,
         };
         let settled = match self.journal.settle(run_id, terminal, answer).await {
             Ok(_) => {
@@ -538,10 +528,14 @@ impl Runner {
         } else {
             json!({"clarify_id": id, "response": response["response"], "status": "answered"})
         };
-        let name = format!("{kind}_resolved");
+        let resolved = if kind == "approval" {
+            EventKind::ApprovalResolved
+        } else {
+            EventKind::ClarifyResolved
+        };
         let _ = self
             .journal
-            .append(run_id, journal::event(&name, event, None))
+            .append(run_id, journal::event(resolved, event, None))
             .await;
         if let Some(active) = self.active().get(run_id).cloned() {
             active.waiters.deliver(id, response);
@@ -570,15 +564,19 @@ impl Runner {
                 message: "The live worker stopped before this turn finished.".into(),
                 hint: Some("The server restarted during the turn. Everything journaled before then is kept; send the message again to retry.".into()),
             };
-            let (kind, _, mut payload, answer, usage) = terminal_for(end);
-            payload["status"] = json!("interrupted");
-            payload["type"] = json!("interrupted");
-            payload["recovery_control"] = json!(true);
-            let terminal = journal::event(kind, payload, Some("interrupted"));
+            let mut ending = Ending::of(end);
+            ending.payload["status"] = json!("interrupted");
+            ending.payload["type"] = json!("interrupted");
+            ending.payload["recovery_control"] = json!(true);
+            let terminal = journal::event(
+                ending.kind,
+                ending.payload,
+                Some(TerminalState::Interrupted),
+            );
             let answer = SettledAnswer {
                 message_id: format!("msg-{}", uuid::Uuid::new_v4().simple()),
-                content: answer,
-                usage,
+                content: ending.answer,
+                usage: ending.usage,
             };
             if self.journal.settle(&run.id, terminal, answer).await.is_ok() {
                 crate::snapshots::after_settle(Arc::clone(&self.store), run.id.clone());
@@ -622,64 +620,98 @@ impl Runner {
 }
 
 /// The terminal event for an ending: (type, terminal state, payload, answer, usage).
-fn terminal_for(end: RunEnd) -> (&'static str, &'static str, Value, String, Option<Value>) {
-    match end {
-        RunEnd::Completed { answer, usage } => (
-            "done",
-            "completed",
-            json!({"status": "completed", "usage": usage}),
-            answer,
-            usage,
-        ),
-        RunEnd::ToolLimitReached { answer, usage } => (
-            "done",
-            "tool_limit_reached",
-            json!({"status": "tool_limit_reached", "terminal_state": "tool_limit_reached",
+/// A file as an agent is given it (`bytes`: `None` when this turn does not get them).
+fn attached(a: &app::api::AttachmentData, bytes: Option<Vec<u8>>) -> AttachedFile {
+    AttachedFile {
+        name: a.name.clone(),
+        mime: a.mime.clone(),
+        size: a.size,
+        bytes: bytes.map(Into::into),
+    }
+}
+
+/// How a run ends, as the journal records it.
+struct Ending {
+    /// The terminal event.
+    kind: EventKind,
+    /// The state it reports.
+    state: TerminalState,
+    /// The terminal event's data.
+    payload: Value,
+    /// The settled answer (empty when the turn ended without one).
+    answer: String,
+    /// Token usage, when the agent reported it.
+    usage: Option<Value>,
+}
+
+impl Ending {
+    /// How `end` is journaled.
+    fn of(end: RunEnd) -> Ending {
+        let (kind, state, payload, answer, usage) = match end {
+            RunEnd::Completed { answer, usage } => (
+                EventKind::Done,
+                TerminalState::Completed,
+                json!({"status": "completed", "usage": usage}),
+                answer,
+                usage,
+            ),
+            RunEnd::ToolLimitReached { answer, usage } => (
+                EventKind::Done,
+                TerminalState::ToolLimitReached,
+                json!({"status": "tool_limit_reached", "terminal_state": "tool_limit_reached",
                    "terminal_reason": "max_iterations", "usage": usage,
                    "message": "The agent reached its step limit before finishing."}),
-            answer,
-            usage,
-        ),
-        RunEnd::Cancelled => (
-            "cancel",
-            "cancelled",
-            json!({"status": "cancelled", "type": "cancelled", "message": "Cancelled by user"}),
-            String::new(),
-            None,
-        ),
-        RunEnd::NoResponse => (
-            "apperror",
-            "no_response",
-            json!({"status": "no_response", "type": "no_response", "message": "The model returned no response.",
+                answer,
+                usage,
+            ),
+            RunEnd::Cancelled => (
+                EventKind::Cancel,
+                TerminalState::Cancelled,
+                json!({"status": "cancelled", "type": "cancelled", "message": "Cancelled by user"}),
+                String::new(),
+                None,
+            ),
+            RunEnd::NoResponse => (
+                EventKind::Apperror,
+                TerminalState::NoResponse,
+                json!({"status": "no_response", "type": "no_response", "message": "The model returned no response.",
                    "hint": "Try again, or rephrase the message."}),
-            String::new(),
-            None,
-        ),
-        RunEnd::CompressionExhausted => (
-            "apperror",
-            "compression_exhausted",
-            json!({"status": "compression_exhausted", "type": "compression_exhausted",
+                String::new(),
+                None,
+            ),
+            RunEnd::CompressionExhausted => (
+                EventKind::Apperror,
+                TerminalState::CompressionExhausted,
+                json!({"status": "compression_exhausted", "type": "compression_exhausted",
                    "message": "The conversation is too long to continue, even after compression.",
                    "hint": "Start a new session."}),
-            String::new(),
-            None,
-        ),
-        RunEnd::Degraded { message } => (
-            "apperror",
-            "degraded",
-            json!({"status": "degraded", "type": "degraded", "message": message,
+                String::new(),
+                None,
+            ),
+            RunEnd::Degraded { message } => (
+                EventKind::Apperror,
+                TerminalState::Degraded,
+                json!({"status": "degraded", "type": "degraded", "message": message,
                    "hint": "Part of this turn's work could not be recovered."}),
-            String::new(),
-            None,
-        ),
-        RunEnd::Failed { message, hint } => (
-            "apperror",
-            "error",
-            // Upstream text: never a credential in what the turn shows.
-            json!({"status": "error", "type": "error", "message": redact_secrets(&message),
+                String::new(),
+                None,
+            ),
+            RunEnd::Failed { message, hint } => (
+                EventKind::Apperror,
+                TerminalState::Error,
+                // Upstream text: never a credential in what the turn shows.
+                json!({"status": "error", "type": "error", "message": redact_secrets(&message),
                    "hint": hint.as_deref().map(redact_secrets)}),
-            String::new(),
-            None,
-        ),
+                String::new(),
+                None,
+            ),
+        };
+        Ending {
+            kind,
+            state,
+            payload,
+            answer,
+            usage,
+        }
     }
 }

@@ -76,7 +76,7 @@ const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 /// A refusal: `status` with a JSON error.
 fn refuse(status: StatusCode, message: &str) -> Response {
-    ApiError::new(status, message).into_response()
+    ApiError::refusal(status, message).into_response()
 }
 
 /// The one write that may come as a form: the sign-in page's post (it works without

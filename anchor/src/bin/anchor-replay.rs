@@ -1,4 +1,4 @@
-//! `anchor-replay`: runs a differential trace (spec §16.1) through the anchor and prints the
+//! `anchor-replay`: runs a differential trace through the anchor and prints the
 //! canonical JSON document, or times it.
 //!
 //! ```text
@@ -87,7 +87,7 @@ fn run(args: Args) -> Result<(), String> {
         registry.apply_sources(
             trace.lines.iter().map(|l| (&l.event, &*l.context)),
             |applied| {
-                std::hint::black_box(applied);
+                let _ = std::hint::black_box(applied);
             },
         );
         apply.push(start.elapsed());

@@ -1,4 +1,4 @@
-//! §1 Normalization (N01–N20).
+//! Normalization scenarios N01–N20.
 
 use anchor::{dedupe_key, normalize, normalize_batch, AnchorEvent, Classification, Seq};
 use serde_json::{json, Value};

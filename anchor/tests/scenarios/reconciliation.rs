@@ -1,4 +1,4 @@
-//! §6 Reconciliation (C01–C06).
+//! Reconciliation scenarios C01–C06.
 
 use anchor::{
     reconcile_renderer_snapshot, reconcile_scene, renderer_snapshot, JsonDomRow, Mode, Registry,

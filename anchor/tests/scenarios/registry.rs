@@ -1,4 +1,4 @@
-//! §3 Registry (R01–R15).
+//! Registry scenarios R01–R15.
 
 use anchor::{shadow_snapshot, Anchor, Registry, Seed, SeedError};
 use serde_json::{json, Value};
@@ -235,7 +235,7 @@ fn r08_lifecycle_transitions() {
     let got: Vec<Value> = events
         .iter()
         .map(|ev| {
-            r.apply(ev);
+            let _ = r.apply(ev);
             to_json(&r.anchor().lifecycle)
         })
         .collect();
@@ -338,8 +338,8 @@ fn r11_first_accepted_observation_wins() {
     let replay = json!({"event": "token", "payload": {"text": "replay"}, "event_id": "R:1", "seq": 1, "created_at": 100});
     let run = |first: &Value, second: &Value| {
         let mut r = reg(json!({"session_id": "s", "turn_id": "t"}));
-        r.apply(first);
-        r.apply(second);
+        let _ = r.apply(first);
+        let _ = r.apply(second);
         let a = r.anchor();
         json!({"text": a.activity_events[0].payload["text"], "created_at": a.activity_events[0].created_at, "started_at": a.lifecycle.started_at})
     };
@@ -415,7 +415,7 @@ fn r14_json_round_trip_keeps_dedupe_memory() {
     let e = expected("R14_json_roundtrip_keeps_dedupe");
     let token = json!({"type": "token", "event_id": "r:1", "payload": {}});
     let mut r = reg(json!({"session_id": "s", "turn_id": "t"}));
-    r.apply(&token);
+    let _ = r.apply(&token);
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(
         json!(json["event_index"]

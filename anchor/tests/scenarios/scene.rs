@@ -1,4 +1,4 @@
-//! §5 Activity scene (A01–A09).
+//! Activity scene scenarios A01–A09.
 
 use anchor::{project_historical_scene, ActivityScene, AnchorEvent, Kind, Mode, Registry};
 use serde_json::{json, Value};
@@ -178,7 +178,7 @@ fn a06_thinking_projection() {
         json!({"text": long}),
         json!({}),
     ] {
-        r.apply(&json!({"type": "reasoning", "payload": payload}));
+        let _ = r.apply(&json!({"type": "reasoning", "payload": payload}));
     }
     let got: Vec<Value> = r
         .scene(Mode::CompactWorklog)
@@ -207,7 +207,7 @@ fn a07_tool_projection_edge_cases() {
             "output": "out", "duration_seconds": 3, "startedAt": 9}}),
         json!({"type": "tool_complete", "payload": {"name": "y", "args": 0, "result": {"rows": [1, 2]}}}),
     ] {
-        r.apply(&ev);
+        let _ = r.apply(&ev);
     }
     let got: Vec<Value> = r
         .scene(Mode::CompactWorklog)

@@ -1,4 +1,4 @@
-//! §4 Settled final projection (P01–P03).
+//! Settled final projection scenarios P01–P03.
 
 use anchor::{project_settled_final_answer, SettledProjection};
 use serde_json::{json, Value};

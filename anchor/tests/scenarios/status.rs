@@ -1,4 +1,4 @@
-//! §2 Status and terminal states (T01–T04).
+//! Status and terminal state scenarios T01–T04.
 
 use anchor::{normalize, normalize_terminal_state};
 use serde_json::{json, Map, Value};

@@ -34,7 +34,7 @@ pub(crate) fn EmptyChat() -> impl IntoView {
             <dl class="views">
                 <dt class="view-worklog">"Worklog"</dt>
                 <dd>"folds what the agent did under one line, with the answer below."</dd>
-                <dt class="view-trace">"Trace"</dt>
+                <dt class="view-stream">"Stream"</dt>
                 <dd>"shows every step in order, one row per tool call."</dd>
             </dl>
         </div>

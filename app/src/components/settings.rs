@@ -10,7 +10,7 @@ pub(crate) const SHORTCUTS: [(&str, &str); 4] = [
     ("Ctrl+Shift+O", "New chat"),
     ("Shift+Esc", "Focus the message box"),
     ("Ctrl+.", "Stop the running turn"),
-    ("Ctrl+Shift+E", "Switch between Worklog and Trace"),
+    ("Ctrl+Shift+E", "Switch between Worklog and Stream"),
 ];
 
 /// What the Settings panel knows of the standing permissions.
@@ -98,7 +98,7 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
                 name="mode"
                 options=vec![
                     (Mode::CompactWorklog, Mode::CompactWorklog.as_str(), "Worklog"),
-                    (Mode::TransparentStream, Mode::TransparentStream.as_str(), "Trace"),
+                    (Mode::TransparentStream, Mode::TransparentStream.as_str(), "Stream"),
                 ]
                 current=Signal::derive(move || chat.mode.get())
                 on_choose=set_mode

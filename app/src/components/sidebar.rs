@@ -511,7 +511,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             />
             {move || showing_archived.get().then(|| view! {
                 <div class="archived-head">
-                    <button type="button" class="back-to-list" on:click=move |_| showing_archived.set(false)>
+                    <button type="button" class="text-button back-to-list" on:click=move |_| showing_archived.set(false)>
                         "‹ Conversations"
                     </button>
                 </div>
@@ -557,7 +557,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                 </button>
             })}
             {move || (results.with(Option::is_none) && !showing_archived.get()).then(|| view! {
-                <button type="button" class="show-archived" on:click=move |_| open_archived()>
+                <button type="button" class="text-button show-archived" on:click=move |_| open_archived()>
                     "Archived conversations"
                 </button>
             })}

@@ -61,7 +61,7 @@ pub(crate) fn ToastNotice() -> impl IntoView {
                 <div class="toast">
                     <span>{toast.message}</span>
                     {toast.undo.is_some().then(|| view! {
-                        <button type="button" class="toast-undo" on:click=undo>"Undo"</button>
+                        <button type="button" class="text-button toast-undo" on:click=undo>"Undo"</button>
                     })}
                 </div>
             })}

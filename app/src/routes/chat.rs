@@ -44,7 +44,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 let mode = Mode::parse_or_default(&mode);
                 if mode != chat.mode.get_untracked() {
                     chat.mode.set(mode);
-                    chat.rows_for_trace();
+                    chat.rows_for_stream();
                 }
             }
         });
@@ -245,7 +245,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         chat.mode.set(mode);
         chat.turns
             .with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
-        chat.rows_for_trace();
+        chat.rows_for_stream();
     };
     #[cfg(feature = "hydrate")]
     shortcuts(chat, on_stop, Callback::new(set_mode));
@@ -313,11 +313,11 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         </button>
                         <button
                             type="button"
-                            title="Trace: every step, in order"
+                            title="Stream: every step, in order"
                             aria-pressed=flag(move || chat.mode.get() == Mode::TransparentStream)
                             on:click=move |_| set_mode(Mode::TransparentStream)
                         >
-                            <span class="mode-label">"Trace"</span>
+                            <span class="mode-label">"Stream"</span>
                         </button>
                     </div>
                     {move || chat.session_id.with(Option::is_some).then(|| view! {

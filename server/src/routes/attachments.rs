@@ -47,8 +47,7 @@ pub fn sniff(bytes: &[u8]) -> Result<&'static str, ApiError> {
     }
     match std::str::from_utf8(bytes) {
         Ok(text) if !text.contains('\0') => Ok("text/plain"),
-        _ => Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        _ => Err(ApiError::unsupported_media(
             "only images (PNG, JPEG, GIF, WebP) and text files (UTF-8) can be attached",
         )),
     }
@@ -104,13 +103,10 @@ pub async fn upload(
 ) -> Result<Response, ApiError> {
     let limit = state.limits.max_attachment_bytes;
     let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the file is larger than {}, the limit for one file",
-                app::api::file_size(limit)
-            ),
-        )
+        ApiError::too_large(format!(
+            "the file is larger than {}, the limit for one file",
+            app::api::file_size(limit)
+        ))
         .with("limit", "max_attachment_bytes")
     };
     let declared = headers
@@ -193,7 +189,7 @@ pub async fn checked(
         let unattachable = || StoreError::Unattachable { id: id.clone() }.into();
         let attachment = match owned_attachment(state, viewer, id).await {
             Ok(a) => a,
-            Err(e) if e.status() == StatusCode::NOT_FOUND => return Err(unattachable()),
+            Err(ApiError::NotFound(_)) => return Err(unattachable()),
             Err(e) => return Err(e),
         };
         if attachment.message_id.is_some()

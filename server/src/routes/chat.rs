@@ -1,7 +1,6 @@
 //! The chat API: start, cancel, queue, and the answers to approval and clarify requests.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -26,8 +25,7 @@ fn checked_message(message: &str) -> Result<&str, ApiError> {
 /// The text of a message that may carry files instead (empty then).
 fn checked_text(message: &str) -> Result<&str, ApiError> {
     if message.len() > MAX_MESSAGE_BYTES {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
+        return Err(ApiError::too_large(
             "message too large (the limit is 64 KiB)",
         ));
     }
@@ -83,10 +81,9 @@ async fn check_running(
             return Ok(());
         }
     }
-    Err(ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        format!("{limit} turns are running, the limit: wait for one to end, or stop one"),
-    )
+    Err(ApiError::too_many(format!(
+        "{limit} turns are running, the limit: wait for one to end, or stop one"
+    ))
     .with("limit", "max_runs_per_user"))
 }
 
@@ -128,16 +125,7 @@ pub async fn start(
 ) -> Result<Json<Value>, ApiError> {
     let client_id = checked_client_id(body.client_id.as_deref())?;
     let session = owned_session(&state, &viewer, &body.session_id).await?;
-    let message = match checked_send(&state, &viewer, &session.id, &body).await {
-        // Sent before (its files went with it): the retry finds the run it started.
-        Err(e) if client_id.is_some() && e.status() == StatusCode::BAD_REQUEST => {
-            match sent_before(&state, &session.id, client_id).await? {
-                Some(message) => message,
-                None => return Err(e),
-            }
-        }
-        other => other?.to_owned(),
-    };
+    let message = sent_message(&state, &viewer, &session.id, &body, client_id, false).await?;
     let message = message.as_str();
     check_running(&state, &viewer, &body.session_id, client_id).await?;
     if body.model.is_some() {
@@ -156,22 +144,45 @@ pub async fn start(
     Ok(Json(started_json(&started)))
 }
 
-/// The text of the message sent before with `client_id` in this session, if one was.
-async fn sent_before(
+/// The message a send carries, checked. A send retried with the same `client_id` after its
+/// answer was lost no longer checks (its files went with the first request): it finds the
+/// message that request sent, in the transcript or (`queued`) among the follow-ups waiting.
+async fn sent_message(
     state: &AppState,
+    viewer: &Viewer,
     session_id: &str,
+    body: &SendBody,
     client_id: Option<&str>,
-) -> Result<Option<String>, ApiError> {
-    let Some(client_id) = client_id else {
-        return Ok(None);
+    queued: bool,
+) -> Result<String, ApiError> {
+    let refused = match checked_send(state, viewer, session_id, body).await {
+        Ok(message) => return Ok(message.to_owned()),
+        Err(e @ ApiError::BadRequest(_)) => e,
+        Err(e) => return Err(e),
     };
-    Ok(state
+    let Some(client_id) = client_id else {
+        return Err(refused);
+    };
+    let sent = state
         .store
         .messages(session_id)
         .await?
         .into_iter()
         .find(|m| m.client_id.as_deref() == Some(client_id))
-        .map(|m| m.content))
+        .map(|m| m.content);
+    if let Some(message) = sent {
+        return Ok(message);
+    }
+    if queued {
+        let waiting = state.store.queued_messages(session_id).await?;
+        if let Some(q) = waiting
+            .into_iter()
+            .find(|q| q.client_id.as_deref() == Some(client_id))
+        {
+            return Ok(q.content);
+        }
+    }
+    Err(refused)
 }
 
 /// A body naming a run.
@@ -311,24 +322,7 @@ pub async fn queue(
 ) -> Result<Json<Value>, ApiError> {
     let client_id = checked_client_id(body.client_id.as_deref())?;
     let session = owned_session(&state, &viewer, &body.session_id).await?;
-    let message = match checked_send(&state, &viewer, &session.id, &body).await {
-        Err(e) if client_id.is_some() && e.status() == StatusCode::BAD_REQUEST => {
-            match sent_before(&state, &session.id, client_id).await? {
-                Some(message) => message,
-                None => {
-                    let waiting = state.store.queued_messages(&session.id).await?;
-                    match waiting
-                        .into_iter()
-                        .find(|q| q.client_id.as_deref() == client_id)
-                    {
-                        Some(q) => q.content,
-                        None => return Err(e),
-                    }
-                }
-            }
-        }
-        other => other?.to_owned(),
-    };
+    let message = sent_message(&state, &viewer, &session.id, &body, client_id, true).await?;
     let message = message.as_str();
     let started = |started: crate::runner::Started| {
         Json(json!({"queued": false, "started": started_json(&started)}))
@@ -346,13 +340,10 @@ pub async fn queue(
     let again =
         client_id.is_some_and(|c| waiting.iter().any(|q| q.client_id.as_deref() == Some(c)));
     if waiting.len() >= state.limits.max_queued && !again {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "{} follow-ups are already waiting in this conversation, the limit",
-                waiting.len()
-            ),
-        )
+        return Err(ApiError::too_many(format!(
+            "{} follow-ups are already waiting in this conversation, the limit",
+            waiting.len()
+        ))
         .with("limit", "max_queued"));
     }
     let item = crate::store::QueuedMessage {
@@ -438,8 +429,7 @@ pub async fn clarify(
     ApiJson(body): ApiJson<ClarifyBody>,
 ) -> Result<Json<Value>, ApiError> {
     if body.response.len() > MAX_MESSAGE_BYTES {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
+        return Err(ApiError::too_large(
             "response too large (the limit is 64 KiB)",
         ));
     }

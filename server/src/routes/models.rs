@@ -1,7 +1,6 @@
 //! The choice of model: what the provider offers, and what a conversation asks for.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -77,7 +76,7 @@ pub(crate) async fn checked_model(
         Ok(_) => Err(ApiError::bad_request(format!(
             "the provider offers no model named {model:?}"
         ))),
-        Err(error) => Err(ApiError::new(StatusCode::BAD_GATEWAY, error)),
+        Err(error) => Err(ApiError::upstream(error)),
     }
 }
 

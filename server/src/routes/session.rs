@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::auth::{owned_session, Viewer};
 use crate::error::{ok_true, ApiError, ApiJson, ApiQuery};
 use crate::journal;
-use crate::store::{Shelf, Store};
+use crate::store::{Role, Shelf, Store, TitleSource};
 use crate::AppState;
 
 /// The longest title accepted, in characters.
@@ -148,7 +148,12 @@ pub async fn rename(
     owned_session(&state, &viewer, &body.session_id).await?;
     let session = state
         .store
-        .rename_session(&body.session_id, &title, "manual", journal::now())
+        .rename_session(
+            &body.session_id,
+            &title,
+            TitleSource::Manual,
+            journal::now(),
+        )
         .await?;
     Ok(Json(json!({ "session": session })))
 }
@@ -379,9 +384,15 @@ async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<
         None => Vec::new(),
     };
     for m in messages {
-        let who = if m.role == "user" { "You" } else { "Assistant" };
+        let who = if m.role == Role::User {
+            "You"
+        } else {
+            "Assistant"
+        };
         out.push_str(&format!("\n## {who}\n\n"));
-        let state = m.terminal_state.as_deref().unwrap_or("no answer");
+        let state = m
+            .terminal_state
+            .map_or("no answer", anchor::TerminalState::as_str);
         // The files a message carried: a list of links before its text.
         for a in &m.attachments {
             let name = a.name.replace(['[', ']'], "");
@@ -395,7 +406,7 @@ async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<
         if !m.attachments.is_empty() {
             out.push('\n');
         }
-        if m.content.is_empty() && m.role == "assistant" {
+        if m.content.is_empty() && m.role == Role::Assistant {
             out.push_str(&format!("_(no final answer: {state})_\n"));
         } else if !m.content.is_empty() || m.attachments.is_empty() {
             out.push_str(&m.content);
@@ -450,6 +461,7 @@ async fn jsonl(store: &dyn Store, session_id: &str) -> Result<String, ApiError> 
 #[cfg(test)]
 mod tests {
     use super::{attachment, date_of};
+    use crate::store::TitleSource;
 
     #[test]
     fn dates_are_civil_utc_days() {
@@ -463,7 +475,7 @@ mod tests {
         crate::store::Session {
             id: "abc".into(),
             title: title.into(),
-            title_source: "manual".into(),
+            title_source: TitleSource::Manual,
             created_at: 0.0,
             updated_at: 1_796_083_200.0,
             active_run_id: None,

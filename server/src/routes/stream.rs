@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
@@ -81,9 +81,7 @@ pub async fn stream(
     let live = state.hub.subscribe(&run_id);
     let high_water = match owned_run(&state, &viewer, &run_id).await {
         Ok(run) => run.last_seq,
-        Err(StoreError::NotFound) => {
-            return Err(ApiError::new(StatusCode::NOT_FOUND, "stream not found"))
-        }
+        Err(StoreError::NotFound) => return Err(ApiError::not_found("stream")),
         Err(e) => return Err(e.into()),
     };
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
@@ -244,9 +242,7 @@ pub async fn status(
     let run_id = query.run_id()?;
     let run = match owned_run(&state, &viewer, run_id).await {
         Ok(run) => run,
-        Err(StoreError::NotFound) => {
-            return Err(ApiError::new(StatusCode::NOT_FOUND, "stream not found"))
-        }
+        Err(StoreError::NotFound) => return Err(ApiError::not_found("stream")),
         Err(e) => return Err(e.into()),
     };
     Ok(axum::Json(json!({

@@ -5,6 +5,7 @@
 //! `long N`. Any other
 //! message gets a plain mixed turn that answers it.
 
+use anchor::EventKind;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -146,7 +147,9 @@ impl Turn<'_> {
 
     async fn think(&mut self, text: &str) -> Result<(), Stopped> {
         for chunk in chunks(text) {
-            self.io.emit("reasoning", json!({ "text": chunk })).await?;
+            self.io
+                .emit(EventKind::Reasoning, json!({ "text": chunk }))
+                .await?;
             self.pause().await?;
         }
         Ok(())
@@ -156,7 +159,9 @@ impl Turn<'_> {
     async fn say(&mut self, text: &str) -> Result<String, Stopped> {
         for chunk in chunks(text) {
             self.tokens_out += 1;
-            self.io.emit("token", json!({ "text": chunk })).await?;
+            self.io
+                .emit(EventKind::Token, json!({ "text": chunk }))
+                .await?;
             self.pause().await?;
         }
         Ok(text.to_owned())
@@ -165,7 +170,7 @@ impl Turn<'_> {
     async fn meter(&self) -> Result<(), Stopped> {
         self.io
             .emit(
-                "metering",
+                EventKind::Metering,
                 json!({"tps": 42.0, "tps_available": true, "estimated": false, "active": 1,
                        "usage": {"input_tokens": 1200, "output_tokens": self.tokens_out}}),
             )
@@ -183,7 +188,7 @@ impl Turn<'_> {
         let tid = format!("call_{:04}", self.tool_no);
         self.io
             .emit(
-                "tool",
+                EventKind::Tool,
                 json!({"event_type": "tool.started", "name": name, "preview": null, "args": args, "tid": tid}),
             )
             .await?;
@@ -192,7 +197,7 @@ impl Turn<'_> {
         self.meter().await?;
         self.io
             .emit(
-                "tool_complete",
+                EventKind::ToolComplete,
                 json!({"event_type": "tool.completed", "name": name, "preview": result, "args": args, "tid": tid,
                        "is_error": is_error, "duration": 0.4}),
             )
@@ -204,7 +209,7 @@ impl Turn<'_> {
     }
 
     async fn finish(&mut self, answer: String) -> Result<RunEnd, Stopped> {
-        self.io.emit("usage", self.usage()).await?;
+        self.io.emit(EventKind::Usage, self.usage()).await?;
         Ok(RunEnd::Completed {
             answer,
             usage: Some(self.usage()),
@@ -218,7 +223,7 @@ impl Turn<'_> {
                 _ => turn.message.as_str(),
             };
             self.io
-                .emit("title", json!({ "title": title_for(about) }))
+                .emit(EventKind::Title, json!({ "title": title_for(about) }))
                 .await?;
         }
         let Some((name, n)) = scenario(&turn.message) else {
@@ -346,7 +351,10 @@ impl Turn<'_> {
                     json!({"id": "3", "content": "Run the suite again", "status": "pending"}),
                 ];
                 self.io
-                    .emit("todo_state", json!({"source": "tool", "todos": todos}))
+                    .emit(
+                        EventKind::TodoState,
+                        json!({"source": "tool", "todos": todos}),
+                    )
                     .await?;
                 for i in 0..todos.len() {
                     self.tool("todo", json!({"update": i + 1}), "updated", false)
@@ -356,7 +364,10 @@ impl Turn<'_> {
                         next["status"] = json!("in_progress");
                     }
                     self.io
-                        .emit("todo_state", json!({"source": "tool", "todos": todos}))
+                        .emit(
+                            EventKind::TodoState,
+                            json!({"source": "tool", "todos": todos}),
+                        )
                         .await?;
                 }
                 let answer = self.say("All three steps are done.").await?;
@@ -372,12 +383,15 @@ impl Turn<'_> {
                 .await?;
                 self.io
                     .emit(
-                        "artifact_reference",
+                        EventKind::ArtifactReference,
                         json!({"path": "notes/summary.md", "kind": "file", "action": "created"}),
                     )
                     .await?;
                 self.io
-                    .emit("state_saved", json!({"kind": "memory", "action": "saved"}))
+                    .emit(
+                        EventKind::StateSaved,
+                        json!({"kind": "memory", "action": "saved"}),
+                    )
                     .await?;
                 let answer = self
                     .say("I wrote the summary to `notes/summary.md` and saved a memory about it.")
@@ -393,14 +407,14 @@ impl Turn<'_> {
                 .await?;
                 self.io
                     .emit(
-                        "compressing",
+                        EventKind::Compressing,
                         json!({"message": "Summarizing 42 earlier messages"}),
                     )
                     .await?;
                 self.pause().await?;
                 self.io
                     .emit(
-                        "compressed",
+                        EventKind::Compressed,
                         json!({"message": "42 messages summarized into 1", "status": "completed"}),
                     )
                     .await?;
@@ -453,7 +467,7 @@ impl Turn<'_> {
             "exhausted" => {
                 self.io
                     .emit(
-                        "compressing",
+                        EventKind::Compressing,
                         json!({"message": "Summarizing 180 earlier messages"}),
                     )
                     .await?;
@@ -475,7 +489,9 @@ impl Turn<'_> {
             "slow" => {
                 self.say("Working on it").await?;
                 loop {
-                    self.io.emit("token", json!({ "text": "." })).await?;
+                    self.io
+                        .emit(EventKind::Token, json!({ "text": "." }))
+                        .await?;
                     self.io
                         .sleep(self.delay.max(Duration::from_millis(200)))
                         .await?;
@@ -487,7 +503,9 @@ impl Turn<'_> {
                 for i in 0..n {
                     let text = format!("w{i} ");
                     self.tokens_out += 1;
-                    self.io.emit("token", json!({ "text": text })).await?;
+                    self.io
+                        .emit(EventKind::Token, json!({ "text": text }))
+                        .await?;
                     answer.push_str(&text);
                     if !self.delay.is_zero() {
                         self.io.sleep(self.delay).await?;
@@ -504,17 +522,19 @@ impl Turn<'_> {
                 for i in 0..n / 2 {
                     let tid = format!("call_{i:06}");
                     self.io
-                        .emit("tool", json!({"event_type": "tool.started", "name": "read_file", "args": {"path": format!("src/f{i}.rs")}, "tid": tid}))
+                        .emit(EventKind::Tool, json!({"event_type": "tool.started", "name": "read_file", "args": {"path": format!("src/f{i}.rs")}, "tid": tid}))
                         .await?;
                     self.io
-                        .emit("tool_complete", json!({"event_type": "tool.completed", "name": "read_file", "args": {"path": format!("src/f{i}.rs")}, "tid": tid, "preview": "12 lines", "is_error": false}))
+                        .emit(EventKind::ToolComplete, json!({"event_type": "tool.completed", "name": "read_file", "args": {"path": format!("src/f{i}.rs")}, "tid": tid, "preview": "12 lines", "is_error": false}))
                         .await?;
                 }
                 let mut answer = String::new();
                 for i in 0..400 {
                     let text = format!("t{i} ");
                     self.tokens_out += 1;
-                    self.io.emit("token", json!({ "text": text })).await?;
+                    self.io
+                        .emit(EventKind::Token, json!({ "text": text }))
+                        .await?;
                     answer.push_str(&text);
                     self.io
                         .sleep(self.delay.max(Duration::from_millis(20)))

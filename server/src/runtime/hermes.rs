@@ -8,6 +8,7 @@
 //! - `POST /v1/runs/{id}/approval {approval_id, choice}` when `GET /v1/capabilities` offers
 //!   `run_approval_response`
 
+use anchor::EventKind;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -90,7 +91,7 @@ impl HermesAgent {
     async fn turn(&self, turn: &TurnRequest, io: &RunIo) -> Result<RunEnd, Fail> {
         if turn.first_turn {
             io.emit(
-                "title",
+                EventKind::Title,
                 json!({ "title": super::demo::title_for(&turn.message) }),
             )
             .await?;
@@ -200,13 +201,14 @@ impl HermesAgent {
                     let delta = str_of(&payload, &["delta", "text", "content"]);
                     if !delta.is_empty() {
                         answer.push_str(&delta);
-                        io.emit("token", json!({ "text": delta })).await?;
+                        io.emit(EventKind::Token, json!({ "text": delta })).await?;
                     }
                 }
                 "reasoning.available" | "reasoning.delta" => {
                     let text = str_of(&payload, &["text", "delta", "content"]);
                     if !text.is_empty() {
-                        io.emit("reasoning", json!({ "text": text })).await?;
+                        io.emit(EventKind::Reasoning, json!({ "text": text }))
+                            .await?;
                     }
                 }
                 "tool.started" | "tool.completed" => {
@@ -229,8 +231,15 @@ impl HermesAgent {
                             out["duration"] = d.clone();
                         }
                     }
-                    io.emit(if done { "tool_complete" } else { "tool" }, out)
-                        .await?;
+                    io.emit(
+                        if done {
+                            EventKind::ToolComplete
+                        } else {
+                            EventKind::Tool
+                        },
+                        out,
+                    )
+                    .await?;
                 }
                 "approval.request" => self.approval(run_id, &payload, approvals, io).await?,
                 "run.completed" => {
@@ -242,7 +251,7 @@ impl HermesAgent {
                     };
                     let usage = payload.get("usage").and_then(usage_of);
                     if let Some(u) = &usage {
-                        io.emit("usage", u.clone()).await?;
+                        io.emit(EventKind::Usage, u.clone()).await?;
                     }
                     if answer.trim().is_empty() {
                         return Ok(RunEnd::NoResponse);

@@ -3,6 +3,7 @@
 //! user's approval or clarification, and returns how the turn ended. It never touches the
 //! journal, the store or HTTP itself.
 
+use anchor::EventKind;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +15,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::journal::{self, Journal, JournalError};
-use crate::store::{Interaction, Store};
+use crate::store::{Interaction, Role, Store, TitleSource};
 
 pub mod demo;
 pub mod hermes;
@@ -28,8 +29,8 @@ pub const MAX_MODEL_ID_BYTES: usize = 256;
 /// A message of the conversation so far.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ChatMessage {
-    /// `user` or `assistant`.
-    pub role: String,
+    /// Who wrote it.
+    pub role: Role,
     /// Its text.
     pub content: String,
     /// The files a user message carried (the bytes of the newest images only: see
@@ -206,11 +207,11 @@ pub struct RunIo {
 
 impl RunIo {
     /// Journals an event of the turn; returns once it is committed.
-    pub async fn emit(&self, kind: &str, payload: Value) -> Result<(), Stopped> {
+    pub async fn emit(&self, kind: EventKind, payload: Value) -> Result<(), Stopped> {
         if self.cancel.is_cancelled() {
             return Err(Stopped);
         }
-        let title = (kind == "title")
+        let title = (kind == EventKind::Title)
             .then(|| payload["title"].as_str().map(str::trim).map(str::to_owned))
             .flatten()
             .filter(|t| !t.is_empty());
@@ -224,7 +225,12 @@ impl RunIo {
                     // The agent's title replaces a default or prompt title, never the user's.
                     let _ = self
                         .store
-                        .rename_session(&self.session_id, &title, "agent", journal::now())
+                        .rename_session(
+                            &self.session_id,
+                            &title,
+                            TitleSource::Agent,
+                            journal::now(),
+                        )
                         .await;
                 }
                 Ok(())
@@ -267,17 +273,11 @@ impl RunIo {
         }
     }
 
-    async fn ask(
-        &self,
-        kind: &str,
-        id: String,
-        event: &str,
-        payload: Value,
-    ) -> Result<Value, Stopped> {
+    async fn ask(&self, kind: EventKind, id: String, payload: Value) -> Result<Value, Stopped> {
         let interaction = Interaction {
             run_id: self.run_id.clone(),
             id: id.clone(),
-            kind: kind.to_owned(),
+            kind: kind.name().to_owned(),
             status: "pending".into(),
             request: payload.clone(),
             response: None,
@@ -287,7 +287,7 @@ impl RunIo {
             .await
             .map_err(|_| Stopped)?;
         let answer = self.waiters.register(&id);
-        self.emit(event, payload).await?;
+        self.emit(kind, payload).await?;
         tokio::select! {
             answer = answer => answer.map_err(|_| Stopped),
             () = self.cancel.cancelled() => Err(Stopped),
@@ -331,7 +331,7 @@ impl RunIo {
             "choices": ["once", "session", "always", "deny"],
             "status": "pending",
         });
-        let answer = self.ask("approval", id, "approval", payload).await?;
+        let answer = self.ask(EventKind::Approval, id, payload).await?;
         let choice =
             serde_json::from_value(answer["choice"].clone()).unwrap_or(ApprovalChoice::Deny);
         let scope = match choice {
@@ -361,7 +361,7 @@ impl RunIo {
             "kind": "clarify",
             "status": "pending",
         });
-        let answer = self.ask("clarify", id, "clarify", payload).await?;
+        let answer = self.ask(EventKind::Clarify, id, payload).await?;
         Ok(answer["response"].as_str().unwrap_or_default().to_owned())
     }
 }

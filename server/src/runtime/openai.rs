@@ -3,6 +3,7 @@
 //! or `reasoning`) become `reasoning` events, and tool calls run against the workspace tools
 //! and are fed back until the model answers or the iteration limit is reached.
 
+use anchor::EventKind;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use serde_json::{json, Value};
 use super::sse::EventReader;
 use super::tools::Workspace;
 use super::{fail, AttachedFile, Fail, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
+use crate::store::Role;
 
 /// How long a model stream may stay silent before the turn fails (a local server can take
 /// minutes to read a long prompt before its first byte).
@@ -150,7 +152,7 @@ impl OpenAiAgent {
     async fn turn(&self, turn: &TurnRequest, io: &RunIo) -> Result<RunEnd, Fail> {
         if turn.first_turn {
             io.emit(
-                "title",
+                EventKind::Title,
                 json!({ "title": super::demo::title_for(&turn.message) }),
             )
             .await?;
@@ -161,7 +163,7 @@ impl OpenAiAgent {
                 .iter()
                 .filter(|m| !m.content.trim().is_empty() || !m.attachments.is_empty())
                 .map(|m| {
-                    if m.role == "user" && !m.attachments.is_empty() {
+                    if m.role == Role::User && !m.attachments.is_empty() {
                         json!({"role": "user", "content": user_content(&m.content, &m.attachments, &[])})
                     } else {
                         json!({"role": m.role, "content": m.content})
@@ -237,7 +239,7 @@ impl OpenAiAgent {
             return Ok(None);
         };
         let usage = json!({"input_tokens": input, "output_tokens": output});
-        io.emit("usage", usage.clone()).await?;
+        io.emit(EventKind::Usage, usage.clone()).await?;
         Ok(Some(usage))
     }
 
@@ -424,7 +426,8 @@ impl OpenAiAgent {
                 .or_else(|| delta["reasoning"].as_str())
                 .unwrap_or_default();
             if !reasoning.is_empty() {
-                io.emit("reasoning", json!({ "text": reasoning })).await?;
+                io.emit(EventKind::Reasoning, json!({ "text": reasoning }))
+                    .await?;
             }
             if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
                 for (reasoning, piece) in think.push(text) {
@@ -505,10 +508,10 @@ impl OpenAiAgent {
         io: &RunIo,
     ) -> Result<(), Stopped> {
         if reasoning {
-            io.emit("reasoning", json!({ "text": text })).await
+            io.emit(EventKind::Reasoning, json!({ "text": text })).await
         } else {
             step.content.push_str(text);
-            io.emit("token", json!({ "text": text })).await
+            io.emit(EventKind::Token, json!({ "text": text })).await
         }
     }
 
@@ -525,7 +528,7 @@ impl OpenAiAgent {
             .clone()
             .unwrap_or_else(|_| json!({ "raw": call.arguments }));
         io.emit(
-            "tool",
+            EventKind::Tool,
             json!({"event_type": "tool.started", "name": call.name, "args": args,
                    "tid": call.id, "preview": null}),
         )
@@ -540,7 +543,7 @@ impl OpenAiAgent {
             Err(e) => (e.clone(), true),
         };
         io.emit(
-            "tool_complete",
+            EventKind::ToolComplete,
             json!({"event_type": "tool.completed", "name": call.name, "args": args,
                    "tid": call.id, "preview": preview(&text), "is_error": is_error,
                    "duration": started.elapsed().as_secs_f64()}),

@@ -3,13 +3,79 @@
 //! Handlers and the runner only see the [`Store`] trait; [`sqlite::SqliteStore`] is the
 //! implementation in use. A PostgreSQL backend implements the same trait.
 
+use anchor::{EventKind, TerminalState};
 use async_trait::async_trait;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use app::api::Versions;
 
 pub mod sqlite;
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person.
+    User,
+    /// The agent.
+    Assistant,
+}
+
+impl Role {
+    /// The stored (and provider-facing) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+
+    /// The role a stored name names; anything but `user` is the assistant's.
+    pub fn parse(name: &str) -> Role {
+        if name == "user" {
+            Self::User
+        } else {
+            Self::Assistant
+        }
+    }
+}
+
+/// Where a session's title came from. A title the user gave is never replaced by another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TitleSource {
+    /// Not named yet.
+    Default,
+    /// The first prompt's words.
+    Prompt,
+    /// Named by the agent.
+    Agent,
+    /// Renamed by the user.
+    Manual,
+}
+
+impl TitleSource {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::Prompt => "prompt",
+            Self::Agent => "agent",
+            Self::Manual => "manual",
+        }
+    }
+
+    /// The source a stored name names (an unknown one reads as not named yet).
+    pub fn parse(name: &str) -> TitleSource {
+        match name {
+            "prompt" => Self::Prompt,
+            "agent" => Self::Agent,
+            "manual" => Self::Manual,
+            _ => Self::Default,
+        }
+    }
+}
 
 /// A chat session.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -18,8 +84,8 @@ pub struct Session {
     pub id: String,
     /// Its title.
     pub title: String,
-    /// `default`, `agent` (named by the agent) or `manual` (renamed by the user).
-    pub title_source: String,
+    /// Where its title came from.
+    pub title_source: TitleSource,
     /// Seconds since the epoch.
     pub created_at: f64,
     /// Seconds since the epoch; bumped by every message.
@@ -65,8 +131,8 @@ pub struct Message {
     pub session_id: String,
     /// 0-based position in the session.
     pub position: i64,
-    /// `user` or `assistant`.
-    pub role: String,
+    /// Who wrote it.
+    pub role: Role,
     /// Its text: an assistant message's final answer, or for a turn that did not complete,
     /// what it had streamed as its answer (then `partial`); empty when there is neither.
     pub content: String,
@@ -78,7 +144,7 @@ pub struct Message {
     /// The run that produced it, or that it started.
     pub run_id: Option<String>,
     /// How the assistant's turn ended.
-    pub terminal_state: Option<String>,
+    pub terminal_state: Option<TerminalState>,
     /// Token usage of the assistant's turn.
     pub usage: Option<Value>,
     /// Seconds since the epoch.
@@ -137,7 +203,7 @@ pub struct Run {
     /// Still producing events.
     pub running: bool,
     /// How it ended.
-    pub terminal_state: Option<String>,
+    pub terminal_state: Option<TerminalState>,
     /// The last journaled sequence number (0: none yet).
     pub last_seq: u64,
     /// Seconds since the epoch.
@@ -200,11 +266,11 @@ impl JournalRow {
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewEvent {
     /// The event type.
-    pub kind: String,
+    pub kind: EventKind,
     /// Its data.
     pub payload: Map<String, Value>,
     /// Set on the run's terminal event.
-    pub terminal_state: Option<String>,
+    pub terminal_state: Option<TerminalState>,
     /// Seconds since the epoch.
     pub created_at: f64,
 }
@@ -451,7 +517,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         id: &str,
         title: &str,
-        source: &str,
+        source: TitleSource,
         now: f64,
     ) -> Result<Session, StoreError>;
     /// Deletes a session: it is gone at once for every read, and removed with its transcript
@@ -505,11 +571,12 @@ pub trait Store: Send + Sync + 'static {
     async fn attachment(&self, id: &str) -> Result<Attachment, StoreError>;
     /// The bytes of an attachment.
     async fn attachment_bytes(&self, id: &str) -> Result<Vec<u8>, StoreError>;
-    /// The attachments of a message with their bytes, in the order they were attached.
-    async fn message_files(
+    /// The bytes of the attachments `ids` names, by id, in one read (unknown ids are left
+    /// out).
+    async fn attachment_blobs(
         &self,
-        message_id: &str,
-    ) -> Result<Vec<(Attachment, Vec<u8>)>, StoreError>;
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, Vec<u8>>, StoreError>;
     /// Removes attachments never sent that were made before `before`, and the bytes no
     /// attachment names any more; how many attachments it removed.
     async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError>;

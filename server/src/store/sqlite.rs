@@ -1,5 +1,6 @@
 //! The SQLite store: one file in WAL mode, migrations embedded in the binary.
 
+use anchor::{EventKind, TerminalState};
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -13,7 +14,8 @@ use sqlx::{Row, SqlitePool};
 
 use super::{
     Attachment, Frames, Grant, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn,
-    Place, QueuedMessage, Run, Session, Shelf, Store, StoreError, User, Versions,
+    Place, QueuedMessage, Role, Run, Session, Shelf, Store, StoreError, TitleSource, User,
+    Versions,
 };
 
 /// Sessions, transcripts and the run journal in one SQLite file.
@@ -72,7 +74,7 @@ fn session_from(row: &SqliteRow) -> Session {
     Session {
         id: row.get("id"),
         title: row.get("title"),
-        title_source: row.get("title_source"),
+        title_source: TitleSource::parse(row.get::<&str, _>("title_source")),
         created_at: row.get("created_at"),
         updated_at: row.get("updated_at"),
         active_run_id: row.get("active_run_id"),
@@ -99,12 +101,12 @@ fn message_from(row: &SqliteRow) -> Message {
         id: row.get("id"),
         session_id: row.get("session_id"),
         position: row.get("position"),
-        role: row.get("role"),
+        role: Role::parse(row.get::<&str, _>("role")),
         content: row.get("content"),
         run_id: row.get("run_id"),
         partial: row.get::<i64, _>("partial") != 0,
         client_id: row.get("client_id"),
-        terminal_state: row.get("terminal_state"),
+        terminal_state: terminal_state_from(row),
         usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
         created_at: row.get("created_at"),
         attachments: json_list(row, "attachments"),
@@ -245,9 +247,8 @@ async fn running_run(
 fn answer_breaks_sql() -> &'static str {
     static LIST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     LIST.get_or_init(|| {
-        app::model::ANSWER_BREAKS
-            .iter()
-            .map(|k| format!("'{k}'"))
+        app::model::answer_breaks()
+            .map(|k| format!("'{}'", k.name()))
             .collect::<Vec<_>>()
             .join(", ")
     })
@@ -285,6 +286,13 @@ async fn streamed_answer(
     ))
 }
 
+/// A stored terminal state; a name this build does not know reads as none.
+fn terminal_state_from(row: &SqliteRow) -> Option<TerminalState> {
+    row.get::<Option<String>, _>("terminal_state")
+        .as_deref()
+        .and_then(TerminalState::parse)
+}
+
 fn run_from(row: &SqliteRow) -> Run {
     let status: String = row.get("status");
     let last_seq: i64 = row.get("last_seq");
@@ -294,7 +302,7 @@ fn run_from(row: &SqliteRow) -> Run {
         turn_id: row.get("turn_id"),
         user_message_id: row.get("user_message_id"),
         running: status == "running",
-        terminal_state: row.get("terminal_state"),
+        terminal_state: terminal_state_from(row),
         last_seq: last_seq.max(0) as u64,
         created_at: row.get("created_at"),
         finished_at: row.get("finished_at"),
@@ -377,14 +385,6 @@ fn like_pattern(query: &str) -> String {
     out
 }
 
-/// Whether the last frame of an SSE buffer is `stream_end`.
-fn ends_with_stream_end(sse: &str) -> bool {
-    let body = sse.trim_end_matches('\n');
-    body.rfind("\nevent: ")
-        .and_then(|i| body[i + 8..].split('\n').next())
-        .is_some_and(|kind| kind == "stream_end")
-}
-
 /// Appends one event to a running run inside `tx`; `None` when the run is not running.
 async fn append_in(
     tx: &mut sqlx::SqliteConnection,
@@ -404,7 +404,7 @@ async fn append_in(
     let seq: i64 = row.get("last_seq");
     let session_id: String = row.get("session_id");
     let payload = serde_json::to_string(&event.payload).unwrap_or_else(|_| "{}".to_owned());
-    let frame = crate::hub::encode_frame(run_id, seq as u64, &event.kind, &payload);
+    let frame = crate::wire::encode_frame(run_id, seq as u64, event.kind.name(), &payload);
     sqlx::query(
         "INSERT INTO run_events (run_id, seq, event_id, session_id, type, created_at, terminal, terminal_state, payload, frame) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -413,10 +413,10 @@ async fn append_in(
     .bind(seq)
     .bind(format!("{run_id}:{seq}"))
     .bind(&session_id)
-    .bind(&event.kind)
+    .bind(event.kind.name())
     .bind(event.created_at)
     .bind(i64::from(event.terminal_state.is_some()))
-    .bind(&event.terminal_state)
+    .bind(event.terminal_state.map(TerminalState::as_str))
     .bind(payload)
     .bind(frame)
     .execute(&mut *tx)
@@ -425,10 +425,10 @@ async fn append_in(
         run_id: run_id.to_owned(),
         seq: seq as u64,
         session_id,
-        kind: event.kind.clone(),
+        kind: event.kind.name().to_owned(),
         created_at: event.created_at,
         terminal: event.terminal_state.is_some(),
-        terminal_state: event.terminal_state.clone(),
+        terminal_state: event.terminal_state.map(|t| t.as_str().to_owned()),
         payload: event.payload.clone(),
     }))
 }
@@ -519,10 +519,10 @@ impl Store for SqliteStore {
         &self,
         id: &str,
         title: &str,
-        source: &str,
+        source: TitleSource,
         now: f64,
     ) -> Result<Session, StoreError> {
-        let guard = if source == "manual" {
+        let guard = if source == TitleSource::Manual {
             ""
         } else {
             " AND title_source <> 'manual'"
@@ -532,7 +532,7 @@ impl Store for SqliteStore {
         ))
         .bind(id)
         .bind(title)
-        .bind(source)
+        .bind(source.as_str())
         .bind(now)
         .execute(&self.pool)
         .await?;
@@ -713,11 +713,12 @@ impl Store for SqliteStore {
             .await?
             .is_some();
         if !kept {
-            let used: i64 =
-                sqlx::query_scalar("SELECT COALESCE(SUM(size), 0) FROM blobs WHERE owner = ?1")
-                    .bind(&a.owner)
-                    .fetch_one(&mut *tx)
-                    .await?;
+            // One row per account, kept by triggers (migration 0011).
+            let used: i64 = sqlx::query_scalar("SELECT bytes FROM blob_usage WHERE owner = ?1")
+                .bind(&a.owner)
+                .fetch_optional(&mut *tx)
+                .await?
+                .unwrap_or(0);
             if u64::try_from(used).unwrap_or(0).saturating_add(a.size) > max_storage {
                 return Err(StoreError::Full { limit: max_storage });
             }
@@ -773,32 +774,31 @@ impl Store for SqliteStore {
         .ok_or(StoreError::NotFound)
     }
 
-    async fn message_files(
+    async fn attachment_blobs(
         &self,
-        message_id: &str,
-    ) -> Result<Vec<(Attachment, Vec<u8>)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT a.*, b.data FROM attachments a \
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, Vec<u8>>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let places = (1..=ids.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT a.id, b.data FROM attachments a \
              JOIN blobs b ON b.owner = a.owner AND b.sha256 = a.sha256 \
-             WHERE a.message_id = ?1 ORDER BY a.rowid",
-        )
-        .bind(message_id)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut files: Vec<(Attachment, Vec<u8>)> = rows
+             WHERE a.id IN ({places})"
+        );
+        let mut query = sqlx::query(&sql);
+        for id in ids {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        Ok(rows
             .iter()
-            .map(|row| (attachment_from(row), row.get("data")))
-            .collect();
-        // In the order the message lists them.
-        let order: Vec<app::api::AttachmentData> =
-            sqlx::query("SELECT attachments FROM messages WHERE id = ?1")
-                .bind(message_id)
-                .fetch_optional(&self.pool)
-                .await?
-                .map(|row| json_list(&row, "attachments"))
-                .unwrap_or_default();
-        files.sort_by_key(|(a, _)| order.iter().position(|o| o.id == a.id));
-        Ok(files)
+            .map(|row| (row.get("id"), row.get("data")))
+            .collect())
     }
 
     async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError> {
@@ -1170,7 +1170,7 @@ impl Store for SqliteStore {
                     let session_id = terminal_row.session_id.clone();
                     let usage = answer.usage.as_ref().map(Value::to_string);
                     // A turn that did not complete keeps what it had streamed as its answer.
-                    let completed = terminal.terminal_state.as_deref() == Some("completed");
+                    let completed = terminal.terminal_state == Some(TerminalState::Completed);
                     let content = if completed || !answer.content.is_empty() {
                         answer.content.clone()
                     } else {
@@ -1186,7 +1186,7 @@ impl Store for SqliteStore {
                     .bind(&content)
                     .bind(i64::from(partial))
                     .bind(&run_id)
-                    .bind(&terminal.terminal_state)
+                    .bind(terminal.terminal_state.map(TerminalState::as_str))
                     .bind(&usage)
                     .bind(terminal.created_at)
                     .execute(&mut *tx)
@@ -1203,7 +1203,7 @@ impl Store for SqliteStore {
                     }
                     payload.insert("created_at".into(), Value::from(terminal.created_at));
                     let settled = NewEvent {
-                        kind: "settled_message".into(),
+                        kind: EventKind::SettledMessage,
                         payload,
                         terminal_state: None,
                         created_at: terminal.created_at,
@@ -1213,7 +1213,7 @@ impl Store for SqliteStore {
                     end_payload.insert("session_id".into(), Value::from(session_id.clone()));
                     end_payload.insert("created_at".into(), Value::from(terminal.created_at));
                     let end = NewEvent {
-                        kind: "stream_end".into(),
+                        kind: EventKind::StreamEnd,
                         payload: end_payload,
                         terminal_state: None,
                         created_at: terminal.created_at,
@@ -1223,7 +1223,7 @@ impl Store for SqliteStore {
                         "UPDATE runs SET status = 'finished', terminal_state = ?2, finished_at = ?3 WHERE id = ?1",
                     )
                     .bind(&run_id)
-                    .bind(&terminal.terminal_state)
+                    .bind(terminal.terminal_state.map(TerminalState::as_str))
                     .bind(terminal.created_at)
                     .execute(&mut *tx)
                     .await?;
@@ -1297,7 +1297,7 @@ impl Store for SqliteStore {
         Ok(Frames {
             count: count.max(0) as u32,
             last_seq: last_seq.max(0) as u64,
-            ended: ends_with_stream_end(&sse),
+            ended: crate::wire::ends_with_stream_end(&sse),
             sse: bytes::Bytes::from(sse),
         })
     }
@@ -1635,24 +1635,5 @@ impl Store for SqliteStore {
             .execute(&self.pool)
             .await?;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ends_with_stream_end;
-
-    #[test]
-    fn the_end_of_a_replay_page_is_recognized_by_its_last_frame() {
-        assert!(ends_with_stream_end(
-            "id: r:1\nevent: token\ndata: {}\n\nid: r:2\nevent: stream_end\ndata: {}\n\n"
-        ));
-        assert!(!ends_with_stream_end(
-            "id: r:2\nevent: stream_end\ndata: {}\n\nid: r:3\nevent: token\ndata: {}\n\n"
-        ));
-        assert!(!ends_with_stream_end(
-            "id: r:1\nevent: token\ndata: {\"text\":\"event: stream_end\"}\n\n"
-        ));
-        assert!(!ends_with_stream_end(""));
     }
 }

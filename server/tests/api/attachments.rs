@@ -290,6 +290,22 @@ async fn the_files_of_a_purged_conversation_go_with_it() {
 }
 
 #[tokio::test]
+async fn files_kept_with_no_account_count_for_the_admin_who_adopts_them() {
+    let app = spawn_app_configured(|state| state.limits.max_attachment_storage = 1500).await;
+    upload_ok(&app, "open.txt", vec![b'o'; 1000]).await;
+    app.add_user("alice", crate::helpers::ALICE_PASSWORD, true)
+        .await;
+    let alice = app.sign_in("alice", crate::helpers::ALICE_PASSWORD).await;
+    app.use_cookie(Some(&alice));
+    // Her storage holds the adopted file: another 1000 bytes are past the limit.
+    let (code, body) = app.upload("mine.txt", vec![b'm'; 1000], None).await;
+    assert_eq!(code, 413, "{body}");
+    // The same content again is kept once, so it fits.
+    upload_ok(&app, "open again.txt", vec![b'o'; 1000]).await;
+    upload_ok(&app, "small.txt", vec![b's'; 400]).await;
+}
+
+#[tokio::test]
 async fn one_accounts_files_are_not_anothers() {
     let app = spawn_app().await;
     let (alice, bob) = app.two_users(true).await;

@@ -469,7 +469,7 @@ async fn a_settled_turn_travels_as_its_snapshot_and_its_rows_come_when_asked() {
                 snapshot.steps, 6,
                 "two thoughts, three tool calls, a remark"
             );
-            assert_eq!(snapshot.trace.1, 3);
+            assert_eq!(snapshot.stream.1, 3);
         }
     }
     // A small turn that failed opens its worklog: it comes with its rows.

@@ -1,3 +1,11 @@
+//! A turn: the user's message and the assistant's answer, with its process shown in one of
+//! two views of the same anchor: the Compact Worklog (`worklog.rs`) or the Transparent Stream
+//! (`stream.rs`). Both read the process through one memo per turn (`view_model.rs`).
+
+mod stream;
+mod view_model;
+mod worklog;
+
 use anchor::{Mode, TerminalState};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
@@ -7,11 +15,11 @@ use crate::components::message::{copy_text, CopyButton, Timestamp, UserMessage};
 use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
 use crate::dynamic::{dynamic, either, flag};
-use crate::model::{fold_tools, AnswerState, Segment, SegmentKind, WorkItem};
+use crate::model::{AnswerState, Segment, SegmentKind, WorkItem};
 use crate::state::{use_chat, Connection, Rows, TurnHandle};
-
-/// How many trace rows a turn shows before "Show earlier".
-const TRACE_WINDOW: usize = 200;
+use stream::Stream;
+use view_model::{ProcessSummary, WINDOW};
+use worklog::Worklog;
 
 fn fmt_duration(seconds: f64) -> String {
     let s = seconds.round() as u64;
@@ -47,15 +55,6 @@ fn grouped(n: u64) -> String {
 /// The turn's token usage, as shown under the answer.
 fn usage_label(input: u64, output: u64) -> String {
     format!("{} tokens in · {} out", grouped(input), grouped(output))
-}
-
-/// The Transparent Stream's heading: how many events and tool calls the turn has.
-fn trace_summary(events: usize, tools: usize) -> String {
-    format!(
-        "Trace · {} · {}",
-        counted(events, "event"),
-        counted(tools, "tool")
-    )
 }
 
 /// Where a tool call stands, for its wording.
@@ -301,16 +300,16 @@ fn ProseRow(segment: Segment) -> impl IntoView {
     }
 }
 
-/// One item of the process, as the worklog and the trace show it.
+/// One item of the process, as the worklog and the stream show it.
 fn item_view(
     turn: TurnHandle,
     item: WorkItem,
     turn_over: Signal<bool>,
-    trace: bool,
+    stream: bool,
 ) -> impl IntoView {
     match item {
         WorkItem::Tool { first, done } => EitherOf4::A(view! {
-            <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over inline_result=trace />
+            <ToolCard first=first done=done.map(|d| *d) turn_over=turn_over inline_result=stream />
         }),
         WorkItem::Segment(segment) => match segment.kind {
             SegmentKind::Prose => EitherOf4::B(view! { <ProseRow segment=segment /> }),
@@ -320,14 +319,19 @@ fn item_view(
     }
 }
 
-/// Changes when the turn's process does (see `TurnState::process_rev`): what is derived from
-/// the process tracks this instead of the whole turn.
-fn process_rev(turn: &TurnHandle) -> Memo<u64> {
+/// The turn's process as both views read it: redone when the process changes (see
+/// `TurnState::process_rev`) or its rows arrive, not per token of the answer.
+fn process_memo(turn: &TurnHandle) -> Memo<ProcessSummary> {
     let state = turn.state;
-    Memo::new(move |_| state.with(|s| s.process_rev))
+    let changed = Memo::new(move |_| state.with(|s| (s.process_rev, s.needs_rows())));
+    Memo::new(move |_| {
+        // Read (not only tracked): a memo is computed, and subscribed, when read.
+        let _ = changed.get();
+        state.with_untracked(ProcessSummary::of)
+    })
 }
 
-/// The kind of an item, for the trace's row class.
+/// The kind of an item, for the stream's row class.
 fn item_kind(item: &WorkItem) -> &'static str {
     match item {
         WorkItem::Tool { .. } => "tool",
@@ -341,30 +345,34 @@ fn item_kind(item: &WorkItem) -> &'static str {
 
 /// The process of a turn, windowed to its latest items: one item per thing it did.
 #[component]
-fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl IntoView {
+fn ProcessItems(
+    turn: TurnHandle,
+    process: Memo<ProcessSummary>,
+    turn_over: Signal<bool>,
+    stream: bool,
+) -> impl IntoView {
     // A long process materializes only its latest items; the reader asks for more. Redone when
     // the process changes, not per token of the answer.
-    let shown = RwSignal::new(TRACE_WINDOW);
-    let rev = process_rev(&turn);
+    let shown = RwSignal::new(WINDOW);
     let window = Memo::new(move |_| {
         // Read (not only tracked): a memo is computed, and subscribed, when read.
-        let _ = rev.get();
+        let _ = process.get();
         let limit = shown.get();
-        turn.state.with_untracked(|s| {
-            let process = s.process();
-            let start = process.len().saturating_sub(limit);
-            (fold_tools(&process[start..]), start)
-        })
+        turn.state.with_untracked(|s| view_model::window(s, limit))
     });
     let items = Memo::new(move |_| window.with(|(items, _)| items.clone()));
     let hidden = Memo::new(move |_| window.with(|(_, hidden)| *hidden));
     let any_hidden = Memo::new(move |_| hidden.get() > 0);
-    let class = if trace { "trace-rows" } else { "worklog-items" };
+    let class = if stream {
+        "stream-rows"
+    } else {
+        "worklog-items"
+    };
     view! {
         <div class=class>
             {move || any_hidden.get().then(|| view! {
-                <button type="button" class="pill rows-earlier" on:click=move |_| shown.update(|n| *n += TRACE_WINDOW)>
-                    {dynamic(move || format!("Show {} earlier", hidden.get().min(TRACE_WINDOW)))}
+                <button type="button" class="pill rows-earlier" on:click=move |_| shown.update(|n| *n += WINDOW)>
+                    {dynamic(move || format!("Show {} earlier", hidden.get().min(WINDOW)))}
                 </button>
             })}
             <For
@@ -372,9 +380,9 @@ fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl 
                 key=|item| item.key()
                 children=move |item| {
                     let kind = item_kind(&item);
-                    let view = item_view(turn.clone(), item, turn_over, trace);
-                    if trace {
-                        Either::Left(view! { <div class=format!("trace-row row-{kind}")>{view}</div> })
+                    let view = item_view(turn.clone(), item, turn_over, stream);
+                    if stream {
+                        Either::Left(view! { <div class=format!("stream-row row-{kind}")>{view}</div> })
                     } else {
                         Either::Right(view)
                     }
@@ -385,24 +393,26 @@ fn ProcessItems(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl 
 }
 
 /// The process of a turn, or while the turn shows its snapshot, where loading its rows stands
-/// (the reader opened them: they are on their way; a long trace shown at first asks first).
+/// (the reader opened them: they are on their way; a long stream shown at first asks first).
 #[component]
-fn Steps(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl IntoView {
+fn Steps(
+    turn: TurnHandle,
+    process: Memo<ProcessSummary>,
+    turn_over: Signal<bool>,
+    stream: bool,
+) -> impl IntoView {
     let chat = use_chat();
-    let needs = Memo::new(move |_| turn.state.with(|s| s.needs_rows()));
+    let needs = Memo::new(move |_| process.with(|p| p.needs_rows));
     let rows = turn.rows;
-    let total = Memo::new(move |_| {
-        turn.state
-            .with(|s| if trace { s.trace_counts().0 } else { s.steps() })
-    });
-    let count = move || counted(total.get(), if trace { "event" } else { "step" });
+    let total = Memo::new(move |_| process.with(|p| if stream { p.events } else { p.steps }));
+    let count = move || counted(total.get(), if stream { "event" } else { "step" });
     let stored = StoredValue::new(turn);
     let load = move |_| stored.with_value(|t| chat.load_rows(t));
     move || {
         // A turn with no steps has nothing to load.
         if !needs.get() || total.get() == 0 {
             return EitherOf4::A(view! {
-                <ProcessItems turn=stored.get_value() turn_over=turn_over trace=trace />
+                <ProcessItems turn=stored.get_value() process=process turn_over=turn_over stream=stream />
             });
         }
         match rows.get() {
@@ -423,117 +433,6 @@ fn Steps(turn: TurnHandle, turn_over: Signal<bool>, trace: bool) -> impl IntoVie
                 </div>
             }),
         }
-    }
-}
-
-/// The Compact Worklog: the process folded under a summary line, the answer primary. A turn
-/// the reader watched run keeps what it showed when it settles (nothing folds under the
-/// reader); a turn loaded settled comes folded (errors open).
-#[component]
-fn Worklog(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
-    let chat = use_chat();
-    let user_choice = RwSignal::new(None::<bool>);
-    let rev = process_rev(&turn);
-    let steps = Memo::new(move |_| {
-        // Read (not only tracked): a memo is computed, and subscribed, when read.
-        let _ = rev.get();
-        turn.state.with_untracked(|s| s.steps())
-    });
-    let elapsed = Memo::new(move |_| turn.state.with(|s| s.elapsed()));
-    let ending = Memo::new(move |_| turn.state.with(|s| s.terminal_state()));
-    let error_family = Memo::new(move |_| {
-        ending
-            .get()
-            .is_some_and(|t| !matches!(t, TerminalState::Completed | TerminalState::Cancelled))
-    });
-    let watched = turn.watched;
-    let open = Memo::new(move |_| {
-        user_choice
-            .get()
-            .unwrap_or_else(|| watched || !turn_over.get() || error_family.get())
-    });
-    let has_steps = Memo::new(move |_| steps.get() > 0);
-    // While a turn runs (and afterwards, for one the reader watched) the summary line holds its
-    // place from the first moment, so the process and the answer never push each other down.
-    let shown = Memo::new(move |_| has_steps.get() || watched || !turn_over.get());
-    let summary = move || {
-        let n = steps.get();
-        let time = elapsed.get().map(fmt_duration);
-        worklog_summary(ending.get(), n, time.as_deref())
-    };
-    let stored_turn = StoredValue::new(turn);
-    move || {
-        shown.get().then(|| {
-            view! {
-                <div class="worklog" data-open=flag(move || open.get() && has_steps.get())>
-                    <button
-                        type="button"
-                        class="worklog-summary"
-                        disabled=dynamic(move || !has_steps.get())
-                        aria-expanded=flag(move || open.get() && has_steps.get())
-                        on:click=move |_| {
-                            let opening = !open.get_untracked();
-                            user_choice.set(Some(opening));
-                            if opening {
-                                stored_turn.with_value(|t| chat.load_rows(t));
-                            }
-                        }
-                    >
-                        // The chevron leads and the dots keep to the far end: a summary that
-                        // changes its length moves neither.
-                        <span class="chevron" aria-hidden="true"></span>
-                        <span class="worklog-text">{summary}</span>
-                        {move || (!turn_over.get()).then(|| view! {
-                            <span class="working" aria-hidden="true"></span>
-                        })}
-                    </button>
-                    {move || (open.get() && has_steps.get()).then(|| view! {
-                        <Steps turn=stored_turn.get_value() turn_over=turn_over trace=false />
-                    })}
-                </div>
-            }
-        })
-    }
-}
-
-/// The worklog's summary line.
-fn worklog_summary(ending: Option<TerminalState>, steps: usize, time: Option<&str>) -> String {
-    match (ending, steps, time) {
-        (None, 0, _) => "Working".to_owned(),
-        (None, n, _) => format!("Working · {}", counted(n, "step")),
-        (Some(TerminalState::Completed), 0, Some(t)) => format!("Answered in {t}"),
-        (Some(TerminalState::Completed), 0, None) => "Answered".to_owned(),
-        (Some(TerminalState::Cancelled), 0, Some(t)) => format!("Stopped after {t}"),
-        (Some(TerminalState::Cancelled), 0, None) => "Stopped".to_owned(),
-        (Some(_), 0, Some(t)) => format!("Ended after {t}"),
-        (Some(_), 0, None) => "Ended".to_owned(),
-        (Some(_), n, Some(t)) => format!("Processed {t} · {}", counted(n, "step")),
-        (Some(_), n, None) => format!("Processed · {}", counted(n, "step")),
-    }
-}
-
-/// The Transparent Stream: everything the turn did, in order, one row per thing (a tool call's
-/// start and end are one row, with its result), windowed.
-#[component]
-fn Trace(turn: TurnHandle, turn_over: Signal<bool>) -> impl IntoView {
-    let rev = process_rev(&turn);
-    let counts = Memo::new(move |_| {
-        // Read (not only tracked): a memo is computed, and subscribed, when read.
-        let _ = rev.get();
-        turn.state.with_untracked(|s| s.trace_counts())
-    });
-    let total = Memo::new(move |_| counts.get().0);
-    let tools = Memo::new(move |_| counts.get().1);
-    view! {
-        <div class="trace">
-            <div class="trace-head">
-                <span>{dynamic(move || trace_summary(total.get(), tools.get()))}</span>
-                {move || (!turn_over.get()).then(|| view! {
-                    <span class="working" aria-hidden="true"></span>
-                })}
-            </div>
-            <Steps turn=turn turn_over=turn_over trace=true />
-        </div>
     }
 }
 
@@ -721,7 +620,8 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     let turn_model = turn.model.clone();
     let turn_for_message = turn.clone();
     let turn_for_worklog = turn.clone();
-    let turn_for_trace = turn.clone();
+    let turn_for_stream = turn.clone();
+    let process = process_memo(&turn);
     view! {
         <article
             class="turn"
@@ -739,17 +639,17 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                     <button
                         type="button"
                         class="turn-mode"
-                        title="Switch this turn between the worklog and the full trace"
-                        aria-label=either(move || mode.get() == Mode::TransparentStream, "Show as worklog", "Show full trace")
+                        title="Switch this turn between the worklog and the full stream"
+                        aria-label=either(move || mode.get() == Mode::TransparentStream, "Show as worklog", "Show full stream")
                         on:click=toggle_mode
                     >
-                        {either(move || mode.get() == Mode::TransparentStream, "Worklog", "Trace")}
+                        {either(move || mode.get() == Mode::TransparentStream, "Worklog", "Stream")}
                     </button>
                 </div>
                 {move || match mode.get() {
-                    Mode::TransparentStream => EitherOf3::A(view! { <Trace turn=turn_for_trace.clone() turn_over=turn_over /> }),
+                    Mode::TransparentStream => EitherOf3::A(view! { <Stream turn=turn_for_stream.clone() process=process turn_over=turn_over /> }),
                     Mode::HideAllActivity => EitherOf3::B(()),
-                    Mode::CompactWorklog => EitherOf3::C(view! { <Worklog turn=turn_for_worklog.clone() turn_over=turn_over /> }),
+                    Mode::CompactWorklog => EitherOf3::C(view! { <Worklog turn=turn_for_worklog.clone() process=process turn_over=turn_over /> }),
                 }}
                 {move || has_answer.get().then(|| view! {
                     <div
@@ -791,9 +691,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        note_label, says_more, tool_verb, trace_summary, usage_label, worklog_summary, ToolPhase,
-    };
+    use super::{note_label, says_more, tool_verb, usage_label, ToolPhase};
 
     #[test]
     fn usage_reads_as_tokens_with_thousands_grouped() {
@@ -803,13 +701,6 @@ mod tests {
             usage_label(1_234_567, 100_000),
             "1,234,567 tokens in · 100,000 out"
         );
-    }
-
-    #[test]
-    fn counts_are_singular_for_one() {
-        assert_eq!(trace_summary(5, 1), "Trace · 5 events · 1 tool");
-        assert_eq!(trace_summary(1, 0), "Trace · 1 event · 0 tools");
-        assert_eq!(trace_summary(12, 3), "Trace · 12 events · 3 tools");
     }
 
     #[test]
@@ -862,28 +753,5 @@ mod tests {
             "42 messages summarized into 1"
         ));
         assert!(!says_more("Asked a question", ""));
-    }
-
-    #[test]
-    fn the_summary_says_what_the_turn_did_in_its_tense() {
-        use anchor::TerminalState::*;
-        assert_eq!(worklog_summary(None, 0, None), "Working");
-        assert_eq!(worklog_summary(None, 2, Some("3s")), "Working · 2 steps");
-        assert_eq!(
-            worklog_summary(Some(Completed), 0, Some("3s")),
-            "Answered in 3s"
-        );
-        assert_eq!(
-            worklog_summary(Some(Cancelled), 0, Some("3s")),
-            "Stopped after 3s"
-        );
-        assert_eq!(
-            worklog_summary(Some(Error), 0, Some("3s")),
-            "Ended after 3s"
-        );
-        assert_eq!(
-            worklog_summary(Some(Completed), 1, Some("4s")),
-            "Processed 4s · 1 step"
-        );
     }
 }
