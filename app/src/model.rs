@@ -856,7 +856,7 @@ pub fn fold_tools(segments: &[&Segment]) -> Vec<WorkItem> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -868,7 +868,8 @@ mod tests {
         }
     }
 
-    fn turn(events: Vec<JournalEvent>) -> TurnData {
+    /// A settled-looking turn of run `run1` made of `events` (the view model's tests use it too).
+    pub(crate) fn turn(events: Vec<JournalEvent>) -> TurnData {
         TurnData {
             user: crate::api::MessageData {
                 id: "u".into(),

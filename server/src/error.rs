@@ -11,32 +11,83 @@ use crate::journal::JournalError;
 use crate::runner::RunError;
 use crate::store::StoreError;
 
-/// An error answered to an API client: the variant decides the status, the [`Detail`] says
-/// what went wrong in the body `{"error": message, …extra}`.
-#[derive(Debug)]
-pub enum ApiError {
+/// Declares [`ApiError`] from one table: each variant with its status and, where it has one,
+/// its constructor from a message; the status, the refusal for a status and the body are
+/// derived from the same rows.
+macro_rules! api_errors {
+    ($($(#[doc = $doc:expr])* $variant:ident = $status:ident $(, $ctor:ident)?;)*) => {
+        /// An error answered to an API client: the variant decides the status, the
+        /// [`Detail`] says what went wrong in the body `{"error": message, …extra}`.
+        #[derive(Debug)]
+        pub enum ApiError {
+            $($(#[doc = $doc])* $variant(Detail),)*
+            /// 500: logged where it happened, never detailed to the client.
+            Internal,
+        }
+
+        impl ApiError {
+            $($(
+                #[doc = concat!("[`ApiError::", stringify!($variant), "`] with `message`.")]
+                pub fn $ctor(message: impl Into<String>) -> Self {
+                    Self::$variant(Detail::new(message))
+                }
+            )?)*
+
+            /// The status.
+            pub fn status(&self) -> StatusCode {
+                match self {
+                    $(Self::$variant(_) => StatusCode::$status,)*
+                    Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+                }
+            }
+
+            /// A refusal with `status` (one the table has; any other reads as 400).
+            pub fn refusal(status: StatusCode, message: impl Into<String>) -> Self {
+                let detail = Detail::new(message);
+                $(if status == StatusCode::$status {
+                    return Self::$variant(detail);
+                })*
+                Self::BadRequest(detail)
+            }
+
+            fn detail_mut(&mut self) -> Option<&mut Detail> {
+                match self {
+                    $(Self::$variant(d) => Some(d),)*
+                    Self::Internal => None,
+                }
+            }
+
+            fn into_detail(self) -> Option<Detail> {
+                match self {
+                    $(Self::$variant(d) => Some(d),)*
+                    Self::Internal => None,
+                }
+            }
+        }
+    };
+}
+
+api_errors! {
     /// 400: the request is malformed, or names something it may not use.
-    BadRequest(Detail),
+    BadRequest = BAD_REQUEST, bad_request;
     /// 401: nobody is signed in (or nobody can be).
-    Unauthorized(Detail),
+    Unauthorized = UNAUTHORIZED, unauthorized;
     /// 403: the request may not be made from where it came.
-    Forbidden(Detail),
-    /// 404: no such thing, or not the caller's.
-    NotFound(Detail),
+    Forbidden = FORBIDDEN, forbidden;
+    /// 404: no such thing, or not the caller's (see [`ApiError::not_found`]).
+    NotFound = NOT_FOUND;
     /// 409: the thing is not in a state that allows it.
-    Conflict(Detail),
+    Conflict = CONFLICT, conflict;
     /// 413: past a size limit.
-    TooLarge(Detail),
+    TooLarge = PAYLOAD_TOO_LARGE, too_large;
     /// 415: a body of a type the route does not take.
-    UnsupportedMedia(Detail),
+    UnsupportedMedia = UNSUPPORTED_MEDIA_TYPE, unsupported_media;
     /// 429: past a rate or concurrency limit.
-    TooMany(Detail),
+    TooMany = TOO_MANY_REQUESTS, too_many;
     /// 502: the upstream provider failed.
-    Upstream(Detail),
+    Upstream = BAD_GATEWAY, upstream;
     /// 503: the server cannot take it now (full, shutting down).
-    Unavailable(Detail),
-    /// 500: logged where it happened, never detailed to the client.
-    Internal,
+    Unavailable = SERVICE_UNAVAILABLE, unavailable;
 }
 
 /// What an [`ApiError`] tells the client.
@@ -56,54 +107,9 @@ impl Detail {
 }
 
 impl ApiError {
-    /// 400.
-    pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::BadRequest(Detail::new(message))
-    }
-
-    /// 401.
-    pub fn unauthorized(message: impl Into<String>) -> Self {
-        Self::Unauthorized(Detail::new(message))
-    }
-
-    /// 403.
-    pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::Forbidden(Detail::new(message))
-    }
-
     /// 404, naming what was not found.
     pub fn not_found(what: &str) -> Self {
         Self::NotFound(Detail::new(format!("{what} not found")))
-    }
-
-    /// 409.
-    pub fn conflict(message: impl Into<String>) -> Self {
-        Self::Conflict(Detail::new(message))
-    }
-
-    /// 413.
-    pub fn too_large(message: impl Into<String>) -> Self {
-        Self::TooLarge(Detail::new(message))
-    }
-
-    /// 415.
-    pub fn unsupported_media(message: impl Into<String>) -> Self {
-        Self::UnsupportedMedia(Detail::new(message))
-    }
-
-    /// 429.
-    pub fn too_many(message: impl Into<String>) -> Self {
-        Self::TooMany(Detail::new(message))
-    }
-
-    /// 502.
-    pub fn upstream(message: impl Into<String>) -> Self {
-        Self::Upstream(Detail::new(message))
-    }
-
-    /// 503.
-    pub fn unavailable(message: impl Into<String>) -> Self {
-        Self::Unavailable(Detail::new(message))
     }
 
     /// 500, logging the cause.
@@ -112,77 +118,12 @@ impl ApiError {
         Self::Internal
     }
 
-    /// A refusal with one of the client-error statuses the variants have (any other status
-    /// reads as 400).
-    pub fn refusal(status: StatusCode, message: impl Into<String>) -> Self {
-        let detail = Detail::new(message);
-        match status {
-            StatusCode::UNAUTHORIZED => Self::Unauthorized(detail),
-            StatusCode::FORBIDDEN => Self::Forbidden(detail),
-            StatusCode::NOT_FOUND => Self::NotFound(detail),
-            StatusCode::CONFLICT => Self::Conflict(detail),
-            StatusCode::PAYLOAD_TOO_LARGE => Self::TooLarge(detail),
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMedia(detail),
-            StatusCode::TOO_MANY_REQUESTS => Self::TooMany(detail),
-            _ => Self::BadRequest(detail),
-        }
-    }
-
     /// Adds a field to the body (nothing for [`ApiError::Internal`]).
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         if let Some(detail) = self.detail_mut() {
             detail.extra.insert(key.to_owned(), value.into());
         }
         self
-    }
-
-    /// The status.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UnsupportedMedia(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::Upstream(_) => StatusCode::BAD_GATEWAY,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    fn detail_mut(&mut self) -> Option<&mut Detail> {
-        match self {
-            Self::BadRequest(d)
-            | Self::Unauthorized(d)
-            | Self::Forbidden(d)
-            | Self::NotFound(d)
-            | Self::Conflict(d)
-            | Self::TooLarge(d)
-            | Self::UnsupportedMedia(d)
-            | Self::TooMany(d)
-            | Self::Upstream(d)
-            | Self::Unavailable(d) => Some(d),
-            Self::Internal => None,
-        }
-    }
-
-    fn into_detail(self) -> Option<Detail> {
-        match self {
-            Self::BadRequest(d)
-            | Self::Unauthorized(d)
-            | Self::Forbidden(d)
-            | Self::NotFound(d)
-            | Self::Conflict(d)
-            | Self::TooLarge(d)
-            | Self::UnsupportedMedia(d)
-            | Self::TooMany(d)
-            | Self::Upstream(d)
-            | Self::Unavailable(d) => Some(d),
-            Self::Internal => None,
-        }
     }
 }
 
@@ -287,4 +228,35 @@ pub fn ok(value: Value) -> Json<Value> {
 /// `{"ok": true}`.
 pub fn ok_true() -> Json<Value> {
     Json(json!({"ok": true}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_keeps_its_status_and_what_it_says() {
+        for status in [400, 401, 403, 404, 409, 413, 415, 429] {
+            let status = StatusCode::from_u16(status).unwrap();
+            let refusal = ApiError::refusal(status, "no").with("limit", "x");
+            assert_eq!(refusal.status(), status);
+            let detail = refusal.into_detail().unwrap();
+            assert_eq!(
+                (detail.message.as_str(), &detail.extra["limit"]),
+                ("no", &json!("x"))
+            );
+        }
+        // A status the table does not have is a bad request, never a server error.
+        assert_eq!(
+            ApiError::refusal(StatusCode::IM_A_TEAPOT, "no").status(),
+            StatusCode::BAD_REQUEST
+        );
+        let internal = ApiError::internal(&"disk on fire").with("path", "/secret");
+        assert_eq!(internal.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            internal.into_detail().is_none(),
+            "nothing of the cause is told"
+        );
+        assert_eq!(ApiError::not_found("run").status(), StatusCode::NOT_FOUND);
+    }
 }

@@ -62,7 +62,7 @@ pub fn window(state: &TurnState, limit: usize) -> (Vec<WorkItem>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{JournalEvent, MessageData, TurnData};
+    use crate::api::JournalEvent;
     use serde_json::json;
 
     fn turn(tools: u64) -> TurnState {
@@ -84,24 +84,9 @@ mod tests {
             push("tool_complete", done);
         }
         push("token", json!({"text": "Done."}));
-        TurnState::new(
-            "s1",
-            &TurnData {
-                user: MessageData {
-                    id: "u".into(),
-                    content: "hi".into(),
-                    created_at: 0.0,
-                    attachments: Vec::new(),
-                },
-                run_id: "run1".into(),
-                turn_id: "turn-run1".into(),
-                events,
-                running: true,
-                snapshot: None,
-                versions: Default::default(),
-                model: None,
-            },
-        )
+        let mut data = crate::model::tests::turn(events);
+        data.running = true;
+        TurnState::new("s1", &data)
     }
 
     #[test]
