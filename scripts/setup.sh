@@ -24,22 +24,23 @@ as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# rust-toolchain.toml pins the toolchain by version. Nothing can be downloaded here, so a
-# machine whose one toolchain is rustup's `stable` gets the pinned name linked to it (first
-# adding the wasm target, which a linked toolchain cannot add later).
+# rust-toolchain.toml pins the toolchain by version. Nothing can be downloaded here, so on a
+# machine whose one toolchain is rustup's `stable`, the pinned name is made to point at it
+# (rustup refuses version names for `rustup toolchain link`, so the entry is made by hand).
 PINNED=$(sed -n 's/^channel = "\(.*\)"$/\1/p' rust-toolchain.toml)
 if ! rustup toolchain list | grep -q "^$PINNED"; then
   STABLE_VERSION=$(rustc +stable --version)
   case "$STABLE_VERSION" in
     "rustc $PINNED "*) ;;
-    *) say "warning: rust-toolchain.toml pins $PINNED; linking it to $STABLE_VERSION" ;;
+    *) say "warning: rust-toolchain.toml pins $PINNED; using $STABLE_VERSION under that name" ;;
   esac
   if ! rustup target list --installed --toolchain stable | grep -qx wasm32-unknown-unknown; then
     say "adding the wasm32-unknown-unknown target"
     rustup target add --toolchain stable wasm32-unknown-unknown
   fi
-  say "linking toolchain $PINNED to rustup's stable ($STABLE_VERSION)"
-  rustup toolchain link "$PINNED" "$(rustc +stable --print sysroot)"
+  HOST=$(rustc +stable -vV | sed -n 's/^host: //p')
+  say "naming rustup's stable ($STABLE_VERSION) toolchain $PINNED"
+  ln -sfn "$(rustc +stable --print sysroot)" "${RUSTUP_HOME:-$HOME/.rustup}/toolchains/$PINNED-$HOST"
 fi
 
 # Debian's Chromium for the Playwright suite (never a downloaded browser).
