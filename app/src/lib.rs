@@ -33,6 +33,8 @@ mod client;
 mod components;
 mod dynamic;
 #[cfg(feature = "hydrate")]
+mod effects;
+#[cfg(feature = "hydrate")]
 mod live;
 pub mod markdown;
 pub mod model;

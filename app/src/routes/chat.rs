@@ -30,145 +30,16 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     let menu_button = NodeRef::<leptos::html::Button>::new();
     let export_menu = NodeRef::<leptos::html::Details>::new();
 
+    // What the page does once it is live: follow the running turn and the transcript's bottom,
+    // keep the tab's title, the address and this browser's choices (see `crate::effects`).
     #[cfg(feature = "hydrate")]
-    {
-        use crate::state::Connection;
-
-        // The display mode is a preference of this browser, kept in local storage and in a
-        // cookie: the server renders the first HTML in it (no switch after hydration). A
-        // browser that has it stored but not yet as a cookie switches once, here.
-        Effect::new(move |_| {
-            if let Some(mode) =
-                crate::storage().and_then(|s| s.get_item("anchorage.mode").ok().flatten())
-            {
-                let mode = Mode::parse_or_default(&mode);
-                if mode != chat.mode.get_untracked() {
-                    chat.mode.set(mode);
-                    chat.rows_for_stream();
-                }
-            }
-        });
-        Effect::new(move |prev: Option<()>| {
-            let mode = chat.mode.get();
-            if prev.is_some() {
-                if let Some(s) = crate::storage() {
-                    let _ = s.set_item("anchorage.mode", mode.as_str());
-                }
-            }
-            crate::remember_mode(mode);
-        });
-
-        // Follow the running turn, and only it; reconnect when the browser gives up.
-        // Keyed by the turn's handle, not only its run: a reload makes a new handle to follow.
-        let follower = StoredValue::new_local(None::<((String, u64), crate::live::Follower)>);
-        let retry = RwSignal::new(0u32);
-        Effect::new(move |_| {
-            let _ = retry.get();
-            let running = chat.running_turn();
-            let session_id = chat.session_id.get();
-            follower.update_value(|slot| {
-                let current = slot.as_ref().map(|(key, _)| key.clone());
-                match (running, session_id) {
-                    (Some(turn), Some(session_id)) => {
-                        let key = turn.key();
-                        let stale = current.as_ref() != Some(&key)
-                            || matches!(
-                                chat.connection.get_untracked(),
-                                Connection::Offline | Connection::Reconnecting
-                            );
-                        if stale {
-                            *slot = None;
-                            *slot = crate::live::follow(chat, turn.clone(), session_id)
-                                .map(|f| (key, f));
-                        }
-                    }
-                    _ => {
-                        *slot = None;
-                        chat.connection.set(Connection::Idle);
-                    }
-                }
-            });
-        });
-        // An EventSource that gave up (the server was down), or that is still reconnecting a
-        // few seconds on (the browser backs off), is replaced: the page never waits on the
-        // browser's schedule for long.
-        Effect::new(move |_| {
-            let down = chat.connection.get();
-            if matches!(down, Connection::Offline | Connection::Reconnecting) {
-                set_timeout(
-                    move || {
-                        if chat.connection.get_untracked() == down {
-                            retry.update(|n| *n += 1);
-                        }
-                    },
-                    std::time::Duration::from_secs(4),
-                );
-            }
-        });
-        on_cleanup(move || follower.update_value(|slot| *slot = None));
-
-        follow_bottom(chat, transcript);
-        watch_server(chat);
-        follow_clock(chat);
-
-        // A link to a turn (`/s/{id}#turn-…`), on arrival or when the fragment changes (a search
-        // hit in the conversation shown): the windows up to it load, then it is shown.
-        leptos::task::spawn_local(reveal_linked_turn(chat, transcript, loading_earlier));
-        let on_hash = window_event_listener(leptos::ev::hashchange, move |_| {
-            leptos::task::spawn_local(reveal_linked_turn(chat, transcript, loading_earlier));
-        });
-        on_cleanup(move || on_hash.remove());
-
-        // The tab says which conversation it shows.
-        Effect::new(move |_| {
-            let title = crate::document_title(&chat.title.get());
-            if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
-                doc.set_title(&title);
-            }
-        });
-
-        // Back and forward between sessions opened in the page; a link to a conversation that
-        // is gone names the one shown instead.
-        crate::nav::shown_here();
-        if chat.missing.get_untracked() {
-            crate::nav::correct_address(chat);
-        }
-        let on_popstate = window_event_listener(leptos::ev::popstate, move |_| {
-            crate::nav::load_current(chat);
-        });
-        on_cleanup(move || on_popstate.remove());
-
-        // On a desktop the message field has the focus from the start, and after another
-        // conversation opens (a phone would open its keyboard: not there).
-        Effect::new(move |_| {
-            chat.session_id.track();
-            if !crate::components::touch_only() {
-                focus_composer();
-            }
-        });
-
-        // The drawer is a modal on a phone: the focus goes into it and comes back to the menu
-        // button when it closes (the rest of the page is inert meanwhile, see the view).
-        Effect::new(move |was_open: Option<bool>| {
-            let open = drawer_open.get();
-            if open {
-                if let Some(el) = web_sys::window()
-                    .and_then(|w| w.document())
-                    .and_then(|d| d.query_selector(".drawer-close").ok().flatten())
-                {
-                    use wasm_bindgen::JsCast;
-                    if let Ok(el) = el.dyn_into::<web_sys::HtmlElement>() {
-                        let _ = el.focus();
-                    }
-                }
-            } else if was_open == Some(true) {
-                if let Some(button) = menu_button.get_untracked() {
-                    let _ = button.focus();
-                }
-            }
-            open
-        });
-    }
+    crate::effects::chat_page(crate::effects::Page {
+        chat,
+        transcript,
+        loading_earlier,
+        drawer_open,
+        menu_button,
+    });
 
     // Copy buttons of code blocks (delegated: the blocks are rendered Markdown).
     let on_transcript_click = move |ev: leptos::ev::MouseEvent| {
@@ -452,45 +323,6 @@ fn shortcuts(chat: ChatState, stop: Callback<()>, set_mode: Callback<Mode>) {
     on_cleanup(move || handle.remove());
 }
 
-/// The browser's clock and time zone take over from the server's (times and the sidebar's
-/// groups then read the reader's), and keep relative times fresh; the zone goes into a
-/// cookie so that the next page's first HTML is already in it.
-#[cfg(feature = "hydrate")]
-fn follow_clock(chat: ChatState) {
-    use wasm_bindgen::JsCast as _;
-    let tick = move || {
-        let date = js_sys::Date::new_0();
-        let clock = crate::time::Clock {
-            now: date.get_time() / 1000.0,
-            offset: -(date.get_timezone_offset() as i32),
-        };
-        let _ = chat.clock.try_set(clock);
-        clock.offset
-    };
-    // Once the page is hydrated (an effect runs after it): hydration must find the times and
-    // groups the server rendered.
-    Effect::new(move |_| {
-        let offset = tick();
-        if let Some(document) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.dyn_into::<web_sys::HtmlDocument>().ok())
-        {
-            let _ = document.set_cookie(&format!(
-                "{}={offset}; Path=/; Max-Age=31536000; SameSite=Lax",
-                crate::api::TZ_COOKIE
-            ));
-        }
-    });
-    if let Ok(handle) = set_interval_with_handle(
-        move || {
-            tick();
-        },
-        std::time::Duration::from_secs(30),
-    ) {
-        on_cleanup(move || handle.clear());
-    }
-}
-
 /// Moves the focus to the message field.
 #[cfg(feature = "hydrate")]
 pub(crate) fn focus_composer() {
@@ -506,67 +338,8 @@ pub(crate) fn focus_composer() {
 
 /// Loads the window of turns before the first one shown and puts it above, keeping what the
 /// reader looks at where it is on screen. False when nothing was loaded.
-/// Shows the turn the address's fragment names (`#turn-…`), loading earlier windows until it
-/// is there.
 #[cfg(feature = "hydrate")]
-async fn reveal_linked_turn(
-    chat: ChatState,
-    transcript: NodeRef<leptos::html::Section>,
-    loading: RwSignal<bool>,
-) {
-    let Some(target) = web_sys::window()
-        .and_then(|w| w.location().hash().ok())
-        .map(|h| h.trim_start_matches('#').to_owned())
-        .filter(|h| h.starts_with("turn-"))
-    else {
-        return;
-    };
-    let find = || {
-        web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.get_element_by_id(&target))
-    };
-    chat.following.set(false);
-    // Not among the turns shown: it may be on another branch (a search hit in an earlier
-    // version). The server shows its branch then, and the page loads again: asked once, so
-    // a link never walks the whole conversation to find a turn it does not show.
-    if find().is_none() {
-        let run_id = target.trim_start_matches("turn-").to_owned();
-        let Some(session) = chat.session_id.get_untracked() else {
-            return;
-        };
-        let epoch = chat.epoch.get_value();
-        let body = serde_json::json!({ "run_id": run_id });
-        match crate::client::post("/api/chat/branch", &body).await {
-            Ok(answer) if answer["changed"] == true => {
-                match crate::nav::fetch_page(Some(&session), None).await {
-                    Ok(page) if chat.shows(&session, epoch) => {
-                        chat.load(&page);
-                        chat.following.set(false);
-                        crate::client::next_frame().await;
-                    }
-                    Ok(_) => return,
-                    Err(failure) => return chat.fail(&failure),
-                }
-            }
-            Ok(_) => {}
-            // No such turn (any more): the conversation as it is.
-            Err(_) => return,
-        }
-    }
-    while find().is_none() && chat.earlier.get_untracked() {
-        if !show_earlier(chat, transcript, loading).await {
-            return;
-        }
-    }
-    crate::client::next_frame().await;
-    if let Some(el) = find() {
-        el.scroll_into_view();
-    }
-}
-
-#[cfg(feature = "hydrate")]
-async fn show_earlier(
+pub(crate) async fn show_earlier(
     chat: ChatState,
     transcript: NodeRef<leptos::html::Section>,
     loading: RwSignal<bool>,
@@ -615,153 +388,6 @@ async fn show_earlier(
     added
 }
 
-/// Keeps the transcript at its bottom while the reader is there, and only then: any scroll up
-/// by the reader (a wheel step, a drag, a key) stops it, coming back to the bottom (or "Jump to
-/// latest") starts it again. A transcript that gets smaller (the phone keyboard opens, a card
-/// docks above the composer) keeps its bottom in view while following.
-#[cfg(feature = "hydrate")]
-fn follow_bottom(chat: ChatState, transcript: NodeRef<leptos::html::Section>) {
-    use wasm_bindgen::closure::Closure;
-    use wasm_bindgen::JsCast;
-
-    let to_bottom = move || {
-        if let Some(el) = transcript.get_untracked() {
-            el.set_scroll_top(el.scroll_height());
-        }
-    };
-    // Scheduled for the next frame: by then the reader may have scrolled away.
-    let follow = move || {
-        if chat.following.get_untracked() {
-            to_bottom();
-        }
-    };
-    // New content: follow it, or note that it is there.
-    Effect::new(move |_| {
-        chat.turns
-            .with(|turns| turns.iter().for_each(|t| t.state.track()));
-        chat.queued.track();
-        if chat.following.get_untracked() {
-            request_animation_frame(follow);
-        } else {
-            chat.unseen.set(true);
-        }
-    });
-    // Following again (a send, Jump to latest, another conversation) goes to the bottom.
-    Effect::new(move |_| {
-        if chat.following.get() {
-            chat.unseen.set(false);
-            request_animation_frame(follow);
-        }
-    });
-    // The listeners go on the element once it exists (after hydration).
-    Effect::new(move |done: Option<bool>| {
-        if done == Some(true) {
-            return true;
-        }
-        let Some(el) = transcript.get() else {
-            return false;
-        };
-        let last_top = std::rc::Rc::new(std::cell::Cell::new(el.scroll_top()));
-        let scroller = el.clone();
-        let on_scroll = Closure::<dyn FnMut()>::new(move || {
-            let top = scroller.scroll_top();
-            let gap = scroller.scroll_height() - top - scroller.client_height();
-            if gap <= 2 {
-                if !chat.following.get_untracked() {
-                    chat.following.set(true);
-                }
-            } else if top < last_top.get() && chat.following.get_untracked() {
-                chat.following.set(false);
-            }
-            last_top.set(top);
-        });
-        let _ = el.add_event_listener_with_callback("scroll", on_scroll.as_ref().unchecked_ref());
-        on_scroll.forget();
-        let on_wheel =
-            Closure::<dyn FnMut(web_sys::WheelEvent)>::new(move |ev: web_sys::WheelEvent| {
-                if ev.delta_y() < 0.0 && chat.following.get_untracked() {
-                    chat.following.set(false);
-                }
-            });
-        let _ = el.add_event_listener_with_callback("wheel", on_wheel.as_ref().unchecked_ref());
-        on_wheel.forget();
-        let on_key =
-            Closure::<dyn FnMut(web_sys::KeyboardEvent)>::new(move |ev: web_sys::KeyboardEvent| {
-                if matches!(ev.key().as_str(), "ArrowUp" | "PageUp" | "Home") {
-                    chat.following.set(false);
-                }
-            });
-        let _ = el.add_event_listener_with_callback("keydown", on_key.as_ref().unchecked_ref());
-        on_key.forget();
-        let on_resize = Closure::<dyn FnMut()>::new(move || {
-            if chat.following.get_untracked() {
-                to_bottom();
-            }
-        });
-        if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
-            observer.observe(&el);
-        }
-        on_resize.forget();
-        true
-    });
-}
-
-/// While the server cannot be reached (a send waits, or a problem says so), asks it every few
-/// seconds (and at once when the browser is back online); once it answers, the waiting message
-/// goes out and the problem is cleared.
-#[cfg(feature = "hydrate")]
-fn watch_server(chat: ChatState) {
-    let unreachable = Memo::new(move |_| {
-        chat.outbox
-            .with(|o| o.as_ref().is_some_and(|o| o.failed.is_some()))
-            || chat.error.with(|e| e.as_ref().is_some_and(|e| e.network))
-    });
-    let online = window_event_listener(leptos::ev::online, move |_| {
-        if unreachable.get_untracked() {
-            leptos::task::spawn_local(probe(chat));
-        }
-    });
-    on_cleanup(move || online.remove());
-    // One asking loop at a time: a newer one ends the older.
-    let generation = StoredValue::new(0u32);
-    Effect::new(move |_| {
-        if !unreachable.get() {
-            return;
-        }
-        generation.update_value(|g| *g += 1);
-        let mine = generation.get_value();
-        leptos::task::spawn_local(async move {
-            let mut wait = 1000;
-            while unreachable.get_untracked() && generation.get_value() == mine {
-                crate::client::sleep(wait).await;
-                wait = (wait * 2).min(8000);
-                probe(chat).await;
-            }
-        });
-    });
-}
-
-/// Asks the server whether it answers; if it does, clears what only said it did not and sends
-/// the waiting message.
-#[cfg(feature = "hydrate")]
-async fn probe(chat: ChatState) {
-    if crate::client::get("/healthz").await.is_err() {
-        return;
-    }
-    if chat
-        .error
-        .with_untracked(|e| e.as_ref().is_some_and(|e| e.network))
-    {
-        chat.error.set(None);
-    }
-    if chat
-        .outbox
-        .with_untracked(|o| o.as_ref().is_some_and(|o| o.failed.is_some()))
-    {
-        attempt(chat);
-    }
-}
-
 /// Sends a message: starts a turn (creating the session first on a new conversation), or
 /// queues it while a turn runs. The text stays in the composer until the server has it.
 #[cfg(feature = "hydrate")]
@@ -792,7 +418,7 @@ pub(crate) fn send(chat: ChatState, text: String) {
 /// client id, so a first attempt that reached the server but whose answer was lost does not
 /// start a second turn.
 #[cfg(feature = "hydrate")]
-fn attempt(chat: ChatState) {
+pub(crate) fn attempt(chat: ChatState) {
     let Some(mut out) = chat.outbox.get_untracked() else {
         return;
     };

@@ -5,7 +5,7 @@ mod chat;
 mod not_found;
 
 #[cfg(feature = "hydrate")]
-pub(crate) use chat::{focus_composer, send};
+pub(crate) use chat::{attempt, focus_composer, send, show_earlier};
 pub use chat::{ChatPage, ChatPageProps};
 #[cfg(feature = "ssr")]
 pub(crate) use not_found::NotFound;

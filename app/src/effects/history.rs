@@ -1,0 +1,91 @@
+//! The address: links to a turn, back and forward between conversations.
+
+use leptos::prelude::*;
+
+use crate::state::ChatState;
+
+/// A link to a turn (`/s/{id}#turn-…`), on arrival or when the fragment changes, is followed.
+pub(super) fn reveal_linked_turns(
+    chat: ChatState,
+    transcript: NodeRef<leptos::html::Section>,
+    loading_earlier: RwSignal<bool>,
+) {
+    // A search hit in the conversation shown changes the fragment: the windows up to the turn
+    // load, then it is shown.
+    leptos::task::spawn_local(reveal_linked_turn(chat, transcript, loading_earlier));
+    let on_hash = window_event_listener(leptos::ev::hashchange, move |_| {
+        leptos::task::spawn_local(reveal_linked_turn(chat, transcript, loading_earlier));
+    });
+    on_cleanup(move || on_hash.remove());
+}
+
+/// Back and forward between conversations opened in the page.
+pub(super) fn follow_history(chat: ChatState) {
+    // A link to a conversation that is gone names the one shown instead.
+    crate::nav::shown_here();
+    if chat.missing.get_untracked() {
+        crate::nav::correct_address(chat);
+    }
+    let on_popstate = window_event_listener(leptos::ev::popstate, move |_| {
+        crate::nav::load_current(chat);
+    });
+    on_cleanup(move || on_popstate.remove());
+}
+
+/// Shows the turn the address's fragment names (`#turn-…`), loading earlier windows until it
+/// is there.
+async fn reveal_linked_turn(
+    chat: ChatState,
+    transcript: NodeRef<leptos::html::Section>,
+    loading: RwSignal<bool>,
+) {
+    let Some(target) = web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .map(|h| h.trim_start_matches('#').to_owned())
+        .filter(|h| h.starts_with("turn-"))
+    else {
+        return;
+    };
+    let find = || {
+        web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id(&target))
+    };
+    chat.following.set(false);
+    // Not among the turns shown: it may be on another branch (a search hit in an earlier
+    // version). The server shows its branch then, and the page loads again: asked once, so
+    // a link never walks the whole conversation to find a turn it does not show.
+    if find().is_none() {
+        let run_id = target.trim_start_matches("turn-").to_owned();
+        let Some(session) = chat.session_id.get_untracked() else {
+            return;
+        };
+        let epoch = chat.epoch.get_value();
+        let body = serde_json::json!({ "run_id": run_id });
+        match crate::client::post("/api/chat/branch", &body).await {
+            Ok(answer) if answer["changed"] == true => {
+                match crate::nav::fetch_page(Some(&session), None).await {
+                    Ok(page) if chat.shows(&session, epoch) => {
+                        chat.load(&page);
+                        chat.following.set(false);
+                        crate::client::next_frame().await;
+                    }
+                    Ok(_) => return,
+                    Err(failure) => return chat.fail(&failure),
+                }
+            }
+            Ok(_) => {}
+            // No such turn (any more): the conversation as it is.
+            Err(_) => return,
+        }
+    }
+    while find().is_none() && chat.earlier.get_untracked() {
+        if !crate::routes::show_earlier(chat, transcript, loading).await {
+            return;
+        }
+    }
+    crate::client::next_frame().await;
+    if let Some(el) = find() {
+        el.scroll_into_view();
+    }
+}

@@ -1,0 +1,52 @@
+//! What the chat page does once it is live in the browser, each concern a named function in
+//! a module of its own: following the running turn (`following`), the transcript's bottom
+//! (`scroll`), the tab's title (`title`), the address and its history (`history`), this
+//! browser's stored choices (`storage`), the clock (`clock`) and where the focus goes (`focus`).
+//! None of it runs on the server: effects run only once the page is hydrated.
+
+mod clock;
+mod focus;
+mod following;
+mod history;
+mod scroll;
+mod storage;
+mod title;
+
+use leptos::prelude::*;
+
+use crate::state::ChatState;
+
+/// What the chat page hands to its effects.
+pub(crate) struct Page {
+    /// The page's state.
+    pub chat: ChatState,
+    /// The scrolling transcript.
+    pub transcript: NodeRef<leptos::html::Section>,
+    /// An earlier window of turns is being loaded.
+    pub loading_earlier: RwSignal<bool>,
+    /// The phone's drawer is open.
+    pub drawer_open: ReadSignal<bool>,
+    /// The phone's menu button, which gets the focus back when the drawer closes.
+    pub menu_button: NodeRef<leptos::html::Button>,
+}
+
+/// Sets up every effect of the chat page.
+pub(crate) fn chat_page(page: Page) {
+    let Page {
+        chat,
+        transcript,
+        loading_earlier,
+        drawer_open,
+        menu_button,
+    } = page;
+    storage::remember_mode(chat);
+    following::follow_running_turn(chat);
+    following::watch_server(chat);
+    scroll::follow_bottom(chat, transcript);
+    clock::follow_clock(chat);
+    history::reveal_linked_turns(chat, transcript, loading_earlier);
+    history::follow_history(chat);
+    title::name_the_tab(chat);
+    focus::composer_on_open(chat);
+    focus::drawer(drawer_open, menu_button);
+}
