@@ -586,11 +586,6 @@ impl TurnState {
         self.folded.is_some()
     }
 
-    /// The snapshot the turn shows while its rows are not loaded.
-    pub fn folded(&self) -> Option<&TurnSnapshot> {
-        self.folded.as_deref()
-    }
-
     /// How many steps the worklog lists (see [`step_count`]).
     pub fn steps(&self) -> usize {
         match &self.folded {

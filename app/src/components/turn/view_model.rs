@@ -3,7 +3,7 @@
 //! per turn (see `process_memo` in `mod.rs`), redone when the process changes, never per token
 //! of the answer.
 
-use crate::model::{fold_tools, step_count, SegmentKind, TurnState, WorkItem};
+use crate::model::{fold_tools, TurnState, WorkItem};
 
 /// How many process items a view shows before "Show earlier".
 pub const WINDOW: usize = 200;
@@ -25,28 +25,16 @@ pub struct ProcessSummary {
 }
 
 impl ProcessSummary {
-    /// The summary of `state`'s process, walking it once.
+    /// The summary of `state`'s process (the turn's own counts: the snapshot's while its rows
+    /// are not loaded).
     pub fn of(state: &TurnState) -> Self {
-        let rev = state.process_rev;
-        if let Some(snapshot) = state.folded() {
-            return ProcessSummary {
-                rev,
-                needs_rows: true,
-                steps: snapshot.steps,
-                events: snapshot.stream.0,
-                tools: snapshot.stream.1,
-            };
-        }
-        let process = state.process();
+        let (events, tools) = state.stream_counts();
         ProcessSummary {
-            rev,
-            needs_rows: false,
-            steps: step_count(&process),
-            events: process.len(),
-            tools: process
-                .iter()
-                .filter(|s| s.kind == SegmentKind::ToolStart)
-                .count(),
+            rev: state.process_rev,
+            needs_rows: state.needs_rows(),
+            steps: state.steps(),
+            events,
+            tools,
         }
     }
 }
