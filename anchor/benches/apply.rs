@@ -31,14 +31,14 @@ fn bench_fresh(b: &mut criterion::Bencher<'_>, fill: impl Fn(&mut Registry)) {
 fn apply_all(inputs: &[(&str, Value)], ctx: &Value) -> Registry {
     let mut r = registry();
     for (_, input) in inputs {
-        let _ = black_box(r.apply_source_event(input, ctx));
+        let _ = black_box(r.apply(input, ctx));
     }
     r
 }
 
 /// The turn applied from JSON values one call at a time, and from the same inputs as
 /// [`SourceEvent`]s (envelope keys sorted into slots when the input was built) in one
-/// `apply_sources` call, as `anchor-replay` applies a trace.
+/// `apply_batch` call, as `anchor-replay` applies a trace.
 fn bench_apply(c: &mut Criterion) {
     let ctx = json!({"session_id": SESSION, "stream_id": RUN});
     let mut group = c.benchmark_group("apply_turn");
@@ -49,7 +49,7 @@ fn bench_apply(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("value", n), &inputs, |b, inputs| {
             bench_fresh(b, |r| {
                 for (_, input) in inputs {
-                    let _ = black_box(r.apply_source_event(input, &ctx));
+                    let _ = black_box(r.apply(input, &ctx));
                 }
             })
         });
@@ -62,7 +62,7 @@ fn bench_apply(c: &mut Criterion) {
             .collect();
         group.bench_with_input(BenchmarkId::new("source", n), &sources, |b, sources| {
             bench_fresh(b, |r| {
-                r.apply_sources(sources.iter().map(|s| (s, &ctx)), |applied| {
+                r.apply_batch(sources.iter().map(|s| (s, &ctx)), |applied| {
                     let _ = black_box(applied);
                 })
             })
@@ -139,7 +139,7 @@ fn bench_frames(c: &mut Criterion) {
         bench_fresh(b, |r| {
             for (kind, data, id) in &frames {
                 let frame = json!({"type": kind, "data": data, "lastEventId": id});
-                let _ = black_box(r.apply_source_event(&frame, &ctx));
+                let _ = black_box(r.apply(&frame, &ctx));
             }
         })
     });
@@ -147,7 +147,7 @@ fn bench_frames(c: &mut Criterion) {
         bench_fresh(b, |r| {
             for (kind, data, id) in &frames {
                 let frame = SourceEvent::live_frame(kind, data, Some(id));
-                let _ = black_box(r.apply_source(&frame, &ctx));
+                let _ = black_box(r.apply(&frame, &ctx));
             }
         })
     });

@@ -23,7 +23,7 @@ fn prefilled(n: usize, ctx: &Value) -> (Registry, Vec<Value>) {
         .collect();
     let mut r = Registry::new(&Seed::new(SESSION).stream(RUN)).unwrap();
     for frame in &frames {
-        let _ = r.apply_source_event(frame, ctx);
+        let _ = r.apply(frame, ctx);
     }
     (r, frames)
 }
@@ -53,7 +53,7 @@ fn per_event_ns(n: usize, ctx: &Value) -> f64 {
         let before = r.stats().applied;
         let start = Instant::now();
         for input in &inputs {
-            let _ = black_box(r.apply_source_event(input, ctx));
+            let _ = black_box(r.apply(input, ctx));
         }
         samples.push(start.elapsed());
         assert_eq!(r.stats().applied, before + BATCH as u64);

@@ -1,10 +1,10 @@
-//! Classification of source events, activity kinds, terminal states and their aliases. The
-//! table of event kinds itself lives in `kind.rs`.
+//! What the anchor does with an event: where it is routed ([`Classification`]), the kind of
+//! row it makes ([`Kind`]), and how a turn ends ([`TerminalState`], with its aliases). The
+//! table that assigns these to each event kind, and [`crate::classify()`], live in `kind.rs`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::js;
-use crate::EventKind;
 
 /// Where an accepted source event is routed inside the anchor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -118,22 +118,6 @@ pub struct SourceMeta {
     pub name: Option<&'static str>,
 }
 
-/// Classifies a (trimmed) source event type; unknown types are excluded.
-///
-/// Names of `Object.prototype` members (`constructor`, `__proto__`, …) are excluded too: the
-/// reference's table lookup falls through to the prototype for them (Quirk Q1), which stores
-/// the event nowhere yet counts it as applied. We treat them like any other unknown name.
-pub fn classify(source_type: &str) -> SourceMeta {
-    EventKind::parse(source_type).map_or(
-        SourceMeta {
-            classification: Classification::Excluded,
-            kind: None,
-            name: None,
-        },
-        EventKind::meta,
-    )
-}
-
 /// How a turn ended. Separate from the final answer: a turn can end without one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -243,6 +227,7 @@ pub fn normalize_terminal_state(value: &str, fallback: Option<&str>) -> Option<T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::classify;
 
     #[test]
     fn unknown_and_prototype_names_are_excluded() {

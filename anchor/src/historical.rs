@@ -5,7 +5,8 @@ use serde_json::{json, Value};
 
 use crate::classify::Classification;
 use crate::js;
-use crate::registry::{Registry, Seed};
+use crate::model::Seed;
+use crate::registry::Registry;
 use crate::scene::{ActivityScene, Mode};
 
 /// A rebuilt historical turn.
@@ -64,7 +65,7 @@ pub fn project_historical_scene(input: &Value, mode: Option<&str>) -> Option<His
     let mut registry = Registry::new(&seed).ok()?;
     let ctx = json!({"session_id": session_id, "turn_id": turn_id, "run_id": run_id, "stream_id": stream_id});
     for event in events {
-        let applied = registry.apply_source_event(event, &ctx);
+        let applied = registry.apply(event, &ctx);
         if !applied.applied || applied.classification != Classification::Activity {
             return None;
         }
@@ -81,7 +82,7 @@ pub fn project_historical_scene(input: &Value, mode: Option<&str>) -> Option<His
         "local_id": local_id,
         "payload": payload,
     });
-    if !registry.apply_source_event(&settled_input, &ctx).applied {
+    if !registry.apply(&settled_input, &ctx).applied {
         return None;
     }
     let mode = mode

@@ -174,6 +174,22 @@ impl std::fmt::Display for EventKind {
     }
 }
 
+/// Classifies a (trimmed) source event type; unknown types are excluded.
+///
+/// Names of `Object.prototype` members (`constructor`, `__proto__`, …) are excluded too: the
+/// reference's table lookup falls through to the prototype for them (Quirk Q1), which stores
+/// the event nowhere yet counts it as applied. We treat them like any other unknown name.
+pub fn classify(source_type: &str) -> SourceMeta {
+    EventKind::parse(source_type).map_or(
+        SourceMeta {
+            classification: Classification::Excluded,
+            kind: None,
+            name: None,
+        },
+        EventKind::meta,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

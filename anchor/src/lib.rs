@@ -7,10 +7,11 @@
 //!
 //! ```text
 //! live SSE frame ─┐
-//! journal row ────┼─▶ normalize ─▶ Registry::apply_source_event ─▶ Anchor ─▶ ActivityScene ─▶ rows
-//! settled message ┤   classify     gates: excluded, mismatched,      activity_events      (one per
-//! snapshot ───────┘   identity     duplicate; then route             artifacts, …         activity
-//!                     sanitize                                       lifecycle, content    event)
+//! journal row ────┼─▶ Registry::apply ─▶ Anchor ──────────▶ ActivityScene ─▶ rows
+//! settled message ┤   normalize, classify,   activity_events   (one per activity event,
+//! snapshot ───────┘   identity, sanitize;    artifacts, …      in acceptance order)
+//!                     gates: excluded,       lifecycle,
+//!                     mismatched, duplicate  content
 //! ```
 //!
 //! # The model
@@ -32,15 +33,14 @@
 //!
 //! # Calling order
 //! 1. [`Registry::new`] with a [`Seed`] (the session id is required).
-//! 2. [`Registry::apply_source_event`] for every observation, in arrival order. It never fails
-//!    and never panics; the returned [`Applied`] says whether the event was accepted, why not,
-//!    and which parts of the anchor changed ([`Change`], with the row index to patch).
-//!    [`Registry::apply_source`] does the same for a [`SourceEvent`]: an input whose envelope
-//!    keys were sorted into slots when it was built (from a live frame's parts, a JSON value
-//!    or JSON text), so applying it reads none of the input's own key strings. The browser builds its live frames
-//!    this way; the outcome is the same as for the JSON value (a property test holds the two
-//!    paths equal on arbitrary input). [`Registry::apply_sources`] applies a batch (a journal
-//!    replay) with the same outcomes, prefetching the next inputs while one is applied.
+//! 2. [`Registry::apply`] for every observation, in arrival order: a JSON value as it came, or
+//!    a [`SourceEvent`] (an input whose envelope keys were sorted into slots when it was built,
+//!    from a live frame's parts, a JSON value or JSON text, so applying it reads none of the
+//!    input's own key strings; a property test holds the two equal on arbitrary input). It
+//!    never fails and never panics; the returned [`Applied`] says whether the event was
+//!    accepted, why not, and which parts of the anchor changed ([`Change`], with the row index
+//!    to patch). [`Registry::apply_batch`] applies a batch (a journal replay) with the same
+//!    outcomes, prefetching the next inputs while one is applied.
 //! 3. [`Registry::scene`] for the whole turn, or [`Registry::row`] for one row.
 //!
 //! ```
@@ -50,11 +50,11 @@
 //! let mut turn = Registry::new(&Seed::new("s1").stream("run-1")).unwrap();
 //! let ctx = json!({});
 //! // A live frame, the same event replayed from the journal, then the end.
-//! turn.apply_source_event(&json!({"type": "token", "data": "{\"text\":\"Hi\"}", "lastEventId": "run-1:1"}), &ctx);
-//! let replay = turn.apply_source_event(&json!({"event": "token", "event_id": "run-1:1", "payload": {"text": "Hi"}}), &ctx);
+//! turn.apply(&json!({"type": "token", "data": "{\"text\":\"Hi\"}", "lastEventId": "run-1:1"}), &ctx);
+//! let replay = turn.apply(&json!({"event": "token", "event_id": "run-1:1", "payload": {"text": "Hi"}}), &ctx);
 //! assert!(!replay.applied);
-//! turn.apply_source_event(&json!({"event": "done", "event_id": "run-1:2", "payload": {}}), &ctx);
-//! turn.apply_source_event(&json!({"source_type": "settled_message", "payload": {"role": "assistant", "id": "m1", "content": "Hi!"}}), &ctx);
+//! turn.apply(&json!({"event": "done", "event_id": "run-1:2", "payload": {}}), &ctx);
+//! turn.apply(&json!({"source_type": "settled_message", "payload": {"role": "assistant", "id": "m1", "content": "Hi!"}}), &ctx);
 //!
 //! let scene = turn.scene(Mode::CompactWorklog);
 //! assert_eq!(scene.rows().len(), 2);
@@ -65,8 +65,8 @@
 //! # Architecture invariants
 //! - No IO, no clocks, no randomness, no global mutable state, no async, no web framework.
 //!   Time and ids arrive inside events. The crate builds for `wasm32-unknown-unknown`. Its
-//!   only `unsafe` is the x86-64 prefetch hint in [`Registry::apply_sources`].
-//! - [`Registry::apply_source_event`] is total: any JSON value is a valid input.
+//!   only `unsafe` is the x86-64 prefetch hint in [`Registry::apply_batch`].
+//! - [`Registry::apply`] is total: any JSON value is a valid input.
 //! - Replaying any prefix of a turn's events and then all of them equals applying them once,
 //!   apart from the duplicate counter; re-applying a settled turn changes nothing else.
 //! - Projections are deterministic: the same anchor gives the same rows on the server and in
@@ -94,15 +94,15 @@
 
 mod classify;
 mod dedupe;
-mod events;
+mod envelope;
 mod js;
 mod kind;
+mod model;
 mod normalize;
 mod registry;
 mod sanitize;
 mod scene;
 mod seq;
-mod settled;
 mod source;
 
 // Parity with the reference implementation (the `parity` feature): not part of the product.
@@ -111,36 +111,38 @@ mod historical;
 #[cfg(feature = "parity")]
 mod reconcile;
 #[cfg(feature = "parity")]
+mod reference;
+#[cfg(feature = "parity")]
+mod settled;
+#[cfg(feature = "parity")]
 mod shadow;
 #[cfg(feature = "parity")]
 pub mod synthetic;
 #[cfg(feature = "parity")]
 pub mod trace;
 
-pub use classify::{
-    classify, normalize_terminal_state, Classification, Kind, SourceMeta, TerminalState,
-};
+pub use classify::{normalize_terminal_state, Classification, Kind, SourceMeta, TerminalState};
 pub use dedupe::DedupeKey;
-pub use events::EventList;
 #[cfg(feature = "parity")]
 pub use historical::{project_historical_scene, HistoricalScene};
-pub use kind::EventKind;
-pub use normalize::{dedupe_key, normalize, normalize_batch, AnchorEvent, Normalized};
+pub use kind::{classify, EventKind};
+pub use model::{Anchor, AnchorEvent, Content, EventList, Identity, Lifecycle, Seed, SeedError};
 #[cfg(feature = "parity")]
 pub use reconcile::{
     reconcile_renderer_snapshot, reconcile_scene, renderer_snapshot, DomRow, JsonDomRow,
     DEFAULT_FIELDS,
 };
-pub use registry::{
-    Anchor, Applied, Change, Content, Identity, Lifecycle, Registry, RowChange, Seed, SeedError,
-    SkipReason, Stats,
-};
+#[cfg(feature = "parity")]
+pub use reference::{dedupe_key, normalize, normalize_batch, Normalized};
+pub use registry::{Applied, Change, Input, Registry, RowChange, SkipReason, Stats};
+#[cfg(feature = "parity")]
 pub use sanitize::sanitize;
 pub use scene::{
     ActivityRow, ActivityScene, Group, GroupKey, Mode, Role, RowId, Thinking, Tool, SCENE_VERSION,
     TRANSPARENT_HINT,
 };
 pub use seq::Seq;
+#[cfg(feature = "parity")]
 pub use settled::{project_settled_final_answer, SettledProjection, SettledSkip};
 #[cfg(feature = "parity")]
 pub use shadow::{shadow_snapshot, ShadowSnapshot, LAYERS};

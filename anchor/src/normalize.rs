@@ -8,190 +8,17 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::classify::{classify, normalize_terminal_state, Classification, Kind, SourceMeta};
+use crate::classify::{normalize_terminal_state, Classification, Kind, SourceMeta};
 use crate::dedupe::KeyRef;
+use crate::envelope::{input, payload, IDENTITY_KEYS, RESERVED_KEYS};
 use crate::js;
+use crate::kind::classify;
+use crate::model::AnchorEvent;
 use crate::sanitize;
 use crate::seq::Seq;
 use crate::source::SourceEvent;
-
-/// One normalized event of a turn. Absent string fields are `None`, never `""`.
-///
-/// Invariant: `event_id`, `session_id`, `turn_id`, `stream_id`, `source_event_type` and
-/// `status` are trimmed (normalization cleans them; deserialization cleans them too).
-/// `run_id` and `local_id` are kept as derived, as the reference stores them: a run id taken
-/// from an event id is the text before its last `:`, and a generated local id ends with the
-/// sequence as given.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct AnchorEvent {
-    /// The journal identity `run_id:seq`, when the event has one.
-    #[serde(deserialize_with = "clean_arc_opt")]
-    pub event_id: Option<Arc<str>>,
-    /// A stable local identity: explicit (tool call ids, live prose ids) or generated.
-    pub local_id: Arc<str>,
-    /// The session the event belongs to.
-    #[serde(deserialize_with = "clean_arc_opt")]
-    pub session_id: Option<Arc<str>>,
-    /// The turn the event belongs to.
-    #[serde(deserialize_with = "clean_arc_opt")]
-    pub turn_id: Option<Arc<str>>,
-    /// The run the event belongs to.
-    pub run_id: Option<Arc<str>>,
-    /// The transport stream that delivered it.
-    #[serde(deserialize_with = "clean_arc_opt")]
-    pub stream_id: Option<Arc<str>>,
-    /// The position in its run.
-    pub seq: Option<Seq>,
-    /// The activity kind (`None` for metadata, side effects and transport).
-    pub kind: Option<Kind>,
-    /// The source type, trimmed (`token`, `tool_complete`, …).
-    #[serde(deserialize_with = "clean_cow")]
-    pub source_event_type: Cow<'static, str>,
-    /// When it happened, as given (a number of seconds or a string).
-    pub created_at: Option<Value>,
-    /// Explicit or derived status.
-    #[serde(deserialize_with = "clean_cow_opt")]
-    pub status: Option<Cow<'static, str>>,
-    /// The sanitized payload without identity keys.
-    pub payload: Map<String, Value>,
-}
-
-fn clean_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let s = Option::<String>::deserialize(d)?;
-    Ok(s.map(|s| js::trim(&s).to_owned()).filter(|s| !s.is_empty()))
-}
-
-fn clean_arc_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Arc<str>>, D::Error> {
-    Ok(clean_string(d)?.map(Arc::from))
-}
-
-fn clean_cow<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'static, str>, D::Error> {
-    Ok(clean_string(d)?.map(Cow::Owned).unwrap_or_default())
-}
-
-fn clean_cow_opt<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<Cow<'static, str>>, D::Error> {
-    Ok(clean_string(d)?.map(Cow::Owned))
-}
-
-/// The result of normalizing one input.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Normalized {
-    /// Where the event goes.
-    pub classification: Classification,
-    /// The source type (`"unknown"` when the input names none).
-    pub source_event_type: Cow<'static, str>,
-    /// The envelope; `None` for excluded inputs.
-    pub event: Option<AnchorEvent>,
-    /// The identity key the registry deduplicates on (`""`: never deduplicated).
-    pub dedupe_key: String,
-}
-
-/// Input keys the envelope is read from, in the reference's precedence order per group.
-pub(crate) const INPUT_KEYS: js::KeySet<18> = js::KeySet::new([
-    "source_event_type",
-    "sourceType",
-    "source_type",
-    "event_type",
-    "type",
-    "event",
-    "event_id",
-    "lastEventId",
-    "last_event_id",
-    "seq",
-    "session_id",
-    "turn_id",
-    "run_id",
-    "stream_id",
-    "created_at",
-    "timestamp",
-    "payload",
-    "data",
-]);
-const IN_TYPES: std::ops::Range<usize> = 0..6;
-const IN_EVENT_IDS: std::ops::Range<usize> = 6..9;
-const IN_SEQ: usize = 9;
-const IN_SESSION: usize = 10;
-const IN_TURN: usize = 11;
-const IN_RUN: usize = 12;
-const IN_STREAM: usize = 13;
-const IN_CREATED_AT: usize = 14;
-const IN_TIMESTAMP: usize = 15;
-pub(crate) const IN_PAYLOAD: usize = 16;
-pub(crate) const IN_DATA: usize = 17;
-
-/// Payload keys the envelope is read from.
-pub(crate) const PAYLOAD_KEYS: js::KeySet<21> = js::KeySet::new([
-    "source_event_type",
-    "type",
-    "event",
-    "event_id",
-    "seq",
-    "session_id",
-    "turn_id",
-    "run_id",
-    "stream_id",
-    "local_id",
-    "id",
-    "tid",
-    "tool_call_id",
-    "tool_use_id",
-    "call_id",
-    "created_at",
-    "ts",
-    "status",
-    "state",
-    "phase",
-    "is_error",
-]);
-const P_TYPES: std::ops::Range<usize> = 0..3;
-const P_EVENT_ID: usize = 3;
-const P_SEQ: usize = 4;
-const P_SESSION: usize = 5;
-const P_TURN: usize = 6;
-const P_RUN: usize = 7;
-const P_STREAM: usize = 8;
-/// `event_id` through `stream_id`: lifted out of the payload into the envelope.
-const P_IDENTITY: std::ops::Range<usize> = 3..9;
-const P_LOCAL_IDS: std::ops::Range<usize> = 9..15;
-const P_CREATED_AT: usize = 15;
-const P_TS: usize = 16;
-const P_STATUS: std::ops::Range<usize> = 17..20;
-const P_IS_ERROR: usize = 20;
-
-/// Keys lifted out of the payload into the envelope.
-const IDENTITY_KEYS: [&str; 6] = [
-    "session_id",
-    "turn_id",
-    "run_id",
-    "stream_id",
-    "event_id",
-    "seq",
-];
-/// Keys of a flattened client event that are envelope, not payload.
-const RESERVED_KEYS: [&str; 16] = [
-    "source_event_type",
-    "sourceType",
-    "source_type",
-    "event_type",
-    "type",
-    "event",
-    "event_id",
-    "lastEventId",
-    "last_event_id",
-    "seq",
-    "session_id",
-    "turn_id",
-    "run_id",
-    "stream_id",
-    "created_at",
-    "timestamp",
-];
 
 static EMPTY_MAP: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
@@ -200,14 +27,14 @@ fn empty_map() -> &'static Map<String, Value> {
 }
 
 /// An input's own keys, read once.
-pub(crate) struct InputKeys<'a>([Option<&'a Value>; 18]);
+pub(crate) struct InputKeys<'a>(input::Slots<'a>);
 
 impl<'a> InputKeys<'a> {
     pub(crate) fn of(input: &'a Value) -> Self {
         match input {
-            Value::Object(map) => InputKeys(INPUT_KEYS.scan(map)),
+            Value::Object(map) => InputKeys(input::SET.scan(map)),
             // Arrays and scalars have none of these keys.
-            _ => InputKeys([None; 18]),
+            _ => InputKeys([None; input::LEN]),
         }
     }
 
@@ -218,15 +45,15 @@ impl<'a> InputKeys<'a> {
 }
 
 /// A payload's own keys, read once.
-pub(crate) struct PayloadKeys<'a>([Option<&'a Value>; 21]);
+pub(crate) struct PayloadKeys<'a>(payload::Slots<'a>);
 
 impl<'a> PayloadKeys<'a> {
     /// The keys of `payload`; `noted` says which of them its input's own `payload`/`data`
     /// object has (known when a [`SourceEvent`] is built), so that it need not be scanned.
     pub(crate) fn of(payload: &'a PayloadSource<'_>, noted: Option<u32>) -> Self {
         match (payload, noted) {
-            (PayloadSource::Borrowed(map), Some(mask)) => PayloadKeys(PAYLOAD_KEYS.pick(map, mask)),
-            _ => PayloadKeys(PAYLOAD_KEYS.scan(payload.map())),
+            (PayloadSource::Borrowed(map), Some(mask)) => PayloadKeys(payload::SET.pick(map, mask)),
+            _ => PayloadKeys(payload::SET.scan(payload.map())),
         }
     }
 }
@@ -263,7 +90,9 @@ impl<'a> PayloadSource<'a> {
 
     /// The input's own `payload` or `data`, when it has one.
     fn given(keys: &InputKeys<'a>) -> Option<Self> {
-        keys.0[IN_PAYLOAD].or(keys.0[IN_DATA]).map(Self::coerce)
+        keys.0[input::PAYLOAD]
+            .or(keys.0[input::DATA])
+            .map(Self::coerce)
     }
 
     /// The payload of an event without `payload` or `data`: its own keys that are not envelope.
@@ -332,7 +161,7 @@ impl<'a> PayloadSource<'a> {
         };
         if has_identity_keys {
             for key in IDENTITY_KEYS {
-                map.remove(key);
+                map.remove(*key);
             }
         }
         map
@@ -349,6 +178,8 @@ fn single(key: &str, value: Value) -> Map<String, Value> {
 /// own cleaned identity.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum CtxId<'a> {
+    /// A caller's value (only the reference's whole-value entry points pass one).
+    #[cfg_attr(not(feature = "parity"), allow(dead_code))]
     Raw(Option<&'a Value>),
     Clean(&'a str, Option<&'a Arc<str>>),
 }
@@ -385,6 +216,7 @@ pub(crate) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     /// A caller's context object as it is (non-objects count as `{}`).
+    #[cfg(feature = "parity")]
     pub(crate) fn raw(context: &'a Value) -> Self {
         let map = context.as_object();
         let get = |k: &str| map.and_then(|m| m.get(k));
@@ -511,9 +343,9 @@ impl<'a> Draft<'a> {
         let p = &payload.0;
 
         // The source type.
-        let mut source_type = js::clean(js::first_present(&i[IN_TYPES]));
+        let mut source_type = js::clean(js::first_present(&i[input::TYPES]));
         if source_type.is_empty() {
-            source_type = js::clean(js::first_present(&p[P_TYPES]));
+            source_type = js::clean(js::first_present(&p[payload::TYPES]));
         }
         let meta = classify(source_type);
         let source_type = match meta.name {
@@ -535,17 +367,20 @@ impl<'a> Draft<'a> {
             ctx_turn: "",
             created_at: None,
             status: None,
-            payload_has_identity: p[P_IDENTITY].iter().any(Option::is_some),
+            payload_has_identity: p[payload::IDENTITY].iter().any(Option::is_some),
         };
         if meta.classification == Classification::Excluded {
             return draft;
         }
 
         // Identity.
-        draft.event_id = js::clean(js::or(js::first_present(&i[IN_EVENT_IDS]), p[P_EVENT_ID]));
-        draft.seq = if let Some(raw) = i[IN_SEQ] {
+        draft.event_id = js::clean(js::or(
+            js::first_present(&i[input::EVENT_IDS]),
+            p[payload::EVENT_ID],
+        ));
+        draft.seq = if let Some(raw) = i[input::SEQ] {
             Seq::coerce(Some(raw))
-        } else if let Some(raw) = p[P_SEQ] {
+        } else if let Some(raw) = p[payload::SEQ] {
             Seq::coerce_payload(Some(raw))
         } else if let Some(raw) = ctx.seq {
             Seq::coerce(Some(raw))
@@ -561,26 +396,29 @@ impl<'a> Draft<'a> {
                 ctx_v.ident()
             }
         };
-        draft.session_id = ident(i[IN_SESSION], p[P_SESSION], ctx.session_id);
-        draft.turn_id = ident(i[IN_TURN], p[P_TURN], ctx.turn_id);
-        draft.stream_id = ident(i[IN_STREAM], p[P_STREAM], ctx.stream_id);
-        draft.run_id = match ident(i[IN_RUN], p[P_RUN], ctx.run_id) {
+        draft.session_id = ident(i[input::SESSION], p[payload::SESSION], ctx.session_id);
+        draft.turn_id = ident(i[input::TURN], p[payload::TURN], ctx.turn_id);
+        draft.stream_id = ident(i[input::STREAM], p[payload::STREAM], ctx.stream_id);
+        draft.run_id = match ident(i[input::RUN], p[payload::RUN], ctx.run_id) {
             Ident::None => Ident::of(event_id_run_id(draft.event_id)),
             found => found,
         };
 
         // The local id.
-        draft.local_id = js::clean(js::or(ctx.local_id, js::first_present(&p[P_LOCAL_IDS])));
+        draft.local_id = js::clean(js::or(
+            ctx.local_id,
+            js::first_present(&p[payload::LOCAL_IDS]),
+        ));
         draft.ctx_session = ctx.session_id.clean();
         draft.ctx_turn = ctx.turn_id.clean();
 
         let truthy = |v: Option<&'a Value>| v.filter(|v| js::truthy(Some(v)));
-        draft.created_at = truthy(i[IN_CREATED_AT])
-            .or_else(|| truthy(i[IN_TIMESTAMP]))
+        draft.created_at = truthy(i[input::CREATED_AT])
+            .or_else(|| truthy(i[input::TIMESTAMP]))
             .map(CreatedAt::Raw)
             .or_else(|| {
-                truthy(p[P_CREATED_AT])
-                    .or_else(|| truthy(p[P_TS]))
+                truthy(p[payload::CREATED_AT])
+                    .or_else(|| truthy(p[payload::TS]))
                     .map(CreatedAt::Payload)
             })
             .or_else(|| truthy(ctx.created_at).map(CreatedAt::Raw));
@@ -600,6 +438,7 @@ impl<'a> Draft<'a> {
     }
 
     /// Writes the identity key into `out` (cleared first); `false` when there is none.
+    #[cfg(feature = "parity")]
     pub(crate) fn write_dedupe_key(&self, out: &mut String) -> bool {
         out.clear();
         if !self.event_id.is_empty() {
@@ -650,6 +489,7 @@ impl<'a> Draft<'a> {
     }
 
     /// The identity key as a new string.
+    #[cfg(feature = "parity")]
     pub(crate) fn dedupe_key(&self) -> Option<String> {
         let mut key = String::new();
         self.write_dedupe_key(&mut key).then_some(key)
@@ -725,9 +565,9 @@ fn event_id_run_id(event_id: &str) -> &str {
 fn status_for<'a>(
     meta: SourceMeta,
     source_type: &'a str,
-    p: &[Option<&'a Value>; 21],
+    p: &payload::Slots<'a>,
 ) -> Option<Name<'a>> {
-    let explicit = js::clean(js::first_present(&p[P_STATUS]));
+    let explicit = js::clean(js::first_present(&p[payload::STATUS]));
     let kind = meta.kind;
     if !explicit.is_empty() {
         if kind == Some(Kind::TerminalStatus) {
@@ -745,7 +585,7 @@ fn status_for<'a>(
     }
     match kind {
         Some(Kind::ToolStarted) => Some(Name::Static("running")),
-        Some(Kind::ToolCompleted) => Some(Name::Static(if js::truthy(p[P_IS_ERROR]) {
+        Some(Kind::ToolCompleted) => Some(Name::Static(if js::truthy(p[payload::IS_ERROR]) {
             "error"
         } else {
             "completed"
@@ -757,101 +597,6 @@ fn status_for<'a>(
         Some(Kind::ControlBoundary) => Some(Name::Static("pending")),
         _ if source_type == "stream_end" => Some(Name::Static("transport_closed")),
         _ => None,
-    }
-}
-
-/// Builds a dedupe key from already-cleaned parts.
-fn dedupe_key_of(
-    event_id: &str,
-    run_id: &str,
-    seq: Option<&str>,
-    session_id: &str,
-    local_id: &str,
-    source_type: &str,
-) -> Option<String> {
-    let event_id = js::trim(event_id);
-    if !event_id.is_empty() {
-        let mut key = String::with_capacity(event_id.len() + 11);
-        key.push_str("event_id:");
-        js::write_json_string(&mut key, event_id);
-        return Some(key);
-    }
-    let seq = seq.filter(|s| !s.is_empty())?;
-    let run_id = js::trim(run_id);
-    if !run_id.is_empty() {
-        let mut key = String::from("run_seq:[");
-        js::write_json_string(&mut key, run_id);
-        key.push(',');
-        js::write_json_string(&mut key, seq);
-        key.push(']');
-        return Some(key);
-    }
-    let (session_id, local_id) = (js::trim(session_id), js::trim(local_id));
-    if session_id.is_empty() || local_id.is_empty() || seq == "pending" {
-        return None;
-    }
-    let source_type = match js::trim(source_type) {
-        "" => "event",
-        t => t,
-    };
-    let mut key = String::from("local:[");
-    for (i, part) in [session_id, source_type, local_id, seq]
-        .into_iter()
-        .enumerate()
-    {
-        if i > 0 {
-            key.push(',');
-        }
-        js::write_json_string(&mut key, part);
-    }
-    key.push(']');
-    Some(key)
-}
-
-/// `assistantTurnAnchorEventDedupeKey(event)`: the identity an event is deduplicated by:
-/// `event_id`, else `run_id` + `seq`, else session + source type + local id + `seq`; never its
-/// text or time. `""` means the event carries no identity and is never deduplicated.
-pub fn dedupe_key(event: &AnchorEvent) -> String {
-    let seq = event.seq.as_ref().map(Seq::to_js_string);
-    dedupe_key_of(
-        event.event_id.as_deref().unwrap_or(""),
-        event.run_id.as_deref().unwrap_or(""),
-        seq.as_deref(),
-        event.session_id.as_deref().unwrap_or(""),
-        &event.local_id,
-        &event.source_event_type,
-    )
-    .unwrap_or_default()
-}
-
-/// `normalizeAssistantTurnAnchorSourceEvent(input, context)`: classifies any source shape (live
-/// SSE frame, journal row, settled message, snapshot, flattened client event) and builds its
-/// envelope. Inputs that are not objects count as `{}`; nothing here fails.
-pub fn normalize(input: &Value, context: &Value) -> Normalized {
-    normalize_in(input, &Ctx::raw(context))
-}
-
-pub(crate) fn normalize_in(input: &Value, ctx: &Ctx<'_>) -> Normalized {
-    let keys = InputKeys::of(input);
-    let payload = PayloadSource::extract(input, &keys);
-    let draft = Draft::new(&keys, &PayloadKeys::of(&payload, None), ctx);
-    let classification = draft.meta.classification;
-    let source_event_type = draft.source_type.to_cow();
-    if classification == Classification::Excluded {
-        return Normalized {
-            classification,
-            source_event_type,
-            event: None,
-            dedupe_key: String::new(),
-        };
-    }
-    let dedupe_key = draft.dedupe_key().unwrap_or_default();
-    let event = DraftParts::new(draft, &mut String::new(), &mut IdCache::default()).finish(payload);
-    Normalized {
-        classification,
-        source_event_type,
-        event: Some(event),
-        dedupe_key,
     }
 }
 
@@ -876,20 +621,4 @@ impl DraftParts {
             ..self.event
         }
     }
-}
-
-/// `normalizeAssistantTurnAnchorSourceEvents(events, context)`: normalizes a batch, dropping
-/// excluded inputs and later copies of an identity already seen in the batch (first wins).
-pub fn normalize_batch<'a>(
-    events: impl IntoIterator<Item = &'a Value>,
-    context: &Value,
-) -> Vec<Normalized> {
-    let ctx = Ctx::raw(context);
-    let mut seen = std::collections::BTreeSet::new();
-    events
-        .into_iter()
-        .map(|input| normalize_in(input, &ctx))
-        .filter(|n| n.classification != Classification::Excluded)
-        .filter(|n| n.dedupe_key.is_empty() || seen.insert(n.dedupe_key.clone()))
-        .collect()
 }

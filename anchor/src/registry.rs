@@ -4,103 +4,19 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::classify::{normalize_terminal_state, Classification, Kind, TerminalState};
 use crate::dedupe::{DedupeKey, DedupeSet, KeyRef};
-use crate::events::EventList;
 use crate::js;
+use crate::model::{Anchor, AnchorEvent, Identity, Seed, SeedError};
 use crate::normalize::{
-    AnchorEvent, Ctx, CtxId, Draft, DraftParts, IdCache, InputKeys, Normalized, PayloadKeys,
-    PayloadSource,
+    Ctx, CtxId, Draft, DraftParts, IdCache, InputKeys, PayloadKeys, PayloadSource,
 };
+#[cfg(feature = "parity")]
+use crate::reference::Normalized;
 use crate::scene::{ActivityRow, ActivityScene, Mode};
 use crate::source::SourceEvent;
-
-/// Who the turn is. Session and turn never change; run and stream are learned from events.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Identity {
-    /// The session the turn belongs to (never empty).
-    pub session_id: Arc<str>,
-    /// The turn (never empty when created through [`Anchor::new`]).
-    #[serde(default)]
-    pub turn_id: Arc<str>,
-    /// The run producing the turn, once known.
-    #[serde(default)]
-    pub run_id: Option<Arc<str>>,
-    /// The transport stream, once known.
-    #[serde(default)]
-    pub stream_id: Option<Arc<str>>,
-    /// Settled transcript messages this turn stands for.
-    #[serde(default)]
-    pub source_message_refs: Vec<Value>,
-}
-
-/// Where the turn is in its life. The terminal state is separate from the final answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Lifecycle {
-    /// `created`, `running`, a terminal state, or a caller-seeded status such as `restoring`.
-    pub status: String,
-    /// How the turn ended, once it has.
-    pub terminal_state: Option<TerminalState>,
-    /// When the first accepted activity with a timestamp happened.
-    pub started_at: Option<Value>,
-    /// When the (last) terminal event happened.
-    pub completed_at: Option<Value>,
-}
-
-impl Default for Lifecycle {
-    fn default() -> Self {
-        Lifecycle {
-            status: "created".to_owned(),
-            terminal_state: None,
-            started_at: None,
-            completed_at: None,
-        }
-    }
-}
-
-/// The settled answer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Content {
-    /// The final answer's text (empty until a settled message carries one).
-    pub final_answer: String,
-    /// The settled message the answer comes from: the authority, the text is a snapshot.
-    pub final_message_ref: Option<String>,
-}
-
-/// One assistant turn: everything observed about it, in acceptance order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Anchor {
-    /// Who the turn is.
-    pub identity: Identity,
-    /// Where it is in its life.
-    #[serde(default)]
-    pub lifecycle: Lifecycle,
-    /// The settled answer.
-    #[serde(default)]
-    pub content: Content,
-    /// Prose, reasoning, tools, lifecycle, control and terminal events: the rows.
-    #[serde(default)]
-    pub activity_events: EventList,
-    /// Artifact references.
-    #[serde(default)]
-    pub artifacts: Vec<AnchorEvent>,
-    /// Memory and skill changes.
-    #[serde(default)]
-    pub side_effects: Vec<AnchorEvent>,
-    /// Usage, title, snapshots and settled messages.
-    #[serde(default)]
-    pub metadata_events: Vec<AnchorEvent>,
-    /// Stream plumbing.
-    #[serde(default)]
-    pub transport_events: Vec<AnchorEvent>,
-    /// The turn's token usage, from `usage` events or the settled message.
-    #[serde(default)]
-    pub usage: Option<Value>,
-}
 
 /// The registry's counters: every application increments exactly one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,137 +31,6 @@ pub struct Stats {
     pub skipped_mismatched: u64,
 }
 
-/// How to create an anchor. Only `session_id` is required.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Seed {
-    /// The session (required, trimmed).
-    pub session_id: String,
-    /// The turn; generated from session, run/stream and local id when empty.
-    pub turn_id: Option<String>,
-    /// The run, when already known.
-    pub run_id: Option<String>,
-    /// The stream, when already known.
-    pub stream_id: Option<String>,
-    /// Used in the generated turn id.
-    pub local_id: Option<String>,
-    /// Settled messages the turn stands for.
-    pub source_message_refs: Vec<Value>,
-    /// The initial lifecycle status (`created` when empty).
-    pub status: Option<String>,
-    /// The initial `started_at`.
-    pub started_at: Option<Value>,
-}
-
-impl Seed {
-    /// A seed for a session.
-    pub fn new(session_id: impl Into<String>) -> Self {
-        Seed {
-            session_id: session_id.into(),
-            ..Seed::default()
-        }
-    }
-
-    /// Sets the turn id.
-    pub fn turn(mut self, turn_id: impl Into<String>) -> Self {
-        self.turn_id = Some(turn_id.into());
-        self
-    }
-
-    /// Sets the run id.
-    pub fn run(mut self, run_id: impl Into<String>) -> Self {
-        self.run_id = Some(run_id.into());
-        self
-    }
-
-    /// Sets the stream id.
-    pub fn stream(mut self, stream_id: impl Into<String>) -> Self {
-        self.stream_id = Some(stream_id.into());
-        self
-    }
-
-    /// A seed from a JSON object with the reference's field names. Non-string ids count as
-    /// absent; non-array `source_message_refs` as empty.
-    pub fn from_value(input: &Value) -> Self {
-        let s =
-            |k: &str| Some(js::clean(js::own(Some(input), k)).to_owned()).filter(|s| !s.is_empty());
-        Seed {
-            session_id: js::clean(js::own(Some(input), "session_id")).to_owned(),
-            turn_id: s("turn_id"),
-            run_id: s("run_id"),
-            stream_id: s("stream_id"),
-            local_id: s("local_id"),
-            source_message_refs: match js::own(Some(input), "source_message_refs") {
-                Some(Value::Array(refs)) => refs.clone(),
-                _ => Vec::new(),
-            },
-            status: s("status"),
-            started_at: js::own(Some(input), "started_at")
-                .filter(|v| js::truthy(Some(v)))
-                .cloned(),
-        }
-    }
-}
-
-/// Why an anchor could not be created.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SeedError {
-    /// The seed has no session id.
-    #[error("assistant turn anchor requires session_id")]
-    MissingSessionId,
-}
-
-impl Anchor {
-    /// `createAssistantTurnAnchorSeed(input)`.
-    pub fn new(seed: &Seed) -> Result<Anchor, SeedError> {
-        let clean = |s: &Option<String>| {
-            s.as_deref()
-                .map(js::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-        };
-        let session_id = js::trim(&seed.session_id);
-        if session_id.is_empty() {
-            return Err(SeedError::MissingSessionId);
-        }
-        let run_id = clean(&seed.run_id);
-        let stream_id = clean(&seed.stream_id);
-        let turn_id = clean(&seed.turn_id).unwrap_or_else(|| {
-            [
-                "local",
-                session_id,
-                run_id
-                    .as_deref()
-                    .or(stream_id.as_deref())
-                    .unwrap_or("pending"),
-                clean(&seed.local_id).as_deref().unwrap_or("assistant"),
-            ]
-            .join(":")
-        });
-        Ok(Anchor {
-            identity: Identity {
-                session_id: Arc::from(session_id),
-                turn_id: Arc::from(turn_id),
-                run_id: run_id.map(Arc::from),
-                stream_id: stream_id.map(Arc::from),
-                source_message_refs: seed.source_message_refs.clone(),
-            },
-            lifecycle: Lifecycle {
-                status: clean(&seed.status).unwrap_or_else(|| "created".to_owned()),
-                terminal_state: None,
-                started_at: seed.started_at.clone().filter(|v| js::truthy(Some(v))),
-                completed_at: None,
-            },
-            content: Content::default(),
-            activity_events: EventList::new(),
-            artifacts: Vec::new(),
-            side_effects: Vec::new(),
-            metadata_events: Vec::new(),
-            transport_events: Vec::new(),
-            usage: None,
-        })
-    }
-}
-
 /// Step 3 of applying an event: the event names another session, turn or run than the anchor.
 fn mismatches(identity: &Identity, session_id: &str, turn_id: &str, run_id: &str) -> bool {
     let differs = |event: &str, own: &str| {
@@ -255,6 +40,45 @@ fn mismatches(identity: &Identity, session_id: &str, turn_id: &str, run_id: &str
     differs(session_id, &identity.session_id)
         || differs(turn_id, &identity.turn_id)
         || differs(run_id, identity.run_id.as_deref().unwrap_or(""))
+}
+
+/// What [`Registry::apply`] takes: a JSON value as it arrived (a live frame, a journal row, a
+/// settled message, a snapshot), or a [`SourceEvent`] built from one. Sealed.
+pub trait Input: sealed::Input {}
+
+impl Input for Value {}
+impl Input for SourceEvent {}
+
+mod sealed {
+    use super::*;
+
+    #[allow(unreachable_pub)]
+    pub trait Input {
+        fn apply_to(&self, registry: &mut Registry, context: &Value) -> Applied;
+
+        /// A hint that the input is applied soon: its slots, or (`deep`) what they point to.
+        fn prefetch(&self, _deep: bool) {}
+    }
+
+    impl Input for Value {
+        fn apply_to(&self, registry: &mut Registry, context: &Value) -> Applied {
+            let keys = InputKeys::of(self);
+            let payload = PayloadSource::extract(self, &keys);
+            registry.apply_input(&keys, payload, None, context)
+        }
+    }
+
+    impl Input for SourceEvent {
+        fn apply_to(&self, registry: &mut Registry, context: &Value) -> Applied {
+            let keys = InputKeys::of_source(self);
+            let payload = PayloadSource::extract_source(self, &keys);
+            registry.apply_input(&keys, payload, Some(self.payload_keys()), context)
+        }
+
+        fn prefetch(&self, deep: bool) {
+            SourceEvent::prefetch(self, deep);
+        }
+    }
 }
 
 /// Reusable buffers; never part of a registry's value.
@@ -352,7 +176,7 @@ pub struct Applied {
 /// # Calling protocol
 /// 1. Create it from a [`Seed`] with [`Registry::new`] (or receive one through serde).
 /// 2. Feed every observation of the turn, in arrival order, through
-///    [`Registry::apply_source_event`]: live SSE frames, journal replay rows, settled messages and
+///    [`Registry::apply`]: live SSE frames, journal replay rows, settled messages and
 ///    recovery snapshots alike. Each call returns an [`Applied`] whose [`Change`] says which
 ///    parts of the anchor moved; nothing panics and nothing is an error.
 /// 3. Read the turn through [`Registry::scene`] (all rows) or [`Registry::row`] (one row).
@@ -475,33 +299,24 @@ impl Registry {
         self.anchor.activity_events.len()
     }
 
-    /// `applyAssistantTurnAnchorSourceEvent(registry, input, context)`: normalizes `input` in the
-    /// registry's context (the anchor's identity overrides the caller's) and applies it.
-    pub fn apply_source_event(&mut self, input: &Value, context: &Value) -> Applied {
-        let keys = InputKeys::of(input);
-        let payload = PayloadSource::extract(input, &keys);
-        self.apply_input(&keys, payload, None, context)
+    /// `applyAssistantTurnAnchorSourceEvent(registry, input, context)`: normalizes `input` in
+    /// the registry's context (the anchor's identity overrides the caller's `context`) and
+    /// applies it. `input` is any JSON value, or a [`SourceEvent`] whose envelope keys were
+    /// sorted into slots when it was built; both give the same outcome.
+    pub fn apply<I: Input + ?Sized>(&mut self, input: &I, context: &Value) -> Applied {
+        input.apply_to(self, context)
     }
 
-    /// [`Registry::apply_source_event`] for an input whose envelope keys are already in their
-    /// slots: the same outcome, without reading the input's own key strings (a payload parsed
-    /// from a `data` string is still scanned).
-    pub fn apply_source(&mut self, input: &SourceEvent, context: &Value) -> Applied {
-        let keys = InputKeys::of_source(input);
-        let payload = PayloadSource::extract_source(input, &keys);
-        self.apply_input(&keys, payload, Some(input.payload_keys()), context)
-    }
-
-    /// [`Registry::apply_source`] on each of `inputs` (event and context) in order, handing
-    /// every outcome to `each`: the same outcomes as one call per input.
+    /// [`Registry::apply`] on each of `inputs` (event and context) in order, handing every
+    /// outcome to `each`: the same outcomes as one call per input.
     ///
     /// Replaying a long journal is bound by reading the inputs from memory rather than by the
-    /// anchor's work, so while one input is applied the next two are prefetched (on x86-64;
-    /// elsewhere this is the plain loop). `inputs` is therefore read up to two items ahead of
-    /// the outcome handed to `each`.
-    pub fn apply_sources<'a>(
+    /// anchor's work, so while one [`SourceEvent`] is applied the next two are prefetched (on
+    /// x86-64; elsewhere, and for JSON values, this is the plain loop). `inputs` is therefore
+    /// read up to two items ahead of the outcome handed to `each`.
+    pub fn apply_batch<'a, I: Input + ?Sized + 'a>(
         &mut self,
-        inputs: impl IntoIterator<Item = (&'a SourceEvent, &'a Value)>,
+        inputs: impl IntoIterator<Item = (&'a I, &'a Value)>,
         mut each: impl FnMut(Applied),
     ) {
         let mut inputs = inputs.into_iter();
@@ -519,7 +334,7 @@ impl Registry {
             if let Some((event, _)) = next {
                 event.prefetch(true);
             }
-            each(self.apply_source(event, context));
+            each(self.apply(event, context));
             current = next;
             next = after;
         }
@@ -627,83 +442,6 @@ impl Registry {
         applied
     }
 
-    /// [`Registry::apply_source_event`] with an empty context.
-    pub fn apply(&mut self, input: &Value) -> Applied {
-        self.apply_source_event(input, &Value::Null)
-    }
-
-    /// `applyAssistantTurnAnchorSourceEvents`: applies each input in order.
-    pub fn apply_source_events<'a>(
-        &mut self,
-        inputs: impl IntoIterator<Item = &'a Value>,
-        context: &Value,
-    ) -> Vec<Applied> {
-        inputs
-            .into_iter()
-            .map(|input| self.apply_source_event(input, context))
-            .collect()
-    }
-
-    /// `applyAssistantTurnAnchorNormalizedEvent(registry, normalized)`: the gates and routing
-    /// for an already normalized event.
-    pub fn apply_normalized(&mut self, normalized: Normalized) -> Applied {
-        let Normalized {
-            classification,
-            source_event_type,
-            event,
-            dedupe_key,
-        } = normalized;
-        let mut applied = Applied {
-            applied: false,
-            reason: None,
-            classification,
-            source_event_type,
-            dedupe_key: None,
-            kind: None,
-            status: None,
-            change: Change::default(),
-        };
-        let Some(event) = event else {
-            self.stats.skipped_excluded += 1;
-            applied.reason = Some(SkipReason::Excluded);
-            return applied;
-        };
-        applied.kind = event.kind;
-        applied.status = event.status.clone();
-        let key = Some(js::trim(&dedupe_key).to_owned())
-            .filter(|k| !k.is_empty())
-            .or_else(|| Some(crate::normalize::dedupe_key(&event)).filter(|k| !k.is_empty()))
-            .map(|k| DedupeKey::parse(&k));
-        fn opt(s: &Option<Arc<str>>) -> &str {
-            s.as_deref().map(js::trim).unwrap_or("")
-        }
-        if mismatches(
-            &self.anchor.identity,
-            opt(&event.session_id),
-            opt(&event.turn_id),
-            opt(&event.run_id),
-        ) {
-            applied.dedupe_key = key;
-            self.stats.skipped_mismatched += 1;
-            applied.reason = Some(SkipReason::MismatchedAnchor);
-            return applied;
-        }
-        if let Some(key) = key {
-            if self.dedupe.contains(key.key_ref()) {
-                applied.dedupe_key = Some(key);
-                self.stats.skipped_duplicate += 1;
-                applied.reason = Some(SkipReason::Duplicate);
-                return applied;
-            }
-            self.dedupe.insert(key.clone());
-            applied.dedupe_key = Some(key);
-        }
-        applied.change = self.accept(classification, event);
-        applied.applied = true;
-        applied
-    }
-
-    /// Steps 6–8 of applying an event: identity fill, routing, lifecycle and content updates.
     fn accept(&mut self, classification: Classification, event: AnchorEvent) -> Change {
         let mut change = Change::default();
         let identity = &mut self.anchor.identity;
@@ -828,14 +566,79 @@ impl Registry {
             _ => (false, false),
         }
     }
+}
 
+/// The reference's entry points around normalization, kept for the parity tests: an
+/// already normalized event, and the renderer-side upsert and removal by local id.
+#[cfg(feature = "parity")]
+impl Registry {
+    /// `applyAssistantTurnAnchorNormalizedEvent(registry, normalized)`: the gates and routing
+    /// for an already normalized event.
+    pub fn apply_normalized(&mut self, normalized: Normalized) -> Applied {
+        let Normalized {
+            classification,
+            source_event_type,
+            event,
+            dedupe_key,
+        } = normalized;
+        let mut applied = Applied {
+            applied: false,
+            reason: None,
+            classification,
+            source_event_type,
+            dedupe_key: None,
+            kind: None,
+            status: None,
+            change: Change::default(),
+        };
+        let Some(event) = event else {
+            self.stats.skipped_excluded += 1;
+            applied.reason = Some(SkipReason::Excluded);
+            return applied;
+        };
+        applied.kind = event.kind;
+        applied.status = event.status.clone();
+        let key = Some(js::trim(&dedupe_key).to_owned())
+            .filter(|k| !k.is_empty())
+            .or_else(|| Some(crate::reference::dedupe_key(&event)).filter(|k| !k.is_empty()))
+            .map(|k| DedupeKey::parse(&k));
+        fn opt(s: &Option<Arc<str>>) -> &str {
+            s.as_deref().map(js::trim).unwrap_or("")
+        }
+        if mismatches(
+            &self.anchor.identity,
+            opt(&event.session_id),
+            opt(&event.turn_id),
+            opt(&event.run_id),
+        ) {
+            applied.dedupe_key = key;
+            self.stats.skipped_mismatched += 1;
+            applied.reason = Some(SkipReason::MismatchedAnchor);
+            return applied;
+        }
+        if let Some(key) = key {
+            if self.dedupe.contains(key.key_ref()) {
+                applied.dedupe_key = Some(key);
+                self.stats.skipped_duplicate += 1;
+                applied.reason = Some(SkipReason::Duplicate);
+                return applied;
+            }
+            self.dedupe.insert(key.clone());
+            applied.dedupe_key = Some(key);
+        }
+        applied.change = self.accept(classification, event);
+        applied.applied = true;
+        applied
+    }
+
+    /// Steps 6–8 of applying an event: identity fill, routing, lifecycle and content updates.
     /// Live prose and reasoning upserts: when an activity event with the same source
     /// type and local id as `input` is stored, replaces its status and merges `input`'s payload
     /// into it in place (same row, same position); otherwise applies `input` normally.
     ///
     /// The search starts at the newest row, where live upserts land.
     pub fn upsert_by_local_id(&mut self, input: &Value, context: &Value) -> Applied {
-        let normalized = crate::normalize::normalize(input, &self.context_value(context));
+        let normalized = crate::reference::normalize(input, &self.context_value(context));
         let Some(event) = normalized.event.as_ref() else {
             return self.apply_normalized(normalized);
         };
@@ -903,21 +706,5 @@ impl Registry {
         set("run_id", identity.run_id.as_ref());
         set("stream_id", identity.stream_id.as_ref());
         Value::Object(map)
-    }
-
-    /// Mutable access for renderer-side repairs; callers keep the invariants.
-    #[doc(hidden)]
-    pub fn anchor_mut(&mut self) -> &mut Anchor {
-        &mut self.anchor
-    }
-}
-
-impl Anchor {
-    /// A JSON object of the lifecycle, as the reference shapes it.
-    pub fn lifecycle_value(&self) -> Map<String, Value> {
-        match serde_json::to_value(&self.lifecycle) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        }
     }
 }

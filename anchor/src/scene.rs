@@ -13,8 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::classify::Kind;
 use crate::js;
-use crate::normalize::AnchorEvent;
-use crate::registry::{Anchor, Identity, Lifecycle};
+use crate::model::{Anchor, AnchorEvent, Identity, Lifecycle};
 use crate::seq::Seq;
 
 /// The scene format version.

@@ -4,7 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::js;
-use crate::registry::{Registry, Seed};
+use crate::model::Seed;
+use crate::registry::Registry;
 
 /// Why a message was not projected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,7 +143,7 @@ pub fn project_settled_final_answer(message: &Value, context: &Value) -> Settled
         "run_id": run_id,
         "stream_id": stream_id,
     });
-    let _ = registry.apply_source_event(&input, &ctx);
+    let _ = registry.apply(&input, &ctx);
     let content = &registry.anchor().content;
     SettledProjection {
         skipped: None,

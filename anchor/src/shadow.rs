@@ -3,7 +3,8 @@
 use serde_json::{Map, Value};
 
 use crate::js;
-use crate::registry::{Applied, Registry, Seed, SeedError};
+use crate::model::{Seed, SeedError};
+use crate::registry::{Applied, Registry};
 
 /// The source layers, in the order the shadow snapshot applies them.
 pub const LAYERS: [&str; 4] = ["live", "replay", "settled", "inflight"];
@@ -45,7 +46,11 @@ pub fn shadow_snapshot(input: &Value) -> Result<ShadowSnapshot, SeedError> {
         ctx.insert("source_layer".into(), Value::String(LAYERS[i].to_owned()));
         let ctx = Value::Object(ctx);
         groups[i]
-            .map(|events| registry.apply_source_events(events, &ctx))
+            .map(|events| {
+                let mut results = Vec::with_capacity(events.len());
+                registry.apply_batch(events.iter().map(|e| (e, &ctx)), |a| results.push(a));
+                results
+            })
             .unwrap_or_default()
     });
     Ok(ShadowSnapshot { registry, results })

@@ -14,17 +14,17 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::normalize::{INPUT_KEYS, IN_DATA, IN_PAYLOAD, PAYLOAD_KEYS};
+use crate::envelope::{input, payload};
 
 /// The number of envelope slots.
-const SLOTS: usize = 18;
+const SLOTS: usize = input::LEN;
 
-/// One input event (any shape [`Registry::apply_source_event`](crate::Registry::apply_source_event)
+/// One input event (any shape [`Registry::apply`](crate::Registry::apply)
 /// takes), with its envelope keys already in their slots.
 ///
 /// Build one from a JSON value (`SourceEvent::from(value)`, no copy), from a live SSE frame's
 /// parts ([`SourceEvent::live_frame`]) or by deserializing JSON text; apply it with
-/// [`Registry::apply_source`](crate::Registry::apply_source). [`SourceEvent::to_value`] gives the
+/// [`Registry::apply`](crate::Registry::apply). [`SourceEvent::to_value`] gives the
 /// JSON value back.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceEvent(Repr);
@@ -37,7 +37,7 @@ enum Repr {
         present: u32,
         /// The values of the present envelope keys, in slot order.
         values: Box<[Value]>,
-        /// Which payload keys (`PAYLOAD_KEYS`) the object's own `payload` (else `data`) has,
+        /// Which payload keys (`payload::KEYS`) the object's own `payload` (else `data`) has,
         /// when that is an object.
         payload_keys: u32,
         /// Every other key, sorted, each once.
@@ -58,7 +58,7 @@ impl Slots {
     /// Puts an object's entry in its slot, or in `rest` when it is not an envelope key (a
     /// repeated envelope key keeps its last value).
     fn put(&mut self, key: &str, value: Value, rest: &mut Vec<(String, Value)>) {
-        match INPUT_KEYS.slot(key) {
+        match input::SET.slot(key) {
             Some(i) => self.0[i] = Some(value),
             None => rest.push((key.to_owned(), value)),
         }
@@ -66,8 +66,11 @@ impl Slots {
 
     /// The event; `rest` is sorted by key, each key once.
     fn finish(self, rest: Vec<(String, Value)>) -> SourceEvent {
-        let payload_keys = match self.0[IN_PAYLOAD].as_ref().or(self.0[IN_DATA].as_ref()) {
-            Some(Value::Object(map)) => PAYLOAD_KEYS.mask(map),
+        let payload_keys = match self.0[input::PAYLOAD]
+            .as_ref()
+            .or(self.0[input::DATA].as_ref())
+        {
+            Some(Value::Object(map)) => payload::SET.mask(map),
             _ => 0,
         };
         let mut present = 0u32;
@@ -149,7 +152,7 @@ impl SourceEvent {
         }
     }
 
-    /// Which of `PAYLOAD_KEYS` the input's own `payload` (else `data`) object has, by slot.
+    /// Which of `payload::KEYS` the input's own `payload` (else `data`) object has, by slot.
     pub(crate) fn payload_keys(&self) -> u32 {
         match &self.0 {
             Repr::Object { payload_keys, .. } => *payload_keys,
@@ -169,7 +172,7 @@ impl SourceEvent {
                 let mut map: Map<String, Value> = rest.iter().cloned().collect();
                 let mut bits = *present;
                 for value in values.iter() {
-                    let key = INPUT_KEYS.key(bits.trailing_zeros() as usize);
+                    let key = input::SET.key(bits.trailing_zeros() as usize);
                     map.insert(key.to_owned(), value.clone());
                     bits &= bits - 1;
                 }
@@ -348,7 +351,7 @@ mod tests {
         let keys: Vec<&str> = rest.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["alpha", "zeta"]);
         // `seq` is one of the payload keys normalization reads; `text` is not.
-        let seq_slot = PAYLOAD_KEYS.slot("seq").unwrap();
+        let seq_slot = payload::SEQ;
         assert_eq!(event.payload_keys(), 1 << seq_slot);
     }
 

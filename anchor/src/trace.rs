@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::js;
-use crate::registry::{Applied, Registry, Seed, SeedError};
+use crate::model::{Seed, SeedError};
+use crate::registry::{Applied, Registry};
 use crate::scene::Mode;
 use crate::shadow::{shadow_snapshot, LAYERS};
 use crate::source::SourceEvent;
@@ -261,7 +262,7 @@ impl Trace {
     /// Applies every line in file order to `registry` (the sequential entry).
     pub fn apply_sequential(&self, registry: &mut Registry) -> Vec<Applied> {
         let mut results = Vec::with_capacity(self.lines.len());
-        registry.apply_sources(
+        registry.apply_batch(
             self.lines.iter().map(|l| (&l.event, &*l.context)),
             |applied| results.push(applied),
         );

@@ -110,7 +110,7 @@ fn schedule(journal: &[JournalEvent], seed: u64) -> Vec<Value> {
 fn once(journal: &[JournalEvent]) -> Registry {
     let mut r = fresh();
     for e in journal {
-        let _ = r.apply_source_event(&e.journal_row(), &ctx());
+        let _ = r.apply(&e.journal_row(), &ctx());
     }
     r
 }
@@ -124,7 +124,7 @@ proptest! {
         let expected = once(&journal);
         let mut r = fresh();
         for input in schedule(&journal, order_seed) {
-            let _ = r.apply_source_event(&input, &ctx());
+            let _ = r.apply(&input, &ctx());
         }
         prop_assert_eq!(r.anchor(), expected.anchor());
         prop_assert_eq!(r.stats().applied, expected.stats().applied);
@@ -143,8 +143,8 @@ proptest! {
         let mut r = once(&journal);
         let before = r.clone();
         for e in &journal {
-            let _ = r.apply_source_event(&e.journal_row(), &ctx());
-            let _ = r.apply_source_event(&e.live_frame(), &ctx());
+            let _ = r.apply(&e.journal_row(), &ctx());
+            let _ = r.apply(&e.live_frame(), &ctx());
         }
         prop_assert_eq!(r.anchor(), before.anchor());
         prop_assert_eq!(r.stats().applied, before.stats().applied);
@@ -171,9 +171,9 @@ proptest! {
             prop_assert_eq!(&parsed, &source);
             // Applied twice: the second time as a duplicate (or not, the same way).
             for _ in 0..2 {
-                let expected = by_value.apply_source_event(input, &context);
-                prop_assert_eq!(by_source.apply_source(&source, &context), expected.clone());
-                prop_assert_eq!(by_text.apply_source(&parsed, &context), expected.clone());
+                let expected = by_value.apply(input, &context);
+                prop_assert_eq!(by_source.apply(&source, &context), expected.clone());
+                prop_assert_eq!(by_text.apply(&parsed, &context), expected.clone());
                 expected_all.push(expected);
             }
         }
@@ -182,7 +182,7 @@ proptest! {
         // The batch call: every input twice, in the same order, prefetching ahead.
         let sources: Vec<SourceEvent> = inputs.iter().map(|v| SourceEvent::from(v.clone())).collect();
         let mut batch = Vec::new();
-        by_batch.apply_sources(
+        by_batch.apply_batch(
             sources.iter().flat_map(|s| [(s, &context), (s, &context)]),
             |applied| batch.push(applied),
         );
@@ -194,9 +194,9 @@ proptest! {
     fn no_json_input_of_any_shape_panics(input in json_value(), context in json_value(), seed in json_value()) {
         let _ = normalize(&input, &context);
         let mut r = Registry::new(&Seed::from_value(&seed)).unwrap_or_else(|_| fresh());
-        let applied = r.apply_source_event(&input, &context);
+        let applied = r.apply(&input, &context);
         let _ = r.upsert_by_local_id(&input, &context);
-        let again = r.apply_source_event(&input, &context);
+        let again = r.apply(&input, &context);
         if applied.applied && applied.dedupe_key.is_some() {
             prop_assert!(!again.applied, "an accepted identity is never accepted twice");
         }

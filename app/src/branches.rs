@@ -6,44 +6,39 @@
 //! nothing after it. Choosing another version shows that version's branch from there on;
 //! the turns above stay as they are (their views are not redrawn).
 
-use leptos::prelude::*;
-use serde_json::{json, Value};
-
-use crate::api::{MessageData, TurnData, Versions};
+use crate::api::{BranchBody, EditBody, MessageData, Started, TurnData};
 use crate::client;
 use crate::state::{ChatState, TurnHandle};
+use leptos::prelude::*;
 
 /// The turn a start answered (`/api/chat/start`, `/retry`, `/edit`), running.
-pub fn started_turn(answer: &Value) -> TurnData {
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    let message = &answer["user_message"];
+pub fn started_turn(answer: Started) -> TurnData {
     TurnData {
-        user: MessageData {
-            id: text(&message["id"]),
-            content: text(&message["content"]),
-            created_at: message["created_at"].as_f64().unwrap_or_default(),
-            attachments: serde_json::from_value(message["attachments"].clone()).unwrap_or_default(),
-        },
-        run_id: text(&answer["run_id"]),
-        turn_id: text(&answer["turn_id"]),
+        user: answer.user_message.unwrap_or_else(|| MessageData {
+            id: String::new(),
+            content: String::new(),
+            created_at: 0.0,
+            attachments: Vec::new(),
+        }),
+        run_id: answer.run_id,
+        turn_id: answer.turn_id,
         events: Vec::new(),
         running: true,
         snapshot: None,
-        versions: serde_json::from_value::<Versions>(answer["versions"].clone())
-            .unwrap_or_default(),
-        model: answer["model"].as_str().map(str::to_owned),
+        versions: answer.versions.unwrap_or_default(),
+        model: answer.model,
     }
 }
 
-/// Runs a retry or an edit of `turn` (`path` with `body`), then shows the new turn in its
-/// place. `done` hears whether it started (an edit keeps its text when it did not).
-fn fork(
-    chat: ChatState,
-    turn: &TurnHandle,
-    path: &'static str,
-    body: Value,
-    done: impl FnOnce(bool) + 'static,
-) {
+/// A retry or an edit.
+enum Fork {
+    Retry(String),
+    Edit(EditBody),
+}
+
+/// Runs a retry or an edit of `turn`, then shows the new turn in its place. `done` hears
+/// whether it started (an edit keeps its text when it did not).
+fn fork(chat: ChatState, turn: &TurnHandle, how: Fork, done: impl FnOnce(bool) + 'static) {
     let Some(session_id) = chat.session_id.get_untracked() else {
         return;
     };
@@ -51,9 +46,13 @@ fn fork(
     let run_id = turn.run_id.clone();
     chat.error.set(None);
     leptos::task::spawn_local(async move {
-        match client::post(path, &body).await {
+        let answer = match &how {
+            Fork::Retry(run_id) => client::retry(run_id).await,
+            Fork::Edit(body) => client::edit(body).await,
+        };
+        match answer {
             Ok(answer) => {
-                let new = started_turn(&answer);
+                let new = started_turn(answer);
                 chat.mark_session(&session_id, Some(new.run_id.clone()));
                 if chat.shows(&session_id, epoch) {
                     chat.fork(&session_id, &run_id, &new);
@@ -76,18 +75,17 @@ fn fork(
 
 /// Answers the message of `turn` again (a new version of the turn).
 pub fn retry(chat: ChatState, turn: &TurnHandle) {
-    let body = json!({"run_id": turn.run_id});
-    fork(chat, turn, "/api/chat/retry", body, |_| {});
+    fork(chat, turn, Fork::Retry(turn.run_id.clone()), |_| {});
 }
 
 /// Sends `text` in place of the message of `turn`; `done` hears whether it was sent.
 pub fn edit(chat: ChatState, turn: &TurnHandle, text: String, done: impl FnOnce(bool) + 'static) {
-    let body = json!({
-        "run_id": turn.run_id,
-        "message": text,
-        "client_id": client::client_id(),
-    });
-    fork(chat, turn, "/api/chat/edit", body, done);
+    let body = EditBody {
+        run_id: turn.run_id.clone(),
+        message: text,
+        client_id: Some(client::client_id()),
+    };
+    fork(chat, turn, Fork::Edit(body), done);
 }
 
 /// Shows version `version` of the place of `turn`, and the branch that follows it.
@@ -99,9 +97,12 @@ pub fn show_version(chat: ChatState, turn: &TurnHandle, version: u32) {
     let run_id = turn.run_id.clone();
     chat.error.set(None);
     leptos::task::spawn_local(async move {
-        let body = json!({"run_id": run_id, "version": version});
-        let chosen = match client::post("/api/chat/branch", &body).await {
-            Ok(answer) => answer["run_id"].as_str().unwrap_or_default().to_owned(),
+        let body = BranchBody {
+            run_id: run_id.clone(),
+            version: Some(version),
+        };
+        let chosen = match client::branch(&body).await {
+            Ok(answer) => answer.run_id,
             Err(failure) => return chat.fail(&failure),
         };
         let page = match crate::nav::fetch_page(Some(&session_id), None).await {

@@ -1,7 +1,20 @@
-//! Calls to the JSON API from the browser.
+//! Calls to the JSON API from the browser: one typed function per route, with the request
+//! and answer types of [`crate::api`] and the paths of [`crate::api::paths`]. Components call
+//! these; none of them names a path.
 
 use gloo_net::http::Request;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
+
+use crate::api::{self, paths};
+use crate::api::{
+    ApprovalBody, BranchBody, Branched, Cancelled, ClarifyBody, Done, EditBody, GrantList,
+    JournalPage, JournalQuery, ListQuery, ModelBody, ModelChosen, ModelList, ModelsQuery,
+    NewSessionBody, PageQuery, PlaceBody, Queued, RenameBody, RevokeBody, RunBody, SearchQuery,
+    SendBody, SessionAnswer, SessionBody, SessionList, SessionPage, Started, StreamQuery,
+    UploadQuery, Uploaded,
+};
 
 /// A failed API call.
 #[derive(Clone, Debug)]
@@ -12,8 +25,8 @@ pub struct Failure {
     pub message: String,
 }
 
-/// POSTs JSON and returns the JSON answer.
-pub async fn post(path: &str, body: &Value) -> Result<Value, Failure> {
+/// POSTs `body` to `path` and reads the answer as `A`.
+async fn post<B: Serialize, A: DeserializeOwned>(path: &str, body: &B) -> Result<A, Failure> {
     let request = Request::post(path).json(body).map_err(|e| Failure {
         status: 0,
         message: e.to_string(),
@@ -21,14 +34,160 @@ pub async fn post(path: &str, body: &Value) -> Result<Value, Failure> {
     answer(request.send().await).await
 }
 
-/// Uploads a file as an attachment (for `session`, when it exists) and returns the JSON
-/// answer (`{"attachment": …}`).
-pub async fn upload(file: &web_sys::File, session: Option<&str>) -> Result<Value, Failure> {
-    let mut path = format!("/api/attachments?name={}", encode(&file.name()));
-    if let Some(session) = session {
-        path.push_str(&format!("&session_id={}", encode(session)));
-    }
-    let request = Request::post(&path)
+/// GETs `path` with `query` and reads the answer as `A`.
+async fn get<Q: Serialize, A: DeserializeOwned>(path: &str, query: &Q) -> Result<A, Failure> {
+    answer(Request::get(&api::url(path, query)).send().await).await
+}
+
+/// A new conversation.
+pub async fn new_session() -> Result<SessionAnswer, Failure> {
+    post(paths::SESSION_NEW, &NewSessionBody::default()).await
+}
+
+/// A page of the conversation list (or the archived ones).
+pub async fn sessions(query: &ListQuery) -> Result<SessionList, Failure> {
+    get(paths::SESSIONS, query).await
+}
+
+/// Conversations whose title or messages hold `q`.
+pub async fn search(q: &str) -> Result<SessionList, Failure> {
+    get(paths::SESSIONS_SEARCH, &SearchQuery { q: q.to_owned() }).await
+}
+
+/// Renames a conversation.
+pub async fn rename(body: &RenameBody) -> Result<SessionAnswer, Failure> {
+    post(paths::SESSION_RENAME, body).await
+}
+
+/// Deletes a conversation (undoable for a while: [`restore`]).
+pub async fn delete(session_id: &str) -> Result<Done, Failure> {
+    let body = SessionBody {
+        session_id: session_id.to_owned(),
+    };
+    post(paths::SESSION_DELETE, &body).await
+}
+
+/// Undoes a delete.
+pub async fn restore(session_id: &str) -> Result<SessionAnswer, Failure> {
+    let body = SessionBody {
+        session_id: session_id.to_owned(),
+    };
+    post(paths::SESSION_RESTORE, &body).await
+}
+
+/// Pins a conversation (`on`) or unpins it.
+pub async fn pin(body: &PlaceBody) -> Result<SessionAnswer, Failure> {
+    post(paths::SESSION_PIN, body).await
+}
+
+/// Archives a conversation (`on`) or brings it back.
+pub async fn archive(body: &PlaceBody) -> Result<SessionAnswer, Failure> {
+    post(paths::SESSION_ARCHIVE, body).await
+}
+
+/// The models the provider offers (`refresh`: ask it again).
+pub async fn models(refresh: bool) -> Result<ModelList, Failure> {
+    get(paths::MODELS, &ModelsQuery { refresh }).await
+}
+
+/// The model a conversation asks for from now on.
+pub async fn choose_model(body: &ModelBody) -> Result<ModelChosen, Failure> {
+    post(paths::SESSION_MODEL, body).await
+}
+
+/// The standing permissions.
+pub async fn grants() -> Result<GrantList, Failure> {
+    get(paths::GRANTS, &()).await
+}
+
+/// Revokes a standing permission.
+pub async fn revoke_grant(id: &str) -> Result<Done, Failure> {
+    post(paths::GRANTS_REVOKE, &RevokeBody { id: id.to_owned() }).await
+}
+
+/// Sends a message and starts a turn (409 while one runs).
+pub async fn start(body: &SendBody) -> Result<Started, Failure> {
+    post(paths::CHAT_START, body).await
+}
+
+/// Sends a follow-up for when the running turn ends (started at once when none runs).
+pub async fn queue(body: &SendBody) -> Result<Queued, Failure> {
+    post(paths::CHAT_QUEUE, body).await
+}
+
+/// Stops a run.
+pub async fn cancel(run_id: &str) -> Result<Cancelled, Failure> {
+    let body = RunBody {
+        run_id: run_id.to_owned(),
+    };
+    post(paths::CHAT_CANCEL, &body).await
+}
+
+/// Answers a turn's message again, as its next version.
+pub async fn retry(run_id: &str) -> Result<Started, Failure> {
+    let body = RunBody {
+        run_id: run_id.to_owned(),
+    };
+    post(paths::CHAT_RETRY, &body).await
+}
+
+/// Sends another message in the place of a turn's.
+pub async fn edit(body: &EditBody) -> Result<Started, Failure> {
+    post(paths::CHAT_EDIT, body).await
+}
+
+/// Shows another version of a turn, or the branch a run is on.
+pub async fn branch(body: &BranchBody) -> Result<Branched, Failure> {
+    post(paths::CHAT_BRANCH, body).await
+}
+
+/// Answers an approval request.
+pub async fn respond_approval(body: &ApprovalBody) -> Result<Done, Failure> {
+    post(paths::APPROVAL_RESPOND, body).await
+}
+
+/// Answers a question.
+pub async fn respond_clarify(body: &ClarifyBody) -> Result<Done, Failure> {
+    post(paths::CLARIFY_RESPOND, body).await
+}
+
+/// A conversation's page data (or a window of it).
+pub async fn page(query: &PageQuery) -> Result<SessionPage, Failure> {
+    get(paths::PAGE, query).await
+}
+
+/// A page of a run's journal.
+pub async fn journal(query: &JournalQuery) -> Result<JournalPage, Failure> {
+    get(paths::CHAT_JOURNAL, query).await
+}
+
+/// Signs out.
+pub async fn logout() -> Result<Done, Failure> {
+    post(paths::AUTH_LOGOUT, &serde_json::json!({})).await
+}
+
+/// Whether the server answers.
+pub async fn health() -> Result<(), Failure> {
+    get::<_, Value>(paths::HEALTH, &()).await.map(drop)
+}
+
+/// The address of a run's event stream, from after `after_seq`.
+pub fn stream_url(run_id: &str, after_seq: u64) -> String {
+    let query = StreamQuery {
+        run_id: Some(run_id.to_owned()),
+        stream_id: None,
+        after_seq: Some(after_seq.to_string()),
+    };
+    api::url(paths::CHAT_STREAM, &query)
+}
+
+/// Uploads a file as an attachment (for `session`, when it exists).
+pub async fn upload(file: &web_sys::File, session: Option<&str>) -> Result<Uploaded, Failure> {
+    let query = UploadQuery {
+        name: file.name(),
+        session_id: session.map(str::to_owned),
+    };
+    let request = Request::post(&api::url(paths::ATTACHMENTS, &query))
         .header("content-type", "application/octet-stream")
         .body(file.clone())
         .map_err(|e| Failure {
@@ -38,14 +197,9 @@ pub async fn upload(file: &web_sys::File, session: Option<&str>) -> Result<Value
     answer(request.send().await).await
 }
 
-/// GETs JSON.
-pub async fn get(path: &str) -> Result<Value, Failure> {
-    answer(Request::get(path).send().await).await
-}
-
-async fn answer(
+async fn answer<A: DeserializeOwned>(
     response: Result<gloo_net::http::Response, gloo_net::Error>,
-) -> Result<Value, Failure> {
+) -> Result<A, Failure> {
     let response = response.map_err(|e| Failure {
         status: 0,
         message: format!("The server could not be reached ({e})."),
@@ -58,7 +212,10 @@ async fn answer(
     }
     let body: Value = response.json().await.unwrap_or(Value::Null);
     if (200..300).contains(&status) {
-        Ok(body)
+        serde_json::from_value(body).map_err(|e| Failure {
+            status,
+            message: format!("The server's answer could not be read ({e})."),
+        })
     } else {
         let message = body["error"]
             .as_str()

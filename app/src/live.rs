@@ -146,11 +146,7 @@ fn listened(server_kinds: &[String]) -> Vec<Rc<str>> {
 /// Follows `turn` from its last applied seq.
 pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<Follower> {
     let after = turn.state.with_untracked(|s| s.last_seq);
-    let url = format!(
-        "/api/chat/stream?run_id={}&after_seq={after}",
-        crate::client::encode(&turn.run_id)
-    );
-    let source = EventSource::new(&url).ok()?;
+    let source = EventSource::new(&crate::client::stream_url(&turn.run_id, after)).ok()?;
     let errored = std::rc::Rc::new(std::cell::Cell::new(false));
     // Set as `stream_end` arrives (its frame is applied at the next paint): the server then
     // closes the stream, and that close is the end, not a dropped connection.

@@ -325,7 +325,7 @@ impl TurnState {
             "payload": event.payload,
         });
         self.absorb(&event.kind, &event.payload, event.seq, |r| {
-            r.apply_source_event(&input, context)
+            r.apply(&input, context)
         });
         true
     }
@@ -354,7 +354,7 @@ impl TurnState {
         let input = SourceEvent::live_frame(kind, data, Some(last_event_id));
         let context = ctx(session_id, &self.run_id);
         // Built from its parts, the frame is never a JSON object: a few percent less per token.
-        self.absorb(kind, &payload, seq, |r| r.apply_source(&input, &context));
+        self.absorb(kind, &payload, seq, |r| r.apply(&input, &context));
         true
     }
 

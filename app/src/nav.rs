@@ -7,7 +7,7 @@ use std::cell::{Cell, RefCell};
 
 use leptos::prelude::*;
 
-use crate::api::SessionPage;
+use crate::api::{PageQuery, SessionPage};
 use crate::client;
 use crate::state::{session_in_path, ChatState};
 
@@ -27,18 +27,12 @@ pub async fn fetch_page(
     session_id: Option<&str>,
     after_run: Option<&str>,
 ) -> Result<SessionPage, client::Failure> {
-    let mut path = format!(
-        "/api/page?session_id={}",
-        client::encode(session_id.unwrap_or_default())
-    );
-    if let Some(after) = after_run {
-        path.push_str(&format!("&after_run_id={}", client::encode(after)));
-    }
-    let answer = client::get(&path).await?;
-    serde_json::from_value(answer).map_err(|e| client::Failure {
-        status: 200,
-        message: format!("The page data is not readable ({e})."),
+    client::page(&PageQuery {
+        session_id: session_id.map(str::to_owned),
+        after_run_id: after_run.map(str::to_owned),
+        before_run_id: None,
     })
+    .await
 }
 
 /// Every journal row of a run (a settled turn shown as its snapshot, whose steps the reader
@@ -47,15 +41,11 @@ pub async fn fetch_journal(run_id: &str) -> Result<Vec<crate::api::JournalEvent>
     let mut events = Vec::new();
     let mut after = 0;
     loop {
-        let path = format!(
-            "/api/chat/journal?run_id={}&after={after}",
-            client::encode(run_id)
-        );
-        let page: crate::api::JournalPage = serde_json::from_value(client::get(&path).await?)
-            .map_err(|e| client::Failure {
-                status: 200,
-                message: format!("The steps are not readable ({e})."),
-            })?;
+        let query = crate::api::JournalQuery {
+            run_id: run_id.to_owned(),
+            after,
+        };
+        let page = client::journal(&query).await?;
         events.extend(page.events);
         match page.next {
             Some(next) if next > after => after = next,
@@ -69,16 +59,12 @@ pub async fn fetch_earlier(
     session_id: &str,
     before_run: &str,
 ) -> Result<SessionPage, client::Failure> {
-    let path = format!(
-        "/api/page?session_id={}&before_run_id={}",
-        client::encode(session_id),
-        client::encode(before_run)
-    );
-    let answer = client::get(&path).await?;
-    serde_json::from_value(answer).map_err(|e| client::Failure {
-        status: 200,
-        message: format!("The page data is not readable ({e})."),
+    client::page(&PageQuery {
+        session_id: Some(session_id.to_owned()),
+        after_run_id: None,
+        before_run_id: Some(before_run.to_owned()),
     })
+    .await
 }
 
 /// The address of what the page shows: its session, or a new conversation.

@@ -72,7 +72,9 @@ test.describe("chatting", () => {
     await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
     // The turn came as its snapshot: its rows came once, with the first switch to the trace.
     expect(requests).toHaveLength(1);
-    expect(requests[0]).toContain(`/api/chat/journal?run_id=${run}`);
+    const asked = new URL(requests[0]);
+    expect(asked.pathname).toBe("/api/chat/journal");
+    expect(asked.searchParams.get("run_id")).toBe(run);
 
     // The worklog folds the process once settled; opening it shows the tool calls.
     const summary = turn.locator(".worklog-summary");

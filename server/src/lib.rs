@@ -185,7 +185,7 @@ pub fn router(state: AppState) -> Router {
         .route("/new", get(pages::new_chat))
         .route_layer(page_gate);
     Router::new()
-        .route("/healthz", get(routes::health::healthz))
+        .route(app::api::paths::HEALTH, get(routes::health::healthz))
         .route("/login", get(auth::login_form))
         .route(
             security::FORM_PATH,

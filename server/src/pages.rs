@@ -2,6 +2,7 @@
 //! rendered from that data (`/` and `/s/{id}`), and the same data as JSON (`/api/page`) for
 //! the browser when it opens another session in the page.
 
+use app::api::{JournalQuery, PageQuery};
 use std::sync::Arc;
 
 use anchor::{Mode, TerminalState};
@@ -15,7 +16,6 @@ use axum::http::{header, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use leptos::prelude::*;
-use serde::Deserialize;
 
 use crate::auth::Viewer;
 use crate::error::{ApiError, ApiQuery};
@@ -470,53 +470,8 @@ pub async fn data(
         .map_err(|e| ApiError::internal(&format!("cannot load page data: {e}")))
 }
 
-/// The query of [`data`].
-#[derive(Debug, Deserialize)]
-pub struct PageQuery {
-    /// The session to open.
-    pub session_id: Option<String>,
-    /// Only the turns after this run.
-    pub after_run_id: Option<String>,
-    /// The window of turns before this run.
-    pub before_run_id: Option<String>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{window, WINDOW_ROWS, WINDOW_TURNS};
-
-    #[test]
-    fn a_window_takes_the_latest_turns_within_its_budgets() {
-        // Few turns: all of them.
-        assert_eq!(window(&[10, 10, 10], 3), (0..3, false));
-        // Many: the last WINDOW_TURNS.
-        let many = vec![10; 45];
-        assert_eq!(window(&many, 45), (25..45, true));
-        assert_eq!(window(&many, 25), (5..25, true));
-        assert_eq!(window(&many, 5), (0..5, false));
-        assert_eq!(window(&many, 0), (0..0, false));
-        assert_eq!(WINDOW_TURNS, 20);
-        // Rows: a long turn before short ones stays out of their window...
-        let rows = [WINDOW_ROWS, 10, 10];
-        assert_eq!(window(&rows, 3), (1..3, true));
-        // ...and is a window of its own, however long.
-        assert_eq!(window(&rows, 1), (0..1, false));
-        assert_eq!(window(&[3 * WINDOW_ROWS], 1), (0..1, false));
-    }
-}
-
 /// Journal rows per `/api/chat/journal` answer.
 pub const JOURNAL_PAGE: u32 = 5_000;
-
-/// The query of [`journal`].
-#[derive(Debug, Deserialize)]
-pub struct JournalQuery {
-    /// The run.
-    pub run_id: String,
-    /// Rows after this seq (0: from the start).
-    #[serde(default)]
-    pub after: u64,
-}
 
 /// `GET /api/chat/journal?run_id=&after=`: a page of a run's journal rows, for a settled turn
 /// the page shows as its snapshot when the reader opens its steps or its trace.
@@ -545,4 +500,28 @@ pub async fn journal(
         events,
         next,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{window, WINDOW_ROWS, WINDOW_TURNS};
+
+    #[test]
+    fn a_window_takes_the_latest_turns_within_its_budgets() {
+        // Few turns: all of them.
+        assert_eq!(window(&[10, 10, 10], 3), (0..3, false));
+        // Many: the last WINDOW_TURNS.
+        let many = vec![10; 45];
+        assert_eq!(window(&many, 45), (25..45, true));
+        assert_eq!(window(&many, 25), (5..25, true));
+        assert_eq!(window(&many, 5), (0..5, false));
+        assert_eq!(window(&many, 0), (0..0, false));
+        assert_eq!(WINDOW_TURNS, 20);
+        // Rows: a long turn before short ones stays out of their window...
+        let rows = [WINDOW_ROWS, 10, 10];
+        assert_eq!(window(&rows, 3), (1..3, true));
+        // ...and is a window of its own, however long.
+        assert_eq!(window(&rows, 1), (0..1, false));
+        assert_eq!(window(&[3 * WINDOW_ROWS], 1), (0..1, false));
+    }
 }

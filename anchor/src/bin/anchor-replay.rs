@@ -84,7 +84,7 @@ fn run(args: Args) -> Result<(), String> {
     for _ in 0..reps {
         let start = Instant::now();
         let mut registry = trace.registry().map_err(|e| e.to_string())?;
-        registry.apply_sources(
+        registry.apply_batch(
             trace.lines.iter().map(|l| (&l.event, &*l.context)),
             |applied| {
                 let _ = std::hint::black_box(applied);

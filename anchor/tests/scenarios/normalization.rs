@@ -112,7 +112,7 @@ fn n11_unknown_source_types_are_excluded_and_counted() {
     let input = json!({"type": "metering", "payload": {"tps": 1}});
     assert_eq!(normalized(input.clone(), ctx()), e["normalized"]);
     let mut r = reg(json!({"session_id": "sid-1", "turn_id": "turn-1"}));
-    assert_eq!(outcome(&r.apply_source_event(&input, &ctx())), e["apply"]);
+    assert_eq!(outcome(&r.apply(&input, &ctx())), e["apply"]);
     assert_eq!(stats(&r), e["stats"]);
     for other in [
         "context_status",
@@ -141,7 +141,7 @@ fn n12_prototype_named_types_are_excluded_not_silently_applied() {
         "valueOf",
     ] {
         let mut r = reg(json!({"session_id": "s", "turn_id": "t"}));
-        let a = r.apply_source_event(
+        let a = r.apply(
             &json!({"type": name, "event_id": "r:1", "payload": {}}),
             &Value::Null,
         );

@@ -16,7 +16,7 @@ fn base() -> Registry {
         json!({"event": "tool_complete", "payload": {"tool_call_id": "tool-1", "name": "terminal", "result": "ok", "is_error": false}, "event_id": "run-reconcile:3", "seq": 3}),
         json!({"event": "done", "payload": {"status": "done"}, "event_id": "run-reconcile:4", "seq": 4}),
     ] {
-        assert!(r.apply_source_event(&ev, &c).applied);
+        assert!(r.apply(&ev, &c).applied);
     }
     r
 }

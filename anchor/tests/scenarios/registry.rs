@@ -51,13 +51,10 @@ fn r02_dedupe_routing_and_settlement() {
         json!({"source_type": "settled_message", "payload": {"role": "assistant", "id": "message-final", "content": "final answer",
             "_turnUsage": {"input_tokens": 8, "output_tokens": 13}}}),
     ];
-    let results: Vec<Value> = events
-        .iter()
-        .map(|ev| outcome(&r.apply_source_event(ev, &c)))
-        .collect();
+    let results: Vec<Value> = events.iter().map(|ev| outcome(&r.apply(ev, &c))).collect();
     assert_eq!(Value::Array(results), e["results"]);
     let wrong = json!({"event": "token", "payload": {"text": "wrong session", "session_id": "sid-2"}, "event_id": "run-1:7"});
-    assert_eq!(outcome(&r.apply_source_event(&wrong, &c)), e["wrong"]);
+    assert_eq!(outcome(&r.apply(&wrong, &c)), e["wrong"]);
     assert_eq!(stats(&r), e["stats"]);
     assert_eq!(keys(&r), e["dedupe_keys"]);
     let a = r.anchor();
@@ -91,15 +88,15 @@ fn r03_cross_run_rejected_stream_reconnect_accepted() {
         json!({"session_id": "sid-run", "turn_id": "turn-run", "run_id": "run-a", "stream_id": "stream-a"}),
     );
     let none = Value::Null;
-    let wrong = r.apply_source_event(
+    let wrong = r.apply(
         &json!({"event": "token", "event_id": "run-b:1", "run_id": "run-b", "seq": 1}),
         &none,
     );
-    let new_stream = r.apply_source_event(
+    let new_stream = r.apply(
         &json!({"event": "reasoning", "event_id": "run-a:2", "run_id": "run-a", "stream_id": "stream-b", "seq": 2}),
         &none,
     );
-    let foreign = r.apply_source_event(
+    let foreign = r.apply(
         &json!({"event": "token", "event_id": "run-b:3", "seq": 3}),
         &none,
     );
@@ -121,15 +118,15 @@ fn r03_cross_run_rejected_stream_reconnect_accepted() {
 fn r04_session_and_turn_mismatch() {
     let e = expected("R04_session_and_turn_mismatch");
     let mut r = reg(json!({"session_id": "s1", "turn_id": "t1"}));
-    let payload_session = r.apply_source_event(
+    let payload_session = r.apply(
         &json!({"type": "token", "data": "{\"text\":\"x\",\"session_id\":\"s2\"}", "lastEventId": "r:1"}),
         &Value::Null,
     );
-    let explicit_turn = r.apply_source_event(
+    let explicit_turn = r.apply(
         &json!({"type": "token", "turn_id": "t2", "event_id": "r:2"}),
         &Value::Null,
     );
-    let ctx_session = r.apply_source_event(
+    let ctx_session = r.apply(
         &json!({"type": "token", "event_id": "r:3"}),
         &json!({"session_id": "other"}),
     );
@@ -151,7 +148,10 @@ fn r05_seqless_local_events_are_never_deduped() {
         json!({"type": "token", "payload": {"text": "first token"}}),
         json!({"type": "token", "payload": {"text": "first token"}}),
     ];
-    let results: Vec<Value> = events.iter().map(|ev| outcome(&r.apply(ev))).collect();
+    let results: Vec<Value> = events
+        .iter()
+        .map(|ev| outcome(&r.apply(ev, &Value::Null)))
+        .collect();
     assert_eq!(Value::Array(results), e["results"]);
     assert_eq!(keys(&r), e["dedupe_keys"]);
     let a = &r.anchor().activity_events;
@@ -178,7 +178,7 @@ fn r06_local_key_with_seq_dedupes_per_source_type() {
         json!({"source_event_type": "reasoning", "text": "a", "local_id": "live-prose:S:1", "seq": 3}),
     ]
     .iter()
-    .map(|ev| outcome(&r.apply(ev)))
+    .map(|ev| outcome(&r.apply(ev, &Value::Null)))
     .collect();
     assert_eq!(Value::Array(results), e["results"]);
     assert_eq!(keys(&r), e["dedupe_keys"]);
@@ -198,7 +198,10 @@ fn r07_settled_message_rules() {
     ];
     let mut results = Vec::new();
     for (i, p) in payloads.iter().enumerate() {
-        let a = r.apply(&json!({"source_type": "settled_message", "payload": p}));
+        let a = r.apply(
+            &json!({"source_type": "settled_message", "payload": p}),
+            &Value::Null,
+        );
         results.push(outcome(&a));
         if i == 1 {
             assert_eq!(r.anchor().content.final_message_ref.as_deref(), Some("m2"));
@@ -235,7 +238,7 @@ fn r08_lifecycle_transitions() {
     let got: Vec<Value> = events
         .iter()
         .map(|ev| {
-            let _ = r.apply(ev);
+            let _ = r.apply(ev, &Value::Null);
             to_json(&r.anchor().lifecycle)
         })
         .collect();
@@ -254,7 +257,10 @@ fn r09_non_activity_routing() {
         json!({"type": "state_saved", "payload": {"kind": "memory"}}),
         json!({"type": "artifact_reference", "payload": {"path": "out.md"}}),
     ];
-    let results: Vec<Value> = events.iter().map(|ev| outcome(&r.apply(ev))).collect();
+    let results: Vec<Value> = events
+        .iter()
+        .map(|ev| outcome(&r.apply(ev, &Value::Null)))
+        .collect();
     assert_eq!(Value::Array(results), e["results"]);
     let a = r.anchor();
     let pairs = |list: &[anchor::AnchorEvent], kind: bool| -> Value {
@@ -300,7 +306,8 @@ fn race(order: &[&str]) -> Registry {
             "replay" => &replay,
             _ => &settled,
         };
-        r.apply_source_events(events, &json!({"source_layer": layer}));
+        let ctx = json!({"source_layer": layer});
+        r.apply_batch(events.iter().map(|e| (e, &ctx)), drop);
     }
     r
 }
@@ -338,8 +345,8 @@ fn r11_first_accepted_observation_wins() {
     let replay = json!({"event": "token", "payload": {"text": "replay"}, "event_id": "R:1", "seq": 1, "created_at": 100});
     let run = |first: &Value, second: &Value| {
         let mut r = reg(json!({"session_id": "s", "turn_id": "t"}));
-        let _ = r.apply(first);
-        let _ = r.apply(second);
+        let _ = r.apply(first, &Value::Null);
+        let _ = r.apply(second, &Value::Null);
         let a = r.anchor();
         json!({"text": a.activity_events[0].payload["text"], "created_at": a.activity_events[0].created_at, "started_at": a.lifecycle.started_at})
     };
@@ -415,7 +422,7 @@ fn r14_json_round_trip_keeps_dedupe_memory() {
     let e = expected("R14_json_roundtrip_keeps_dedupe");
     let token = json!({"type": "token", "event_id": "r:1", "payload": {}});
     let mut r = reg(json!({"session_id": "s", "turn_id": "t"}));
-    let _ = r.apply(&token);
+    let _ = r.apply(&token, &Value::Null);
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(
         json!(json["event_index"]
@@ -427,7 +434,10 @@ fn r14_json_round_trip_keeps_dedupe_memory() {
     );
     let mut copy: Registry = serde_json::from_value(json).unwrap();
     assert_eq!(copy, r);
-    assert_eq!(outcome(&copy.apply(&token)), e["dup_after_roundtrip"]);
+    assert_eq!(
+        outcome(&copy.apply(&token, &Value::Null)),
+        e["dup_after_roundtrip"]
+    );
     assert_eq!(stats(&copy), e["stats"]);
 }
 
@@ -450,11 +460,17 @@ fn r15_malformed_registries_are_typed_errors_or_repaired() {
     let mut r: Registry =
         serde_json::from_value(json!({"anchor": {"identity": {"session_id": "s"}}})).unwrap();
     assert_eq!(
-        outcome(&r.apply(&json!({"type": "token", "payload": {"text": "x"}}))),
+        outcome(&r.apply(
+            &json!({"type": "token", "payload": {"text": "x"}}),
+            &Value::Null
+        )),
         json!({"applied": true, "reason": null})
     );
     assert_eq!(
-        outcome(&r.apply(&json!({"type": "title", "payload": {"title": "x"}}))),
+        outcome(&r.apply(
+            &json!({"type": "title", "payload": {"title": "x"}}),
+            &Value::Null
+        )),
         e["anchor_without_activity_array_metadata_ok"]
     );
     assert_eq!(r.row_count(), 1);

@@ -27,7 +27,7 @@ fn scene_fixture() -> Registry {
         json!({"source_type": "settled_message", "payload": {"role": "assistant", "id": "message-scene", "content": "final answer"}}),
     ];
     for ev in &events {
-        assert!(r.apply_source_event(ev, &c).applied);
+        assert!(r.apply(ev, &c).applied);
     }
     r
 }
@@ -120,14 +120,15 @@ fn a04_row_id_rules() {
         json!({"event": "token", "run_id": "R", "seq": 0}),
         json!({"type": "token", "payload": {}}),
     ] {
-        assert!(r.apply(&ev).applied);
+        assert!(r.apply(&ev, &Value::Null).applied);
     }
-    r.anchor_mut().activity_events.push(AnchorEvent {
+    // A hand-made event with no identity at all, which no input can produce.
+    let mut anchor = r.anchor().clone();
+    anchor.activity_events.push(AnchorEvent {
         kind: Some(Kind::ProcessProse),
         ..AnchorEvent::default()
     });
-    let got: Vec<Value> = r
-        .scene(Mode::CompactWorklog)
+    let got: Vec<Value> = ActivityScene::of(&anchor, Mode::CompactWorklog)
         .rows()
         .iter()
         .map(|row| {
@@ -154,8 +155,11 @@ fn a05_group_rules() {
     .enumerate()
     {
         assert!(
-            r.apply(&json!({"type": "token", "seq": i + 1, "payload": payload}))
-                .applied
+            r.apply(
+                &json!({"type": "token", "seq": i + 1, "payload": payload}),
+                &Value::Null
+            )
+            .applied
         );
     }
     let got: Vec<Value> = r
@@ -178,7 +182,10 @@ fn a06_thinking_projection() {
         json!({"text": long}),
         json!({}),
     ] {
-        let _ = r.apply(&json!({"type": "reasoning", "payload": payload}));
+        let _ = r.apply(
+            &json!({"type": "reasoning", "payload": payload}),
+            &Value::Null,
+        );
     }
     let got: Vec<Value> = r
         .scene(Mode::CompactWorklog)
@@ -207,7 +214,7 @@ fn a07_tool_projection_edge_cases() {
             "output": "out", "duration_seconds": 3, "startedAt": 9}}),
         json!({"type": "tool_complete", "payload": {"name": "y", "args": 0, "result": {"rows": [1, 2]}}}),
     ] {
-        let _ = r.apply(&ev);
+        let _ = r.apply(&ev, &Value::Null);
     }
     let got: Vec<Value> = r
         .scene(Mode::CompactWorklog)
@@ -228,7 +235,7 @@ fn a08_artifacts_and_side_effects_ride_along_usage_does_not() {
         json!({"event": "artifact_reference", "payload": {"path": "out.md"}, "event_id": "run-scene:8", "seq": 8}),
         json!({"event": "usage", "payload": {"input_tokens": 1}, "event_id": "run-scene:9", "seq": 9}),
     ] {
-        assert!(r.apply_source_event(&ev, &c).applied);
+        assert!(r.apply(&ev, &c).applied);
     }
     let scene = scene_json(&r.scene(Mode::CompactWorklog));
     assert_eq!(

@@ -48,14 +48,7 @@ pub(crate) fn attach(chat: crate::state::ChatState, files: &web_sys::FileList) {
         let session = chat.session_id.get_untracked();
         leptos::task::spawn_local(async move {
             let state = match crate::client::upload(&file, session.as_deref()).await {
-                Ok(answer) => {
-                    match serde_json::from_value::<AttachmentData>(answer["attachment"].clone()) {
-                        Ok(a) => FileState::Ready(a),
-                        Err(_) => {
-                            FileState::Failed("The server's answer was not understood.".into())
-                        }
-                    }
-                }
+                Ok(answer) => FileState::Ready(answer.attachment),
                 Err(e) if e.status == 0 => {
                     FileState::Failed("The server cannot be reached.".into())
                 }

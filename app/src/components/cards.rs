@@ -5,22 +5,25 @@ use crate::dynamic::dynamic;
 use crate::model::Pending;
 use crate::state::{use_chat, TurnHandle};
 
+/// What a card answers (sent only by the browser).
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+enum Answer {
+    Approval(crate::api::ApprovalBody),
+    Clarify(crate::api::ClarifyBody),
+}
+
 /// Sends an answer to an approval or clarify request; on success (or when someone else already
 /// answered) the request leaves the card stack through the journal's `*_resolved` event.
 #[cfg(feature = "hydrate")]
-fn respond(
-    run_id: String,
-    body: serde_json::Value,
-    path: &'static str,
-    busy: RwSignal<bool>,
-    failed: RwSignal<Option<String>>,
-) {
+fn respond(answer: Answer, busy: RwSignal<bool>, failed: RwSignal<Option<String>>) {
     busy.set(true);
     failed.set(None);
     leptos::task::spawn_local(async move {
-        let mut body = body;
-        body["run_id"] = serde_json::Value::String(run_id);
-        match crate::client::post(path, &body).await {
+        let sent = match &answer {
+            Answer::Approval(body) => crate::client::respond_approval(body).await,
+            Answer::Clarify(body) => crate::client::respond_clarify(body).await,
+        };
+        match sent {
             Ok(_) => {}
             Err(e) if e.status == 409 => {}
             Err(e) => failed.set(Some(e.message)),
@@ -30,14 +33,7 @@ fn respond(
 }
 
 #[cfg(not(feature = "hydrate"))]
-fn respond(
-    _: String,
-    _: serde_json::Value,
-    _: &'static str,
-    _: RwSignal<bool>,
-    _: RwSignal<Option<String>>,
-) {
-}
+fn respond(_: Answer, _: RwSignal<bool>, _: RwSignal<Option<String>>) {}
 
 /// A card that asks the reader something takes the focus when it appears (keyboard and
 /// screen-reader users land on the question); when it goes, answered, the focus goes back to
@@ -99,13 +95,12 @@ fn ApprovalCard(run_id: String, id: String, command: String, description: String
         let run_id = run_id.clone();
         let id = id.clone();
         move |_| {
-            respond(
-                run_id.clone(),
-                serde_json::json!({"approval_id": id, "choice": choice}),
-                "/api/approval/respond",
-                busy,
-                failed,
-            )
+            let body = crate::api::ApprovalBody {
+                run_id: run_id.clone(),
+                approval_id: id.clone(),
+                choice: choice.to_owned(),
+            };
+            respond(Answer::Approval(body), busy, failed)
         }
     };
     view! {
@@ -142,13 +137,12 @@ fn ClarifyCard(
         let id = id.clone();
         move |text: String| {
             if !text.trim().is_empty() {
-                respond(
-                    run_id.clone(),
-                    serde_json::json!({"clarify_id": id, "response": text}),
-                    "/api/clarify/respond",
-                    busy,
-                    failed,
-                );
+                let body = crate::api::ClarifyBody {
+                    run_id: run_id.clone(),
+                    clarify_id: id.clone(),
+                    response: text,
+                };
+                respond(Answer::Clarify(body), busy, failed);
             }
         }
     };

@@ -35,19 +35,12 @@ pub(crate) fn ModelPicker() -> impl IntoView {
             }
             loading.set(true);
             leptos::task::spawn_local(async move {
-                let path = if refresh {
-                    "/api/models?refresh=true"
-                } else {
-                    "/api/models"
-                };
-                match crate::client::get(path).await {
+                match crate::client::models(refresh).await {
                     Ok(answer) => {
-                        let models: Vec<crate::api::ModelInfo> =
-                            serde_json::from_value(answer["models"].clone()).unwrap_or_default();
-                        let _ = chat.models.try_set(models);
+                        let _ = chat.models.try_set(answer.models);
                         let _ = problem.try_set(
-                            answer["error"]
-                                .as_str()
+                            answer
+                                .error
                                 .map(|e| format!("The list of models is not available: {e}")),
                         );
                     }
@@ -80,8 +73,11 @@ pub(crate) fn ModelPicker() -> impl IntoView {
         #[cfg(feature = "hydrate")]
         if let Some(session) = chat.session_id.get_untracked() {
             leptos::task::spawn_local(async move {
-                let body = serde_json::json!({"session_id": session, "model": id});
-                if let Err(failure) = crate::client::post("/api/session/model", &body).await {
+                let body = crate::api::ModelBody {
+                    session_id: session.clone(),
+                    model: Some(id),
+                };
+                if let Err(failure) = crate::client::choose_model(&body).await {
                     // Back to what the conversation still asks for.
                     if chat.session_id.get_untracked().as_deref() == Some(session.as_str()) {
                         let _ = chat.model.try_set(before);

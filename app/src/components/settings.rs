@@ -34,10 +34,8 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
         grants.set(Grants::Loading);
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
-            let loaded = match crate::client::get("/api/grants").await {
-                Ok(answer) => serde_json::from_value::<Vec<GrantData>>(answer["grants"].clone())
-                    .map(Grants::Loaded)
-                    .unwrap_or_else(|e| Grants::Failed(e.to_string())),
+            let loaded = match crate::client::grants().await {
+                Ok(answer) => Grants::Loaded(answer.grants),
                 Err(failure) => Grants::Failed(failure.message),
             };
             let _ = grants.try_set(loaded);
@@ -62,8 +60,7 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
     let revoke = move |id: String| {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
-            let body = serde_json::json!({ "id": id });
-            match crate::client::post("/api/grants/revoke", &body).await {
+            match crate::client::revoke_grant(&id).await {
                 Ok(_) => grants.update(|g| {
                     if let Grants::Loaded(list) = g {
                         list.retain(|grant| grant.id != id);

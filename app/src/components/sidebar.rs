@@ -115,13 +115,13 @@ fn SessionRow(
             {
                 let id = id.clone();
                 leptos::task::spawn_local(async move {
-                    let body = serde_json::json!({"session_id": id, "title": title});
-                    match crate::client::post("/api/session/rename", &body).await {
+                    let body = crate::api::RenameBody {
+                        session_id: id.clone(),
+                        title,
+                    };
+                    match crate::client::rename(&body).await {
                         Ok(answer) => {
-                            let title = answer["session"]["title"]
-                                .as_str()
-                                .unwrap_or_default()
-                                .to_owned();
+                            let title = answer.session.title;
                             let retitle = |list: &mut Vec<SessionSummary>| {
                                 if let Some(s) = list.iter_mut().find(|s| s.id == id) {
                                     s.title = title.clone();
@@ -152,25 +152,24 @@ fn SessionRow(
             let summary = summary.clone();
             leptos::task::spawn_local(async move {
                 let id = summary.id.clone();
-                let (path, body) = match action {
-                    Action::Delete => {
-                        ("/api/session/delete", serde_json::json!({"session_id": id}))
-                    }
-                    Action::Pin(on) => (
-                        "/api/session/pin",
-                        serde_json::json!({"session_id": id, "on": on}),
-                    ),
-                    Action::Archive(on) => (
-                        "/api/session/archive",
-                        serde_json::json!({"session_id": id, "on": on}),
-                    ),
+                let place = |on| crate::api::PlaceBody {
+                    session_id: id.clone(),
+                    on,
                 };
-                match crate::client::post(path, &body).await {
-                    Ok(answer) => {
+                // What the session is now (a deleted one is gone).
+                let answer = match action {
+                    Action::Delete => crate::client::delete(&id).await.map(|_| None),
+                    Action::Pin(on) => crate::client::pin(&place(on))
+                        .await
+                        .map(|a| Some(a.session)),
+                    Action::Archive(on) => crate::client::archive(&place(on))
+                        .await
+                        .map(|a| Some(a.session)),
+                };
+                match answer {
+                    Ok(updated) => {
                         let was_shown =
                             chat.session_id.get_untracked().as_deref() == Some(id.as_str());
-                        let updated: Option<SessionSummary> =
-                            serde_json::from_value(answer["session"].clone()).ok();
                         let gone = matches!(action, Action::Delete | Action::Archive(true));
                         chat.sessions.update(|list| {
                             list.retain(|s| s.id != id);
@@ -321,12 +320,9 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         } else {
             #[cfg(feature = "hydrate")]
             leptos::task::spawn_local(async move {
-                let path = format!("/api/sessions/search?q={}", crate::client::encode(&q));
-                if let Ok(answer) = crate::client::get(&path).await {
+                if let Ok(answer) = crate::client::search(&q).await {
                     if query.get_untracked() == q {
-                        let list =
-                            serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
-                        results.set(Some(list));
+                        results.set(Some(answer.sessions));
                     }
                 }
             });
@@ -369,22 +365,23 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             }
             loading_more.set(true);
             let offset = chat.sessions.with_untracked(Vec::len);
-            let path = format!("/api/sessions?offset={offset}&limit=50");
-            let answer = crate::client::get(&path).await;
+            let query = crate::api::ListQuery {
+                offset: Some(offset as u64),
+                limit: Some(50),
+                archived: None,
+            };
+            let answer = crate::client::sessions(&query).await;
             loading_more.set(false);
             match answer {
                 Ok(answer) => {
-                    let more: Vec<SessionSummary> =
-                        serde_json::from_value(answer["sessions"].clone()).unwrap_or_default();
                     chat.sessions.update(|list| {
-                        for s in more {
+                        for s in answer.sessions {
                             if !list.iter().any(|known| known.id == s.id) {
                                 list.push(s);
                             }
                         }
                     });
-                    chat.more_sessions
-                        .set(answer["more"].as_bool().unwrap_or(false));
+                    chat.more_sessions.set(answer.more);
                 }
                 Err(e) => chat.fail(&e),
             }
@@ -417,11 +414,13 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
     let open_archived = move || {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
-            match crate::client::get("/api/sessions?archived=true").await {
+            let query = crate::api::ListQuery {
+                archived: Some(true),
+                ..Default::default()
+            };
+            match crate::client::sessions(&query).await {
                 Ok(answer) => {
-                    archived_list.set(
-                        serde_json::from_value(answer["sessions"].clone()).unwrap_or_default(),
-                    );
+                    archived_list.set(answer.sessions);
                     showing_archived.set(true);
                 }
                 Err(e) => chat.fail(&e),
@@ -469,7 +468,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
     let sign_out = move |_| {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
-            let _ = crate::client::post("/api/auth/logout", &serde_json::json!({})).await;
+            let _ = crate::client::logout().await;
             crate::client::to_login(false);
         });
     };

@@ -22,26 +22,19 @@ pub(crate) fn ToastNotice() -> impl IntoView {
             leptos::task::spawn_local(async move {
                 let id = summary.id.clone();
                 let result = match action {
-                    Action::Delete => {
-                        crate::client::post(
-                            "/api/session/restore",
-                            &serde_json::json!({"session_id": id}),
-                        )
-                        .await
-                    }
+                    Action::Delete => crate::client::restore(&id).await,
                     Action::Archive(_) => {
-                        crate::client::post(
-                            "/api/session/archive",
-                            &serde_json::json!({"session_id": id, "on": false}),
-                        )
-                        .await
+                        let body = crate::api::PlaceBody {
+                            session_id: id.clone(),
+                            on: false,
+                        };
+                        crate::client::archive(&body).await
                     }
                     Action::Pin(_) => return,
                 };
                 match result {
                     Ok(answer) => {
-                        let restored =
-                            serde_json::from_value(answer["session"].clone()).unwrap_or(summary);
+                        let restored = answer.session;
                         chat.sessions.update(|list| {
                             list.retain(|s| s.id != id);
                             super::place_in(list, restored);

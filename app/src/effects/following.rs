@@ -93,7 +93,7 @@ pub(super) fn watch_server(chat: ChatState) {
 /// Asks the server whether it answers; if it does, clears what only said it did not and sends
 /// the waiting message.
 async fn probe(chat: ChatState) {
-    if crate::client::get("/healthz").await.is_err() {
+    if crate::client::health().await.is_err() {
         return;
     }
     if chat

@@ -61,9 +61,12 @@ async fn reveal_linked_turn(
             return;
         };
         let epoch = chat.epoch.get_value();
-        let body = serde_json::json!({ "run_id": run_id });
-        match crate::client::post("/api/chat/branch", &body).await {
-            Ok(answer) if answer["changed"] == true => {
+        let body = crate::api::BranchBody {
+            run_id,
+            version: None,
+        };
+        match crate::client::branch(&body).await {
+            Ok(answer) if answer.changed => {
                 match crate::nav::fetch_page(Some(&session), None).await {
                     Ok(page) if chat.shows(&session, epoch) => {
                         chat.load(&page);

@@ -84,8 +84,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         #[cfg(feature = "hydrate")]
         if let Some(turn) = chat.running_turn() {
             leptos::task::spawn_local(async move {
-                let body = serde_json::json!({"run_id": turn.run_id});
-                if let Err(e) = crate::client::post("/api/chat/cancel", &body).await {
+                if let Err(e) = crate::client::cancel(&turn.run_id).await {
                     chat.fail(&e);
                 }
             });
@@ -94,9 +93,13 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
 
     let export = move |format: &'static str| {
         move || {
-            chat.session_id
-                .get()
-                .map(|id| format!("/api/session/export?session_id={id}&format={format}"))
+            chat.session_id.get().map(|session_id| {
+                let query = crate::api::ExportQuery {
+                    session_id,
+                    format: Some(format.to_owned()),
+                };
+                crate::api::url(crate::api::paths::SESSION_EXPORT, &query)
+            })
         }
     };
     // A download leaves the page as it was: the menu closes.
@@ -489,9 +492,8 @@ async fn deliver(
     chat: ChatState,
     out: &crate::state::Outgoing,
 ) -> Result<String, crate::client::Failure> {
-    use crate::api::QueuedData;
+    use crate::api::{QueuedData, SendBody};
     use crate::client;
-    use serde_json::json;
 
     // The reader may open another conversation while this waits for the server: what
     // comes back then goes to the server's record only, not into the page shown.
@@ -499,14 +501,9 @@ async fn deliver(
     let session_id = match out.session_id.clone() {
         Some(id) => id,
         None => {
-            let answer = client::post("/api/session/new", &json!({})).await?;
-            let id = answer["session"]["id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            if let Ok(summary) = serde_json::from_value(answer["session"].clone()) {
-                chat.sessions.update(|list| list.insert(0, summary));
-            }
+            let summary = client::new_session().await?.session;
+            let id = summary.id.clone();
+            chat.sessions.update(|list| list.insert(0, summary));
             // If the reader went elsewhere meanwhile, the message still goes to the new
             // session, which stays in the background.
             let here = chat.epoch.get_value() == epoch && chat.session_id.get_untracked().is_none();
@@ -526,30 +523,25 @@ async fn deliver(
             id
         }
     };
-    let mut body =
-        json!({"session_id": session_id, "message": out.text, "client_id": out.client_id});
-    if !out.attachments.is_empty() {
-        let ids: Vec<&str> = out.attachments.iter().map(|a| a.id.as_str()).collect();
-        body["attachments"] = json!(ids);
-    }
-    // The turn carries the model picked (a new conversation's first turn sets it; for an open
-    // one it was stored when picked, and the server changes nothing).
-    if let Some(model) = &out.model {
-        body["model"] = json!(model);
-    }
+    let body = SendBody {
+        session_id: session_id.clone(),
+        message: out.text.clone(),
+        client_id: Some(out.client_id.clone()),
+        attachments: out.attachments.iter().map(|a| a.id.clone()).collect(),
+        // The turn carries the model picked (a new conversation's first turn sets it; for an
+        // open one it was stored when picked, and the server changes nothing).
+        model: out.model.clone(),
+    };
     let shown = chat.shows(&session_id, epoch);
     if shown && chat.running_turn().is_some() {
-        let answer = client::post("/api/chat/queue", &body).await?;
+        let answer = client::queue(&body).await?;
         if !chat.shows(&session_id, epoch) {
             return Ok(session_id);
         }
-        if answer["queued"] == true {
+        if let (true, Some(item)) = (answer.queued, answer.item) {
             let item = QueuedData {
-                id: answer["item"]["id"].as_str().unwrap_or_default().to_owned(),
-                content: answer["item"]["content"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
+                id: item.id,
+                content: item.content,
                 attachments: out.attachments.clone(),
             };
             let known = chat
@@ -565,11 +557,11 @@ async fn deliver(
         }
         return Ok(session_id);
     }
-    let answer = match client::post("/api/chat/start", &body).await {
+    let answer = match client::start(&body).await {
         Ok(answer) => answer,
         Err(e) if e.status == 409 => {
             // The session is busy (another tab started a turn): queue this one, and show both.
-            client::post("/api/chat/queue", &body).await?;
+            client::queue(&body).await?;
             if chat.shows(&session_id, epoch) {
                 crate::nav::catch_up(chat, session_id.clone());
             }
@@ -577,9 +569,10 @@ async fn deliver(
         }
         Err(e) => return Err(e),
     };
-    let turn = crate::branches::started_turn(&answer);
+    let duplicate = answer.duplicate;
+    let turn = crate::branches::started_turn(answer);
     let run_id = turn.run_id.clone();
-    if answer["duplicate"] == true {
+    if duplicate {
         // An earlier attempt started it: the page learns of it as of the journal.
         if chat.shows(&session_id, epoch) {
             crate::nav::catch_up(chat, session_id.clone());

@@ -3,13 +3,12 @@
 //! to its account; the message that carries it names it. Only images (PNG, JPEG, GIF, WebP)
 //! and UTF-8 text are taken, judged by their bytes, not by what the browser says they are.
 
+use app::api::{FileQuery, UploadQuery, Uploaded};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::auth::{owned_session, Viewer};
@@ -82,15 +81,6 @@ pub fn clean_name(name: &str) -> String {
     }
 }
 
-/// `POST /api/attachments` query.
-#[derive(Debug, Deserialize)]
-pub struct UploadQuery {
-    /// The file's name.
-    name: String,
-    /// The conversation it is for (absent: a conversation not made yet).
-    session_id: Option<String>,
-}
-
 /// `POST /api/attachments?name=N[&session_id=S]`, the file's bytes as the body: keeps it
 /// and answers `{"attachment": {id, name, mime, size}}` (201). 413 past the size limit or the
 /// account's storage, 415 for a type not taken, 400 for an empty file.
@@ -140,7 +130,9 @@ pub async fn upload(
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({"attachment": kept.data()})),
+        Json(Uploaded {
+            attachment: kept.data(),
+        }),
     )
         .into_response())
 }
@@ -202,12 +194,6 @@ pub async fn checked(
         }
     }
     Ok(())
-}
-
-/// `GET /api/attachment` query.
-#[derive(Debug, Deserialize)]
-pub struct FileQuery {
-    id: String,
 }
 
 /// `GET /api/attachment?id=A`: the file's bytes. Images are shown in the page; text is

@@ -1,8 +1,11 @@
 //! The chat API: start, cancel, queue, and the answers to approval and clarify requests.
 
+use app::api::{
+    ApprovalBody, BranchBody, Branched, Cancelled, ClarifyBody, EditBody, Queued, RunBody,
+    SendBody, Started, Versions,
+};
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{owned_run, owned_session, Viewer};
@@ -87,33 +90,20 @@ async fn check_running(
     .with("limit", "max_runs_per_user"))
 }
 
-/// The body of `POST /api/chat/start` and `POST /api/chat/queue`.
-#[derive(Debug, Deserialize)]
-pub struct SendBody {
-    session_id: String,
-    message: String,
-    /// The browser's id for the message: a retry of the same send makes nothing new.
-    client_id: Option<String>,
-    /// The files it carries (ids from `POST /api/attachments`), in order.
-    #[serde(default)]
-    attachments: Vec<String>,
-    /// For a start: the model the conversation asks for from this turn on (absent: as it
-    /// is; see `POST /api/session/model`).
-    #[serde(default)]
-    model: Option<String>,
-}
+/// What a start answers: the new turn, with the stored user message.
+type StartedAnswer = Started<crate::store::Message>;
 
-/// What a start answers.
-fn started_json(started: &crate::runner::Started) -> Value {
-    json!({
-        "session_id": started.session_id,
-        "run_id": started.run_id,
-        "stream_id": started.stream_id,
-        "turn_id": started.turn_id,
-        "user_message": started.user_message,
-        "duplicate": started.duplicate,
-        "model": started.model,
-    })
+fn started_answer(started: crate::runner::Started) -> StartedAnswer {
+    Started {
+        session_id: started.session_id,
+        run_id: started.run_id,
+        stream_id: started.stream_id,
+        turn_id: started.turn_id,
+        user_message: started.user_message,
+        duplicate: started.duplicate,
+        model: started.model,
+        versions: None,
+    }
 }
 
 /// `POST /api/chat/start`: stores the user message and starts a run. The same `client_id`
@@ -122,7 +112,7 @@ pub async fn start(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<SendBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StartedAnswer>, ApiError> {
     let client_id = checked_client_id(body.client_id.as_deref())?;
     let session = owned_session(&state, &viewer, &body.session_id).await?;
     let message = sent_message(&state, &viewer, &session.id, &body, client_id, false).await?;
@@ -141,7 +131,7 @@ pub async fn start(
         .runner
         .start(&body.session_id, message, &body.attachments, client_id)
         .await?;
-    Ok(Json(started_json(&started)))
+    Ok(Json(started_answer(started)))
 }
 
 /// The message a send carries, checked. A send retried with the same `client_id` after its
@@ -185,25 +175,20 @@ async fn sent_message(
     Err(refused)
 }
 
-/// A body naming a run.
-#[derive(Debug, Deserialize)]
-pub struct RunBody {
-    run_id: String,
-}
-
 /// What a retry or an edit answers: the start, with the new turn's versions.
 async fn fork_json(
     state: &AppState,
-    started: &crate::runner::Started,
-) -> Result<Json<Value>, ApiError> {
+    started: crate::runner::Started,
+) -> Result<Json<StartedAnswer>, ApiError> {
     let count = state.store.versions(&started.run_id).await?.len().max(1);
     let count = u32::try_from(count).unwrap_or(u32::MAX);
-    let mut body = started_json(started);
-    body["versions"] = json!(crate::store::Versions {
-        index: count,
-        count
-    });
-    Ok(Json(body))
+    Ok(Json(Started {
+        versions: Some(Versions {
+            index: count,
+            count,
+        }),
+        ..started_answer(started)
+    }))
 }
 
 /// `POST /api/chat/retry`: answers the user message of `run_id` again, as a new version of
@@ -212,20 +197,11 @@ pub async fn retry(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<RunBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StartedAnswer>, ApiError> {
     let run = owned_run(&state, &viewer, &body.run_id).await?;
     check_running(&state, &viewer, &run.session_id, None).await?;
     let started = state.runner.retry(&run.session_id, &run.id).await?;
-    fork_json(&state, &started).await
-}
-
-/// `POST /api/chat/edit` body.
-#[derive(Debug, Deserialize)]
-pub struct EditBody {
-    run_id: String,
-    message: String,
-    /// The browser's id for the new message: a retry of the same edit makes nothing new.
-    client_id: Option<String>,
+    fork_json(&state, started).await
 }
 
 /// `POST /api/chat/edit`: sends `message` in place of the user message of `run_id`; the
@@ -234,7 +210,7 @@ pub async fn edit(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<EditBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StartedAnswer>, ApiError> {
     let message = checked_message(&body.message)?;
     let client_id = checked_client_id(body.client_id.as_deref())?;
     let run = owned_run(&state, &viewer, &body.run_id).await?;
@@ -243,15 +219,7 @@ pub async fn edit(
         .runner
         .edit(&run.session_id, &run.id, message, client_id)
         .await?;
-    fork_json(&state, &started).await
-}
-
-/// `POST /api/chat/branch` body: show version `version` (from 1) of the place of `run_id`;
-/// without a version, the branch `run_id` is on.
-#[derive(Debug, Deserialize)]
-pub struct BranchBody {
-    run_id: String,
-    version: Option<u32>,
+    fork_json(&state, started).await
 }
 
 /// `POST /api/chat/branch`: the session shows another version of a turn, and below it the
@@ -261,7 +229,7 @@ pub async fn branch(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<BranchBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Branched>, ApiError> {
     let run = owned_run(&state, &viewer, &body.run_id).await?;
     let Some(version) = body.version else {
         // A link to a turn (a search hit): its branch, unless it is the one shown.
@@ -272,13 +240,13 @@ pub async fn branch(
         } else {
             shown.last().map(|(r, _)| r.id.clone()).unwrap_or_default()
         };
-        return Ok(Json(json!({
-            "ok": true,
-            "run_id": run.id,
-            "turn_id": run.turn_id,
-            "head_run_id": head,
-            "changed": changed,
-        })));
+        return Ok(Json(Branched {
+            ok: true,
+            run_id: run.id,
+            turn_id: run.turn_id,
+            head_run_id: head,
+            changed,
+        }));
     };
     let versions = state.store.versions(&run.id).await?;
     let Some(chosen) = (version as usize)
@@ -291,13 +259,13 @@ pub async fn branch(
         )));
     };
     let head = state.store.show_branch(&run.session_id, &chosen.id).await?;
-    Ok(Json(json!({
-        "ok": true,
-        "run_id": chosen.id,
-        "turn_id": chosen.turn_id,
-        "head_run_id": head,
-        "changed": true,
-    })))
+    Ok(Json(Branched {
+        ok: true,
+        run_id: chosen.id.clone(),
+        turn_id: chosen.turn_id.clone(),
+        head_run_id: head,
+        changed: true,
+    }))
 }
 
 /// `POST /api/chat/cancel`: journals the cancellation and stops the agent (idempotent).
@@ -305,12 +273,14 @@ pub async fn cancel(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<RunBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Cancelled>, ApiError> {
     owned_run(&state, &viewer, &body.run_id).await?;
     let cancelled = state.runner.cancel(&body.run_id).await?;
-    Ok(Json(
-        json!({"ok": true, "cancelled": cancelled, "run_id": body.run_id}),
-    ))
+    Ok(Json(Cancelled {
+        ok: true,
+        cancelled,
+        run_id: body.run_id,
+    }))
 }
 
 /// `POST /api/chat/queue`: a follow-up for when the session's run ends (started at once when
@@ -319,13 +289,17 @@ pub async fn queue(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<SendBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Queued<crate::store::QueuedMessage, crate::store::Message>>, ApiError> {
     let client_id = checked_client_id(body.client_id.as_deref())?;
     let session = owned_session(&state, &viewer, &body.session_id).await?;
     let message = sent_message(&state, &viewer, &session.id, &body, client_id, true).await?;
     let message = message.as_str();
     let started = |started: crate::runner::Started| {
-        Json(json!({"queued": false, "started": started_json(&started)}))
+        Json(Queued {
+            queued: false,
+            item: None,
+            started: Some(started_answer(started)),
+        })
     };
     if session.active_run_id.is_none() {
         check_running(&state, &viewer, &session.id, client_id).await?;
@@ -382,15 +356,11 @@ pub async fn queue(
             }
         }
     }
-    Ok(Json(json!({"queued": true, "item": queued})))
-}
-
-/// `POST /api/approval/respond` body.
-#[derive(Debug, Deserialize)]
-pub struct ApprovalBody {
-    run_id: String,
-    approval_id: String,
-    choice: String,
+    Ok(Json(Queued {
+        queued: true,
+        item: Some(queued),
+        started: None,
+    }))
 }
 
 /// `POST /api/approval/respond`: answers an approval request once.
@@ -412,14 +382,6 @@ pub async fn approval(
         )
         .await?;
     Ok(Json(json!({"ok": true, "interaction": interaction})))
-}
-
-/// `POST /api/clarify/respond` body.
-#[derive(Debug, Deserialize)]
-pub struct ClarifyBody {
-    run_id: String,
-    clarify_id: String,
-    response: String,
 }
 
 /// `POST /api/clarify/respond`: answers a clarify request once.

@@ -1,9 +1,8 @@
 //! Standing permissions ("this session", "always"), as Settings lists and revokes them.
 
+use app::api::{Done, GrantList, RevokeBody};
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::auth::Viewer;
 use crate::error::{ApiError, ApiJson};
@@ -13,15 +12,12 @@ use crate::AppState;
 const GRANTS_LIMIT: u32 = 200;
 
 /// `GET /api/grants`: the viewer's standing permissions, newest first.
-pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    viewer: Viewer,
+) -> Result<Json<GrantList<crate::store::Grant>>, ApiError> {
     let grants = state.store.grants(viewer.owner(), GRANTS_LIMIT).await?;
-    Ok(Json(json!({ "grants": grants })))
-}
-
-/// `POST /api/grants/revoke` body.
-#[derive(Debug, Deserialize)]
-pub struct RevokeBody {
-    id: String,
+    Ok(Json(GrantList { grants }))
 }
 
 /// `POST /api/grants/revoke`: the next such action asks again. 404 for a grant that is not
@@ -30,7 +26,7 @@ pub async fn revoke(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<RevokeBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Done>, ApiError> {
     state
         .store
         .revoke_grant(viewer.owner(), &body.id)
@@ -39,5 +35,5 @@ pub async fn revoke(
             crate::store::StoreError::NotFound => ApiError::not_found("grant"),
             e => e.into(),
         })?;
-    Ok(Json(json!({ "ok": true })))
+    Ok(Json(Done { ok: true }))
 }

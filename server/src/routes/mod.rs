@@ -9,6 +9,7 @@ pub(crate) mod session;
 pub use session::LIST_LIMIT;
 pub(crate) mod stream;
 
+use app::api::paths;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
@@ -22,36 +23,36 @@ type Handler = axum::routing::MethodRouter<AppState>;
 /// fails on a route it has no case for).
 fn table() -> Vec<(&'static str, &'static str, Handler)> {
     vec![
-        ("POST", "/api/session/new", post(session::create)),
-        ("GET", "/api/sessions", get(session::list)),
-        ("GET", "/api/session", get(session::get)),
-        ("POST", "/api/session/rename", post(session::rename)),
-        ("POST", "/api/session/delete", post(session::delete)),
-        ("POST", "/api/session/restore", post(session::restore)),
-        ("POST", "/api/session/pin", post(session::pin)),
-        ("POST", "/api/session/archive", post(session::archive)),
-        ("GET", "/api/sessions/search", get(session::search)),
-        ("GET", "/api/session/export", get(session::export)),
-        ("POST", "/api/session/model", post(models::choose)),
-        ("GET", "/api/models", get(models::list)),
-        ("GET", "/api/grants", get(grants::list)),
-        ("POST", "/api/grants/revoke", post(grants::revoke)),
-        ("POST", "/api/attachments", post(attachments::upload)),
-        ("GET", "/api/attachment", get(attachments::download)),
-        ("POST", "/api/chat/start", post(chat::start)),
-        ("POST", "/api/chat/cancel", post(chat::cancel)),
-        ("POST", "/api/chat/queue", post(chat::queue)),
-        ("POST", "/api/chat/retry", post(chat::retry)),
-        ("POST", "/api/chat/edit", post(chat::edit)),
-        ("POST", "/api/chat/branch", post(chat::branch)),
-        ("GET", "/api/chat/stream", get(stream::stream)),
-        ("GET", "/api/chat/stream/status", get(stream::status)),
-        ("POST", "/api/approval/respond", post(chat::approval)),
-        ("POST", "/api/clarify/respond", post(chat::clarify)),
-        ("GET", "/api/page", get(crate::pages::data)),
-        ("GET", "/api/chat/journal", get(crate::pages::journal)),
-        ("POST", "/api/auth/logout", post(crate::auth::logout)),
-        ("GET", "/api/auth/me", get(crate::auth::me)),
+        ("POST", paths::SESSION_NEW, post(session::create)),
+        ("GET", paths::SESSIONS, get(session::list)),
+        ("GET", paths::SESSION, get(session::get)),
+        ("POST", paths::SESSION_RENAME, post(session::rename)),
+        ("POST", paths::SESSION_DELETE, post(session::delete)),
+        ("POST", paths::SESSION_RESTORE, post(session::restore)),
+        ("POST", paths::SESSION_PIN, post(session::pin)),
+        ("POST", paths::SESSION_ARCHIVE, post(session::archive)),
+        ("GET", paths::SESSIONS_SEARCH, get(session::search)),
+        ("GET", paths::SESSION_EXPORT, get(session::export)),
+        ("POST", paths::SESSION_MODEL, post(models::choose)),
+        ("GET", paths::MODELS, get(models::list)),
+        ("GET", paths::GRANTS, get(grants::list)),
+        ("POST", paths::GRANTS_REVOKE, post(grants::revoke)),
+        ("POST", paths::ATTACHMENTS, post(attachments::upload)),
+        ("GET", paths::ATTACHMENT, get(attachments::download)),
+        ("POST", paths::CHAT_START, post(chat::start)),
+        ("POST", paths::CHAT_CANCEL, post(chat::cancel)),
+        ("POST", paths::CHAT_QUEUE, post(chat::queue)),
+        ("POST", paths::CHAT_RETRY, post(chat::retry)),
+        ("POST", paths::CHAT_EDIT, post(chat::edit)),
+        ("POST", paths::CHAT_BRANCH, post(chat::branch)),
+        ("GET", paths::CHAT_STREAM, get(stream::stream)),
+        ("GET", paths::CHAT_STREAM_STATUS, get(stream::status)),
+        ("POST", paths::APPROVAL_RESPOND, post(chat::approval)),
+        ("POST", paths::CLARIFY_RESPOND, post(chat::clarify)),
+        ("GET", paths::PAGE, get(crate::pages::data)),
+        ("GET", paths::CHAT_JOURNAL, get(crate::pages::journal)),
+        ("POST", paths::AUTH_LOGOUT, post(crate::auth::logout)),
+        ("GET", paths::AUTH_ME, get(crate::auth::me)),
     ]
 }
 
@@ -69,7 +70,7 @@ pub(crate) fn api() -> Router<AppState> {
     // Messages are limited to 64 KiB (413 beyond); the body may carry a little more. An
     // upload reads its body itself, up to `--max-attachment-mb`.
     for (_, path, handler) in table() {
-        let handler = if path == "/api/attachments" {
+        let handler = if path == paths::ATTACHMENTS {
             handler.layer(DefaultBodyLimit::disable())
         } else {
             handler.layer(DefaultBodyLimit::max(256 * 1024))

@@ -1,9 +1,8 @@
 //! The choice of model: what the provider offers, and what a conversation asks for.
 
+use app::api::{ModelBody, ModelChosen, ModelList, ModelsQuery};
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::auth::{owned_session, Viewer};
 use crate::error::{ApiError, ApiJson, ApiQuery};
@@ -20,14 +19,6 @@ fn offered(default: &str, listed: Vec<String>) -> Vec<app::api::ModelInfo> {
     ids.iter().map(|id| app::api::ModelInfo::new(id)).collect()
 }
 
-/// `GET /api/models` query.
-#[derive(Debug, Deserialize)]
-pub struct ModelsQuery {
-    /// Ask the provider again rather than answer from what it said last.
-    #[serde(default)]
-    refresh: bool,
-}
-
 /// `GET /api/models`: the models a conversation may ask for, and the default. A backend
 /// with no choice answers `{"default": null, "models": []}`; a provider that cannot be
 /// asked answers the default alone, with `error` saying why.
@@ -35,17 +26,22 @@ pub async fn list(
     State(state): State<AppState>,
     _viewer: Viewer,
     ApiQuery(query): ApiQuery<ModelsQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ModelList>, ApiError> {
     let Some(default) = state.runner.default_model() else {
-        return Ok(Json(json!({"default": null, "models": []})));
+        return Ok(Json(ModelList {
+            default: None,
+            models: Vec::new(),
+            error: None,
+        }));
     };
-    Ok(Json(match state.runner.models(query.refresh).await {
-        Ok(listed) => json!({"default": default, "models": offered(&default, listed)}),
-        Err(error) => json!({
-            "default": default,
-            "models": offered(&default, Vec::new()),
-            "error": error,
-        }),
+    let (listed, error) = match state.runner.models(query.refresh).await {
+        Ok(listed) => (listed, None),
+        Err(error) => (Vec::new(), Some(error)),
+    };
+    Ok(Json(ModelList {
+        models: offered(&default, listed),
+        default: Some(default),
+        error,
     }))
 }
 
@@ -80,26 +76,18 @@ pub(crate) async fn checked_model(
     }
 }
 
-/// `POST /api/session/model` body.
-#[derive(Debug, Deserialize)]
-pub struct ModelBody {
-    session_id: String,
-    /// `null` or `""`: the server's default.
-    model: Option<String>,
-}
-
 /// `POST /api/session/model`: the model the conversation's next turns ask for (turns already
 /// answered keep theirs).
 pub async fn choose(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<ModelBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ModelChosen>, ApiError> {
     owned_session(&state, &viewer, &body.session_id).await?;
     let model = checked_model(&state, body.model.as_deref()).await?;
     state
         .store
         .set_session_model(&body.session_id, model.as_deref())
         .await?;
-    Ok(Json(json!({ "model": model })))
+    Ok(Json(ModelChosen { model }))
 }

@@ -1,10 +1,14 @@
 //! The session API: create, list, read, rename, delete, search, export.
 
+use crate::store::Session;
+use app::api::{
+    ExportQuery, ListQuery, NewSessionBody, PlaceBody, RenameBody, SearchQuery, SessionAnswer,
+    SessionBody, SessionList, SessionQuery,
+};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{owned_session, Viewer};
@@ -29,20 +33,14 @@ fn checked_title(title: &str) -> Result<String, ApiError> {
     Ok(title.to_owned())
 }
 
-/// `POST /api/session/new` body.
-#[derive(Debug, Default, Deserialize)]
-pub struct NewBody {
-    title: Option<String>,
-}
-
 /// `POST /api/session/new` (the body, `{title?}`, may be empty).
 pub async fn create(
     State(state): State<AppState>,
     viewer: Viewer,
     body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let body: NewBody = if body.iter().all(u8::is_ascii_whitespace) {
-        NewBody::default()
+) -> Result<Json<SessionAnswer<Session>>, ApiError> {
+    let body: NewSessionBody = if body.iter().all(u8::is_ascii_whitespace) {
+        NewSessionBody::default()
     } else {
         serde_json::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?
@@ -55,7 +53,7 @@ pub async fn create(
         .store
         .create_session(&title, viewer.owner(), journal::now())
         .await?;
-    Ok(Json(json!({ "session": session })))
+    Ok(Json(SessionAnswer { session }))
 }
 
 /// The most sessions one answer lists (a list or search results); `more` says when others
@@ -67,7 +65,7 @@ pub async fn list(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionList<Session>>, ApiError> {
     let limit = q.limit.unwrap_or(LIST_LIMIT).clamp(1, LIST_LIMIT);
     let mut sessions = state
         .store
@@ -80,23 +78,7 @@ pub async fn list(
         .await?;
     let more = sessions.len() > limit as usize;
     sessions.truncate(limit as usize);
-    Ok(Json(json!({ "sessions": sessions, "more": more })))
-}
-
-/// `GET /api/sessions?offset=&limit=` query: a page of the list (no limit: the first
-/// [`LIST_LIMIT`]).
-#[derive(Debug, Default, Deserialize)]
-pub struct ListQuery {
-    offset: Option<u64>,
-    limit: Option<u32>,
-    /// The archived sessions instead.
-    archived: Option<bool>,
-}
-
-/// A query naming a session.
-#[derive(Debug, Deserialize)]
-pub struct SessionQuery {
-    session_id: String,
+    Ok(Json(SessionList { sessions, more }))
 }
 
 /// `GET /api/session?session_id=S`: the session with its messages, active run, queued
@@ -131,19 +113,12 @@ pub async fn get(
     Ok(Json(json!({ "session": body })))
 }
 
-/// `POST /api/session/rename` body.
-#[derive(Debug, Deserialize)]
-pub struct RenameBody {
-    session_id: String,
-    title: String,
-}
-
 /// `POST /api/session/rename`: a manual title, which the agent never replaces.
 pub async fn rename(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<RenameBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionAnswer<Session>>, ApiError> {
     let title = checked_title(&body.title)?;
     owned_session(&state, &viewer, &body.session_id).await?;
     let session = state
@@ -155,13 +130,7 @@ pub async fn rename(
             journal::now(),
         )
         .await?;
-    Ok(Json(json!({ "session": session })))
-}
-
-/// `POST /api/session/delete` body.
-#[derive(Debug, Deserialize)]
-pub struct DeleteBody {
-    session_id: String,
+    Ok(Json(SessionAnswer { session }))
 }
 
 /// How long a deleted session can be brought back before it is removed with its journal.
@@ -173,7 +142,7 @@ pub const UNDO_WINDOW: std::time::Duration = std::time::Duration::from_secs(600)
 pub async fn delete(
     State(state): State<AppState>,
     viewer: Viewer,
-    ApiJson(body): ApiJson<DeleteBody>,
+    ApiJson(body): ApiJson<SessionBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned_session(&state, &viewer, &body.session_id).await?;
     state
@@ -188,21 +157,13 @@ pub async fn delete(
 pub async fn restore(
     State(state): State<AppState>,
     viewer: Viewer,
-    ApiJson(body): ApiJson<DeleteBody>,
-) -> Result<Json<Value>, ApiError> {
+    ApiJson(body): ApiJson<SessionBody>,
+) -> Result<Json<SessionAnswer<Session>>, ApiError> {
     let session = state
         .store
         .restore_session(viewer.owner(), &body.session_id)
         .await?;
-    Ok(Json(json!({ "session": session })))
-}
-
-/// `POST /api/session/pin` and `/api/session/archive` body.
-#[derive(Debug, Deserialize)]
-pub struct PlaceBody {
-    session_id: String,
-    /// Pin (archive), or unpin (bring back).
-    on: bool,
+    Ok(Json(SessionAnswer { session }))
 }
 
 /// `POST /api/session/pin`: to the top of the list, or back among the others.
@@ -210,7 +171,7 @@ pub async fn pin(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<PlaceBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionAnswer<Session>>, ApiError> {
     shelve(&state, &viewer, &body, Shelf::Pinned).await
 }
 
@@ -220,7 +181,7 @@ pub async fn archive(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiJson(body): ApiJson<PlaceBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionAnswer<Session>>, ApiError> {
     shelve(&state, &viewer, &body, Shelf::Archived).await
 }
 
@@ -229,19 +190,13 @@ async fn shelve(
     viewer: &Viewer,
     body: &PlaceBody,
     shelf: Shelf,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionAnswer<Session>>, ApiError> {
     owned_session(state, viewer, &body.session_id).await?;
     let session = state
         .store
         .shelve(&body.session_id, shelf, body.on, journal::now())
         .await?;
-    Ok(Json(json!({ "session": session })))
-}
-
-/// `GET /api/sessions/search?q=` query.
-#[derive(Debug, Deserialize)]
-pub struct SearchQuery {
-    q: String,
+    Ok(Json(SessionAnswer { session }))
 }
 
 /// `GET /api/sessions/search?q=`: titles and message text.
@@ -249,7 +204,7 @@ pub async fn search(
     State(state): State<AppState>,
     viewer: Viewer,
     ApiQuery(q): ApiQuery<SearchQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionList<Session>>, ApiError> {
     if q.q.trim().is_empty() {
         return list(State(state), viewer, ApiQuery(ListQuery::default())).await;
     }
@@ -262,14 +217,7 @@ pub async fn search(
         .await?;
     let more = sessions.len() > LIST_LIMIT as usize;
     sessions.truncate(LIST_LIMIT as usize);
-    Ok(Json(json!({ "sessions": sessions, "more": more })))
-}
-
-/// `GET /api/session/export` query.
-#[derive(Debug, Deserialize)]
-pub struct ExportQuery {
-    session_id: String,
-    format: Option<String>,
+    Ok(Json(SessionList { sessions, more }))
 }
 
 /// `GET /api/session/export?session_id=S&format=md|jsonl`: the transcript as Markdown, or the

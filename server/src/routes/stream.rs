@@ -5,6 +5,7 @@
 //! follower) is filled from the journal, so every event after the cursor arrives exactly once,
 //! in order. The response ends after `stream_end`.
 
+use app::api::StreamQuery;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,6 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
@@ -35,22 +35,14 @@ const PAGE: u32 = 4_096;
 /// the replay, it does not make the server read the journal into memory.
 const QUEUED: usize = 4;
 
-/// Query of the stream routes.
-#[derive(Debug, Deserialize)]
-pub struct StreamQuery {
-    run_id: Option<String>,
-    stream_id: Option<String>,
-    after_seq: Option<String>,
-}
-
-impl StreamQuery {
-    fn run_id(&self) -> Result<&str, ApiError> {
-        self.run_id
-            .as_deref()
-            .or(self.stream_id.as_deref())
-            .filter(|r| !r.trim().is_empty())
-            .ok_or_else(|| ApiError::bad_request("run_id is required"))
-    }
+/// The run a stream query names (by its run id, else its stream id).
+fn queried_run(query: &StreamQuery) -> Result<&str, ApiError> {
+    query
+        .run_id
+        .as_deref()
+        .or(query.stream_id.as_deref())
+        .filter(|r| !r.trim().is_empty())
+        .ok_or_else(|| ApiError::bad_request("run_id is required"))
 }
 
 /// Where to resume: `after_seq` wins over `Last-Event-ID`. A cursor that does not parse or
@@ -76,7 +68,7 @@ pub async fn stream(
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> Result<Response, ApiError> {
-    let run_id = query.run_id()?.to_owned();
+    let run_id = queried_run(&query)?.to_owned();
     // Subscribe before reading the journal: anything committed after the read is then live.
     let live = state.hub.subscribe(&run_id);
     let high_water = match owned_run(&state, &viewer, &run_id).await {
@@ -239,7 +231,7 @@ pub async fn status(
     viewer: Viewer,
     ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let run_id = query.run_id()?;
+    let run_id = queried_run(&query)?;
     let run = match owned_run(&state, &viewer, run_id).await {
         Ok(run) => run,
         Err(StoreError::NotFound) => return Err(ApiError::not_found("stream")),

@@ -10,7 +10,7 @@ use std::ops::{Index, IndexMut};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::normalize::AnchorEvent;
+use super::AnchorEvent;
 
 /// Events per chunk (every chunk but the last is full).
 const CHUNK: usize = 256;

@@ -1,8 +1,17 @@
-//! What the page loads: the sidebar's sessions and the open session's turns, each with its
-//! journal. The server renders from it; the browser hydrates from the same data.
+//! The API's types, shared by the server and the browser: what the page loads (the sidebar's
+//! sessions and the open session's turns, each with its journal; the server renders from it,
+//! the browser hydrates from the same data), every request's body or query,
+//! every answer, and every path ([`paths`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod answers;
+pub mod paths;
+mod requests;
+
+pub use answers::*;
+pub use requests::*;
 
 /// A session in the sidebar.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,7 +70,12 @@ impl AttachmentData {
 
     /// Where its bytes are served.
     pub fn url(&self) -> String {
-        format!("/api/attachment?id={}", self.id)
+        url(
+            paths::ATTACHMENT,
+            &FileQuery {
+                id: self.id.clone(),
+            },
+        )
     }
 }
 
@@ -403,9 +417,67 @@ pub fn page_json(page: &SessionPage) -> String {
         .replace('<', "\\u003c")
 }
 
+/// `path` with `query` (one of the query types of this module) as its query string: every
+/// field that is not `null`, in key order, its value percent-encoded.
+pub fn url<Q: Serialize>(path: &str, query: &Q) -> String {
+    let mut url = path.to_owned();
+    if let Ok(Value::Object(fields)) = serde_json::to_value(query) {
+        for (key, value) in fields {
+            let value = match value {
+                Value::Null => continue,
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            url.push(if url.len() == path.len() { '?' } else { '&' });
+            url.push_str(&key);
+            url.push('=');
+            url.push_str(&percent_encoded(&value));
+        }
+    }
+    url
+}
+
+/// `value` with every byte but the unreserved ones (letters, digits, `-._~`) as `%XX`.
+fn percent_encoded(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_goes_into_the_url_encoded_and_without_absent_fields() {
+        let query = PageQuery {
+            session_id: Some("a b&c/é".into()),
+            after_run_id: None,
+            before_run_id: Some("r-1".into()),
+        };
+        assert_eq!(
+            url(paths::PAGE, &query),
+            "/api/page?before_run_id=r-1&session_id=a%20b%26c%2F%C3%A9"
+        );
+        assert_eq!(
+            url(paths::MODELS, &ModelsQuery { refresh: true }),
+            "/api/models?refresh=true"
+        );
+        assert_eq!(url(paths::SESSIONS, &ListQuery::default()), "/api/sessions");
+        let file = AttachmentData {
+            id: "f 1".into(),
+            name: "n".into(),
+            mime: "text/plain".into(),
+            size: 1,
+        };
+        assert_eq!(file.url(), "/api/attachment?id=f%201");
+    }
 
     #[test]
     fn page_json_cannot_close_its_script_element_and_reads_back_the_same() {

@@ -1,0 +1,140 @@
+//! What the JSON API answers, as one type per answer shared by the server's handlers (which
+//! fill it) and the browser's client (which reads it). Where the server answers with its own
+//! record (a stored session or message), the type is generic over it: the server sends the
+//! record whole, the browser reads it as the part it shows ([`SessionSummary`],
+//! [`MessageData`]), and the shape on the wire is one.
+
+use serde::{Deserialize, Serialize};
+
+use super::{AttachmentData, GrantData, MessageData, ModelInfo, SessionSummary, Versions};
+
+/// A session: `POST /api/session/new`, `rename`, `delete`, `restore`, `pin`, `archive`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SessionAnswer<S = SessionSummary> {
+    /// The session as it is now.
+    pub session: S,
+}
+
+/// A page of sessions: `GET /api/sessions`, `GET /api/sessions/search`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SessionList<S = SessionSummary> {
+    /// The sessions, newest first (pinned first in the list).
+    pub sessions: Vec<S>,
+    /// Whether there are more after these.
+    #[serde(default)]
+    pub more: bool,
+}
+
+/// A turn started: `POST /api/chat/start`, `/retry` and `/edit` (and a queued message that
+/// started at once).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Started<M = MessageData> {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// Its stream (the run id).
+    pub stream_id: String,
+    /// The assistant turn.
+    pub turn_id: String,
+    /// The stored user message.
+    pub user_message: Option<M>,
+    /// The message was sent before (same client id): this is the run it started then.
+    pub duplicate: bool,
+    /// The model that answers (`None`: the backend offers no choice).
+    pub model: Option<String>,
+    /// A retry or an edit: where the new turn stands among its place's versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<Versions>,
+}
+
+/// A follow-up: `POST /api/chat/queue`. Either waiting (`queued`, with its `item`) or, when
+/// the conversation was idle, `started` at once.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Queued<Q = QueuedItem, M = MessageData> {
+    /// Whether it waits for the running turn to end.
+    pub queued: bool,
+    /// What waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<Q>,
+    /// The turn it started instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<Started<M>>,
+}
+
+/// A waiting follow-up, as the browser reads it from [`Queued`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct QueuedItem {
+    /// Its id.
+    pub id: String,
+    /// Its text.
+    pub content: String,
+}
+
+/// Another version shown: `POST /api/chat/branch`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Branched {
+    /// Always `true`.
+    pub ok: bool,
+    /// The version shown now.
+    pub run_id: String,
+    /// Its turn.
+    pub turn_id: String,
+    /// The newest run of the branch it is on.
+    pub head_run_id: String,
+    /// Whether the conversation shows another branch than before.
+    pub changed: bool,
+}
+
+/// A stop: `POST /api/chat/cancel`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Cancelled {
+    /// Always `true`.
+    pub ok: bool,
+    /// Whether the run was still running (a second Stop changes nothing).
+    pub cancelled: bool,
+    /// The run.
+    pub run_id: String,
+}
+
+/// The models a conversation may ask for: `GET /api/models`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ModelList {
+    /// The server's default (`None`: the backend offers no choice).
+    pub default: Option<String>,
+    /// The models, the default among them.
+    pub models: Vec<ModelInfo>,
+    /// Why the provider could not be asked (the default alone is offered then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A conversation's model: `POST /api/session/model`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ModelChosen {
+    /// The model it asks for now (`None`: the default).
+    pub model: Option<String>,
+}
+
+/// The standing permissions: `GET /api/grants`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GrantList<G = GrantData> {
+    /// Newest first.
+    pub grants: Vec<G>,
+}
+
+/// A file kept: `POST /api/attachments`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Uploaded {
+    /// What the message will carry.
+    pub attachment: AttachmentData,
+}
+
+/// A request that answers nothing but success: `POST /api/grants/revoke`,
+/// `/api/approval/respond`, `/api/clarify/respond`, `/api/auth/logout`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Done {
+    /// Always `true`.
+    #[serde(default)]
+    pub ok: bool,
+}

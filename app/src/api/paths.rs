@@ -1,0 +1,65 @@
+//! Every JSON API path, named once: the server's router mounts its handlers at these, and the
+//! browser's client (`crate::client`) calls them. Nothing else spells a path.
+
+/// `POST`: a new conversation ([`super::NewSessionBody`] → [`super::NewSession`]).
+pub const SESSION_NEW: &str = "/api/session/new";
+/// `GET`: a page of the conversation list ([`super::ListQuery`] → [`super::SessionList`]).
+pub const SESSIONS: &str = "/api/sessions";
+/// `GET`: one conversation ([`super::SessionQuery`]).
+pub const SESSION: &str = "/api/session";
+/// `POST`: rename ([`super::RenameBody`]).
+pub const SESSION_RENAME: &str = "/api/session/rename";
+/// `POST`: delete, undoable for a while ([`super::SessionBody`]).
+pub const SESSION_DELETE: &str = "/api/session/delete";
+/// `POST`: undo a delete ([`super::SessionBody`]).
+pub const SESSION_RESTORE: &str = "/api/session/restore";
+/// `POST`: pin or unpin ([`super::PlaceBody`]).
+pub const SESSION_PIN: &str = "/api/session/pin";
+/// `POST`: archive or bring back ([`super::PlaceBody`]).
+pub const SESSION_ARCHIVE: &str = "/api/session/archive";
+/// `GET`: search titles and messages ([`super::SearchQuery`] → [`super::SessionList`]).
+pub const SESSIONS_SEARCH: &str = "/api/sessions/search";
+/// `GET`: a conversation as Markdown or JSONL ([`super::ExportQuery`]).
+pub const SESSION_EXPORT: &str = "/api/session/export";
+/// `POST`: the model a conversation asks for ([`super::ModelBody`]).
+pub const SESSION_MODEL: &str = "/api/session/model";
+/// `GET`: the provider's models ([`super::ModelsQuery`] → [`super::ModelList`]).
+pub const MODELS: &str = "/api/models";
+/// `GET`: the standing permissions ([`super::GrantList`]).
+pub const GRANTS: &str = "/api/grants";
+/// `POST`: revoke one ([`super::RevokeBody`]).
+pub const GRANTS_REVOKE: &str = "/api/grants/revoke";
+/// `POST`: upload a file, its bytes as the body ([`super::UploadQuery`] → [`super::Uploaded`]).
+pub const ATTACHMENTS: &str = "/api/attachments";
+/// `GET`: a file's bytes ([`super::FileQuery`]).
+pub const ATTACHMENT: &str = "/api/attachment";
+/// `POST`: send a message and start a turn ([`super::SendBody`] → [`super::Started`]).
+pub const CHAT_START: &str = "/api/chat/start";
+/// `POST`: stop a run ([`super::RunBody`]).
+pub const CHAT_CANCEL: &str = "/api/chat/cancel";
+/// `POST`: a follow-up for when the run ends ([`super::SendBody`] → [`super::Queued`]).
+pub const CHAT_QUEUE: &str = "/api/chat/queue";
+/// `POST`: answer a turn's message again ([`super::RunBody`] → [`super::Started`]).
+pub const CHAT_RETRY: &str = "/api/chat/retry";
+/// `POST`: send another message in a turn's place ([`super::EditBody`] → [`super::Started`]).
+pub const CHAT_EDIT: &str = "/api/chat/edit";
+/// `POST`: show another version of a turn ([`super::BranchBody`] → [`super::Branched`]).
+pub const CHAT_BRANCH: &str = "/api/chat/branch";
+/// `GET`: a run's events as SSE ([`super::StreamQuery`]).
+pub const CHAT_STREAM: &str = "/api/chat/stream";
+/// `GET`: whether a run still runs ([`super::StreamQuery`]).
+pub const CHAT_STREAM_STATUS: &str = "/api/chat/stream/status";
+/// `POST`: answer an approval ([`super::ApprovalBody`]).
+pub const APPROVAL_RESPOND: &str = "/api/approval/respond";
+/// `POST`: answer a question ([`super::ClarifyBody`]).
+pub const CLARIFY_RESPOND: &str = "/api/clarify/respond";
+/// `GET`: a conversation's page data ([`super::PageQuery`] → [`super::SessionPage`]).
+pub const PAGE: &str = "/api/page";
+/// `GET`: a page of a run's journal ([`super::JournalQuery`] → [`super::JournalPage`]).
+pub const CHAT_JOURNAL: &str = "/api/chat/journal";
+/// `POST`: sign out.
+pub const AUTH_LOGOUT: &str = "/api/auth/logout";
+/// `GET`: who is signed in.
+pub const AUTH_ME: &str = "/api/auth/me";
+/// `GET`: the server answers (outside the sign-in gate).
+pub const HEALTH: &str = "/healthz";
