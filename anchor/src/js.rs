@@ -174,6 +174,7 @@ pub(crate) fn first_own<'a>(map: &'a Map<String, Value>, keys: &[&str]) -> Optio
 }
 
 /// [`first_own`] over a value that may not be an object.
+#[cfg(feature = "parity")]
 pub(crate) fn first_own_in<'a>(v: Option<&'a Value>, keys: &[&str]) -> Option<&'a Value> {
     match v {
         Some(Value::Object(map)) => first_own(map, keys),
