@@ -15,7 +15,7 @@ SPLIT := --split --lib-features split
 # wasm-opt for release builds comes from npm's binaryen in end2end/.
 TOOLS_PATH := PATH="$(CURDIR)/end2end/node_modules/.bin:$$PATH"
 
-.PHONY: help setup setup-run run dev test fmt-check clippy unit wasm-check e2e
+.PHONY: help setup setup-run run dev test fmt-check clippy unit pg-unit wasm-check e2e
 
 help:
 	@echo "make run    install what is missing, build in release mode, serve http://127.0.0.1:3000"
@@ -35,7 +35,10 @@ run: setup-run
 dev: setup-run
 	cargo leptos watch
 
-test: setup fmt-check clippy unit wasm-check e2e
+# The stages that need PostgreSQL run inside scripts/with-postgres.sh: a throwaway cluster
+# (or the machine's), a database for this run, removed at the end.
+test: setup fmt-check clippy unit wasm-check
+	bash scripts/with-postgres.sh $(MAKE) --no-print-directory pg-unit e2e
 
 fmt-check:
 	cargo fmt --all --check
@@ -47,8 +50,15 @@ PARITY := --features anchor/parity
 clippy:
 	$(DEV_ENV) cargo clippy --workspace --exclude frontend --all-targets --locked $(PARITY) -- -D warnings
 
+# Everything on SQLite; the tests of several instances sharing PostgreSQL wait for pg-unit.
 unit:
-	$(DEV_ENV) cargo test --workspace --exclude frontend --locked $(PARITY)
+	$(DEV_ENV) cargo test --workspace --exclude frontend --locked $(PARITY) -- --skip instances::
+
+# The server's integration tests again, on PostgreSQL (ANCHORAGE_TEST_DATABASE_URL, which
+# scripts/with-postgres.sh sets), with those of several instances sharing it.
+pg-unit:
+	@test -n "$${ANCHORAGE_TEST_DATABASE_URL:-}" || { echo "pg-unit: run it as scripts/with-postgres.sh make pg-unit" >&2; exit 2; }
+	$(DEV_ENV) cargo test -p server --test api --locked $(PARITY)
 
 wasm-check:
 	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked -- -D warnings

@@ -50,6 +50,14 @@ if [ "$MODE" = test ] && ! command -v chromium >/dev/null 2>&1; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# Debian's PostgreSQL for the tests of several instances sharing one database
+# (scripts/with-postgres.sh starts a throwaway cluster of it; running the app needs none).
+if [ "$MODE" = test ] && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+  say "installing Debian's postgresql"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown

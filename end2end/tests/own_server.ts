@@ -17,8 +17,13 @@ export function serverBinary(): string {
   return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
 }
 
-export function startServer(port: number, dataDir: string, env: Record<string, string> = {}): ChildProcess {
-  return spawn(serverBinary(), ["--addr", `127.0.0.1:${port}`, "--data-dir", dataDir], {
+export function startServer(
+  port: number,
+  dataDir: string,
+  env: Record<string, string> = {},
+  args: string[] = [],
+): ChildProcess {
+  return spawn(serverBinary(), ["--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, ...args], {
     cwd: root,
     env: {
       ...process.env,

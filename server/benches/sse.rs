@@ -3,8 +3,15 @@
 //! 1. Replay: a finished run's 100k-event journal streamed over SSE on loopback, against a bare
 //!    axum route streaming the same bytes from memory, in the same process and run.
 //! 2. Fan-out: 1,000 followers of one run producing 200 events/s; delivery latency from the
-//!    moment an event is committed to the moment a follower has read it.
+//!    moment an event is emitted to the moment a follower has read it.
 //! 3. Memory: resident memory per idle follower.
+//! 4. Journal: events committed per second through the journal writer, one run appending
+//!    one event at a time (each waits for its commit) and 32 runs appending at once.
+//!
+//! Each runs on SQLite; with `ANCHORAGE_TEST_DATABASE_URL` (a PostgreSQL database, as
+//! `scripts/with-postgres.sh` gives) replay and journal run on PostgreSQL too, in the same
+//! run, and fan-out runs once more with the 1,000 followers split over two instances sharing
+//! the database, the run on one of them (`fanout_two_instances`).
 //!
 //! Prints one JSON object.
 
@@ -19,7 +26,6 @@ use futures::StreamExt;
 use leptos::prelude::LeptosOptions;
 use serde_json::{json, Map, Value};
 use server::runtime::{RunEnd, RunIo, RuntimeAdapter, TurnRequest};
-use server::store::sqlite::SqliteStore;
 use server::store::{JournalOp, NewEvent, Store};
 use server::AppState;
 use tokio_util::sync::CancellationToken;
@@ -78,13 +84,68 @@ impl RuntimeAdapter for Metronome {
     }
 }
 
+/// Where a benchmark keeps its data.
+#[derive(Clone, Debug)]
+enum Db {
+    Sqlite,
+    /// A PostgreSQL address whose connections use a schema of their own.
+    Postgres(String),
+}
+
+impl Db {
+    /// The engines this run measures: SQLite, and PostgreSQL when the environment names one.
+    fn available() -> Vec<&'static str> {
+        let mut engines = vec!["sqlite"];
+        if postgres_base().is_some() {
+            engines.push("postgres");
+        }
+        engines
+    }
+
+    /// A new, empty database of `engine`.
+    async fn fresh(engine: &str) -> Db {
+        match engine {
+            "postgres" => {
+                use sqlx::{Connection as _, Executor as _};
+                let base = postgres_base().expect("ANCHORAGE_TEST_DATABASE_URL");
+                let schema = format!("bench_{}", uuid::Uuid::new_v4().simple());
+                let mut conn = sqlx::postgres::PgConnection::connect(&base).await.unwrap();
+                conn.execute(format!("CREATE SCHEMA {schema}").as_str())
+                    .await
+                    .unwrap();
+                let join = if base.contains('?') { '&' } else { '?' };
+                Db::Postgres(format!("{base}{join}options=-c%20search_path%3D{schema}"))
+            }
+            _ => Db::Sqlite,
+        }
+    }
+
+    async fn open(&self, dir: &std::path::Path) -> Arc<dyn Store> {
+        let url = match self {
+            Db::Sqlite => None,
+            Db::Postgres(url) => Some(url.as_str()),
+        };
+        server::store::open(url, dir).await.unwrap()
+    }
+}
+
+fn postgres_base() -> Option<String> {
+    std::env::var("ANCHORAGE_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+}
+
 async fn app(adapter: Arc<dyn RuntimeAdapter>) -> (String, AppState, tempfile::TempDir) {
+    app_on(adapter, &Db::Sqlite).await
+}
+
+/// A server over `db` on a loopback port: (its address, its state, its data directory).
+async fn app_on(
+    adapter: Arc<dyn RuntimeAdapter>,
+    db: &Db,
+) -> (String, AppState, tempfile::TempDir) {
     let data = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        SqliteStore::open(&data.path().join("bench.db"))
-            .await
-            .unwrap(),
-    );
+    let store = db.open(data.path()).await;
     let options = LeptosOptions::builder()
         .output_name("anchorage")
         .site_root("target/site")
@@ -114,11 +175,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-async fn replay_benchmark() -> Value {
-    let (base, state, _data) = app(Arc::new(Metronome {
-        events: 0,
-        interval: Duration::from_millis(1),
-    }))
+async fn replay_benchmark(db: &Db) -> Value {
+    let (base, state, _data) = app_on(
+        Arc::new(Metronome {
+            events: 0,
+            interval: Duration::from_millis(1),
+        }),
+        db,
+    )
     .await;
     let store: Arc<dyn Store> = Arc::clone(&state.store);
     let session = store.create_session("bench", None, 0.0).await.unwrap();
@@ -135,6 +199,11 @@ async fn replay_benchmark() -> Value {
             queued_id: None,
             place: server::store::Place::Next,
             default_model: None,
+            // This instance's: no reaper takes it while the journal is written.
+            lease: server::store::Lease {
+                instance: state.runner.instance(),
+                until: f64::MAX,
+            },
             now: 0.0,
         })
         .await
@@ -266,6 +335,30 @@ async fn fanout_benchmark() -> Value {
         interval: Duration::from_micros(1_000_000 / RATE_PER_SEC),
     }))
     .await;
+    fan_out(&base, std::slice::from_ref(&base), events).await
+}
+
+/// The same with two instances on one PostgreSQL database: the run on the first, half the
+/// followers on each (those on the second read it through its feed).
+async fn fanout_two_instances_benchmark() -> Value {
+    let events = RATE_PER_SEC * FANOUT_SECONDS;
+    let db = Db::fresh("postgres").await;
+    let adapter = || {
+        Arc::new(Metronome {
+            events,
+            interval: Duration::from_micros(1_000_000 / RATE_PER_SEC),
+        })
+    };
+    let (a, _state_a, _data_a) = app_on(adapter(), &db).await;
+    let (b, _state_b, _data_b) = app_on(adapter(), &db).await;
+    let mut result = fan_out(&a, &[a.clone(), b.clone()], events).await;
+    result["instances"] = json!(2);
+    result
+}
+
+/// Starts a run on `owner` and follows it with [`FOLLOWERS`] followers spread over `bases`.
+async fn fan_out(owner: &str, bases: &[String], events: u64) -> Value {
+    let base = owner;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
@@ -291,9 +384,9 @@ async fn fanout_benchmark() -> Value {
         .unwrap();
     let run = started["run_id"].as_str().unwrap().to_owned();
     let mut tasks = Vec::with_capacity(FOLLOWERS);
-    for _ in 0..FOLLOWERS {
+    for i in 0..FOLLOWERS {
         let client = client.clone();
-        let url = format!("{base}/api/chat/stream?run_id={run}");
+        let url = format!("{}/api/chat/stream?run_id={run}", bases[i % bases.len()]);
         tasks.push(tokio::spawn(async move {
             let res = client.get(url).send().await.unwrap();
             let mut body = res.bytes_stream();
@@ -401,7 +494,99 @@ async fn memory_benchmark() -> Value {
     })
 }
 
-/// `cargo bench -p server --bench sse [-- replay|fanout|memory ...]` (all three by default).
+/// Events per second through the journal writer: one run appending one event at a time
+/// (each waits for its commit: a commit's latency), then 32 runs appending at once (the
+/// writer batches them).
+async fn journal_benchmark(db: &Db) -> Value {
+    let (_base, state, _data) = app_on(
+        Arc::new(Metronome {
+            events: 0,
+            interval: Duration::from_millis(1),
+        }),
+        db,
+    )
+    .await;
+    let store = Arc::clone(&state.store);
+    let journal = server::journal::Journal::spawn(
+        Arc::clone(&store),
+        server::hub::Hub::default(),
+        Arc::clone(&state.stats),
+    );
+    let new_run = |n: usize| {
+        let store = Arc::clone(&store);
+        let instance = state.runner.instance().to_owned();
+        async move {
+            let session = store.create_session("bench", None, 0.0).await.unwrap();
+            let run_id = format!("journal-{n}-{}", uuid::Uuid::new_v4().simple());
+            store
+                .start_run(server::store::NewTurn {
+                    session_id: &session.id,
+                    run_id: &run_id,
+                    turn_id: &format!("turn-{run_id}"),
+                    user_message_id: &format!("msg-{run_id}"),
+                    message: "bench",
+                    attachments: &[],
+                    client_id: None,
+                    queued_id: None,
+                    place: server::store::Place::Next,
+                    default_model: None,
+                    lease: server::store::Lease {
+                        instance: &instance,
+                        until: f64::MAX,
+                    },
+                    now: 0.0,
+                })
+                .await
+                .unwrap();
+            run_id
+        }
+    };
+    let token = |i: usize| {
+        server::journal::event(
+            anchor::EventKind::Token,
+            json!({"text": format!("word{i} ")}),
+            None,
+        )
+    };
+    const ONE_BY_ONE: usize = 2_000;
+    let run = new_run(0).await;
+    let start = Instant::now();
+    for i in 0..ONE_BY_ONE {
+        journal.append(&run, token(i)).await.unwrap();
+    }
+    let one_by_one = ONE_BY_ONE as f64 / start.elapsed().as_secs_f64();
+
+    const RUNS: usize = 32;
+    const EACH: usize = 500;
+    let mut runs = Vec::with_capacity(RUNS);
+    for n in 0..RUNS {
+        runs.push(new_run(n + 1).await);
+    }
+    let start = Instant::now();
+    let writers: Vec<_> = runs
+        .into_iter()
+        .map(|run| {
+            let journal = journal.clone();
+            tokio::spawn(async move {
+                for i in 0..EACH {
+                    journal.append(&run, token(i)).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let concurrent = (RUNS * EACH) as f64 / start.elapsed().as_secs_f64();
+    json!({
+        "one_run_events_per_sec": one_by_one.round(),
+        "one_run_commit_ms": ((1000.0 / one_by_one) * 1000.0).round() / 1000.0,
+        "runs_at_once": RUNS,
+        "concurrent_events_per_sec": concurrent.round(),
+    })
+}
+
+/// `cargo bench -p server --bench sse [-- replay|fanout|memory|journal ...]` (all by default).
 fn main() {
     let parts: Vec<String> = std::env::args()
         .skip(1)
@@ -414,11 +599,27 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let mut out = serde_json::Map::new();
+        let engines = Db::available();
         if wants("replay") {
-            out.insert("replay".into(), replay_benchmark().await);
+            for engine in &engines {
+                let db = Db::fresh(engine).await;
+                out.insert(format!("replay_{engine}"), replay_benchmark(&db).await);
+            }
+        }
+        if wants("journal") {
+            for engine in &engines {
+                let db = Db::fresh(engine).await;
+                out.insert(format!("journal_{engine}"), journal_benchmark(&db).await);
+            }
         }
         if wants("fanout") {
             out.insert("fanout".into(), fanout_benchmark().await);
+            if engines.contains(&"postgres") {
+                out.insert(
+                    "fanout_two_instances".into(),
+                    fanout_two_instances_benchmark().await,
+                );
+            }
         }
         if wants("memory") {
             out.insert("memory".into(), memory_benchmark().await);

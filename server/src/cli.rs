@@ -9,8 +9,7 @@ use anyhow::Context as _;
 
 use crate::auth;
 use crate::config::UserCommand;
-use crate::store::sqlite::SqliteStore;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 
 /// A command's failure that is the user's to fix (exit code 2), as opposed to a broken
 /// machine (exit code 1).
@@ -18,18 +17,15 @@ use crate::store::{Store, StoreError};
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// Runs a `user` command against the database under `data_dir`; `out` gets what it reports.
+/// Runs a `user` command against the database (PostgreSQL at `database_url`, else the SQLite
+/// file under `data_dir`); `out` gets what it reports.
 pub async fn user(
     command: &UserCommand,
+    database_url: Option<&str>,
     data_dir: &std::path::Path,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
-    let db = data_dir.join("anchorage.db");
-    let store = SqliteStore::open(&db)
-        .await
-        .with_context(|| format!("opening the database {}", db.display()))?;
+    let store = crate::store::open(database_url, data_dir).await?;
     let usage = |m: String| anyhow::Error::new(UsageError(m));
     let unknown = |name: &str| usage(format!("there is no account named {name:?}"));
     match command {

@@ -41,6 +41,11 @@ fn secret_from_env(name: &str) -> Option<Secret> {
         .map(Secret)
 }
 
+/// A flag's value kept as a [`Secret`] (a database address carries a password).
+fn secret_arg(value: &str) -> Result<Secret, std::convert::Infallible> {
+    Ok(Secret(value.to_owned()))
+}
+
 /// Which agent runs the turns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
@@ -83,6 +88,22 @@ pub struct Config {
         default_value = "./data"
     )]
     pub data_dir: PathBuf,
+
+    /// PostgreSQL to keep everything in (`postgres://user:password@host/db`) instead of the
+    /// SQLite file under --data-dir; several instances may share it
+    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true, value_parser = secret_arg)]
+    pub database_url: Option<Secret>,
+
+    /// Seconds an instance's claim on the runs it runs holds unless renewed; once it has
+    /// expired (the instance died), another instance ends them as interrupted
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_LEASE_SECS",
+        default_value_t = 15,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub lease_secs: u64,
 
     /// Pause between the demo agent's streamed chunks, in milliseconds (0: as fast as possible)
     #[arg(

@@ -199,15 +199,15 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::store::sqlite::SqliteStore;
+    use crate::store::sql::SqlStore;
     use crate::store::{
-        Frames, Interaction, JournalRow, Message, NewTurn, Place, QueuedMessage, Run, Session,
-        User, Versions,
+        Claim, Command, CommandKind, Engine, Frames, Interaction, JournalRow, Lease, Message,
+        NewTurn, Notice, Place, QueuedMessage, Run, Session, User, Versions,
     };
 
     /// The real SQLite store, whose next `failures` commits fail as a busy database does.
     struct Flaky {
-        inner: SqliteStore,
+        inner: SqlStore,
         failures: AtomicU32,
     }
 
@@ -534,6 +534,65 @@ mod tests {
         async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError> {
             self.inner.revoke_token(token_hash).await
         }
+
+        fn engine(&self) -> Engine {
+            self.inner.engine()
+        }
+
+        async fn renew_leases(
+            &self,
+            instance: &str,
+            run_ids: &[String],
+            until: f64,
+        ) -> Result<Vec<String>, StoreError> {
+            self.inner.renew_leases(instance, run_ids, until).await
+        }
+
+        async fn claim(
+            &self,
+            which: Claim<'_>,
+            lease: Lease<'_>,
+            now: f64,
+        ) -> Result<Vec<Run>, StoreError> {
+            self.inner.claim(which, lease, now).await
+        }
+
+        async fn send_command(
+            &self,
+            run_id: &str,
+            instance: &str,
+            kind: CommandKind,
+            body: &Value,
+            now: f64,
+        ) -> Result<i64, StoreError> {
+            self.inner
+                .send_command(run_id, instance, kind, body, now)
+                .await
+        }
+
+        async fn take_commands(
+            &self,
+            instance: &str,
+            now: f64,
+        ) -> Result<Vec<Command>, StoreError> {
+            self.inner.take_commands(instance, now).await
+        }
+
+        async fn finish_command(&self, id: i64, result: &Value) -> Result<(), StoreError> {
+            self.inner.finish_command(id, result).await
+        }
+
+        async fn command_result(&self, id: i64) -> Result<Option<Value>, StoreError> {
+            self.inner.command_result(id).await
+        }
+
+        async fn purge_commands(&self, before: f64) -> Result<u64, StoreError> {
+            self.inner.purge_commands(before).await
+        }
+
+        async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Notice>>, StoreError> {
+            self.inner.listen().await
+        }
     }
 
     async fn running_run(store: &Flaky) -> String {
@@ -551,6 +610,10 @@ mod tests {
                 queued_id: None,
                 place: Place::Next,
                 default_model: None,
+                lease: Lease {
+                    instance: "test",
+                    until: f64::MAX,
+                },
                 now: 0.0,
             })
             .await
@@ -562,7 +625,9 @@ mod tests {
     async fn a_failed_batch_is_tried_again_and_nothing_is_lost() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Flaky {
-            inner: SqliteStore::open(&dir.path().join("a.db")).await.unwrap(),
+            inner: SqlStore::open_sqlite(&dir.path().join("a.db"))
+                .await
+                .unwrap(),
             failures: AtomicU32::new(0),
         });
         let run = running_run(&store).await;
@@ -605,7 +670,9 @@ mod tests {
     async fn a_batch_that_keeps_failing_fails_op_by_op() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Flaky {
-            inner: SqliteStore::open(&dir.path().join("a.db")).await.unwrap(),
+            inner: SqlStore::open_sqlite(&dir.path().join("a.db"))
+                .await
+                .unwrap(),
             failures: AtomicU32::new(0),
         });
         let run = running_run(&store).await;

@@ -48,7 +48,6 @@ use hub::Hub;
 use journal::Journal;
 use runner::Runner;
 use runtime::RuntimeAdapter;
-use store::sqlite::SqliteStore;
 use store::Store;
 
 /// Shared state handed to every handler.
@@ -79,24 +78,19 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Opens the database under `config.data_dir`, starts the journal writer and the runner
-    /// (with the configured agent), and reaps runs a previous process left behind.
+    /// Opens the database (PostgreSQL at `config.database_url`, else the SQLite file under
+    /// `config.data_dir`), starts the journal writer and the runner (with the configured
+    /// agent), and reaps runs a previous process left behind.
     pub async fn open(
         config: &Config,
         leptos_options: LeptosOptions,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&config.data_dir).with_context(|| {
-            format!("creating the data directory {}", config.data_dir.display())
-        })?;
-        let db = config.data_dir.join("anchorage.db");
-        let store: Arc<dyn Store> = Arc::new(
-            SqliteStore::open(&db)
-                .await
-                .with_context(|| format!("opening the database {}", db.display()))?,
-        );
+        let url = config.database_url.as_ref().map(config::Secret::expose);
+        let store = store::open(url, &config.data_dir).await?;
         let adapter = runtime::build_adapter(config)?;
-        let mut state = Self::with_parts(store, adapter, leptos_options, shutdown).await;
+        let lease = Duration::from_secs(config.lease_secs);
+        let mut state = Self::assemble(store, adapter, leptos_options, shutdown, lease).await;
         state.public_url = config.public_url.clone();
         state.limits = config.limits();
         Ok(state)
@@ -109,15 +103,34 @@ impl AppState {
         leptos_options: LeptosOptions,
         shutdown: CancellationToken,
     ) -> Self {
+        Self::assemble(
+            store,
+            adapter,
+            leptos_options,
+            shutdown,
+            runner::DEFAULT_LEASE,
+        )
+        .await
+    }
+
+    async fn assemble(
+        store: Arc<dyn Store>,
+        adapter: Arc<dyn RuntimeAdapter>,
+        leptos_options: LeptosOptions,
+        shutdown: CancellationToken,
+        lease: Duration,
+    ) -> Self {
         let hub = Hub::default();
         let stats = Arc::new(limits::Stats::default());
         let journal = Journal::spawn(Arc::clone(&store), hub.clone(), Arc::clone(&stats));
-        let runner = Runner::new(Arc::clone(&store), journal, hub.clone(), adapter);
+        let runner = Runner::new(Arc::clone(&store), journal, hub.clone(), adapter, lease);
+        // Listening before reaping: nothing announced from now on is missed.
+        spawn_listener(&store, &hub, &runner, shutdown.clone()).await;
         let reaped = runner.reap().await;
         if reaped > 0 {
             tracing::info!(reaped, "ended runs left running by a previous process");
         }
-        runner.spawn_reaper(shutdown.clone());
+        runner.spawn_upkeep(shutdown.clone());
         spawn_purger(Arc::clone(&store), shutdown.clone());
         // Turns settled before snapshots existed (or of an older version) get theirs.
         let backfill = Arc::clone(&store);
@@ -144,8 +157,54 @@ impl AppState {
     }
 }
 
-/// Removes deleted sessions once their Undo window has passed, and uploads no message took
-/// within a day: at start, then every minute.
+/// Hands what the database announces to those waiting for it: commits to the feeds of runs
+/// other instances run ([`Hub::wake`]), commands to the runner. Nothing with SQLite, which
+/// announces nothing (one process sees everything itself).
+async fn spawn_listener(
+    store: &Arc<dyn Store>,
+    hub: &Hub,
+    runner: &Runner,
+    shutdown: CancellationToken,
+) {
+    let mut notices = match store.listen().await {
+        Ok(Some(notices)) => notices,
+        Ok(None) => return,
+        Err(e) => {
+            // Feeds still look at the journal every second, and the upkeep takes commands.
+            tracing::warn!(
+                "cannot listen to the database: {e}; live events between instances will lag"
+            );
+            return;
+        }
+    };
+    let hub = hub.clone();
+    let runner = runner.clone();
+    tokio::spawn(async move {
+        loop {
+            let notice = tokio::select! {
+                notice = notices.recv() => notice,
+                () = shutdown.cancelled() => break,
+            };
+            match notice {
+                Some(store::Notice::Journal { run_id, .. }) => hub.wake(&run_id),
+                Some(store::Notice::Commands { instance }) if instance == runner.instance() => {
+                    let runner = runner.clone();
+                    tokio::spawn(async move { runner.run_commands().await });
+                }
+                Some(store::Notice::Commands { .. }) => {}
+                Some(store::Notice::Resync) => {
+                    hub.wake_all();
+                    let runner = runner.clone();
+                    tokio::spawn(async move { runner.run_commands().await });
+                }
+                None => break,
+            }
+        }
+    });
+}
+
+/// Removes deleted sessions once their Undo window has passed, uploads no message took
+/// within a day, and commands older than an hour: at start, then every minute.
 fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
     tokio::spawn(async move {
         loop {
@@ -160,6 +219,9 @@ fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
                 Ok(0) => {}
                 Ok(purged) => tracing::info!(purged, "removed attachments never sent"),
                 Err(e) => tracing::warn!("removing attachments never sent failed: {e}"),
+            }
+            if let Err(e) = store.purge_commands(journal::now() - 3600.0).await {
+                tracing::warn!("removing old commands failed: {e}");
             }
             tokio::select! {
                 () = tokio::time::sleep(Duration::from_secs(60)) => {}
@@ -229,7 +291,11 @@ pub async fn run(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
-    let _lock = DataDirLock::acquire(&config.data_dir)?;
+    // One process owns a SQLite file; PostgreSQL is shared by design.
+    let _lock = match config.database_url {
+        None => Some(DataDirLock::acquire(&config.data_dir)?),
+        Some(_) => None,
+    };
     let token = CancellationToken::new();
     let pkg_dir =
         std::path::Path::new(&*leptos_options.site_root).join(&*leptos_options.site_pkg_dir);
@@ -261,9 +327,11 @@ pub async fn run(
         .into());
     }
     tracing::info!(
-        "listening on http://{} (agent: {})",
+        "listening on http://{} (agent: {}, database: {}, instance {})",
         listener.local_addr()?,
-        state.runner.adapter_name()
+        state.runner.adapter_name(),
+        state.store.engine().name(),
+        state.runner.instance()
     );
     serve(listener, state, shutdown).await
 }
@@ -382,6 +450,7 @@ pub async fn serve(
     }
     drop(listener);
     runner.shut_down();
+    runner.release_leases().await;
     token.cancel();
     graceful.shutdown().await;
     Ok(())

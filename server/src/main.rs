@@ -11,7 +11,8 @@ async fn main() -> ExitCode {
     telemetry::init();
     let result = match &config.command {
         Some(Command::User(command)) => {
-            server::cli::user(command, &config.data_dir, &mut std::io::stdout()).await
+            let url = config.database_url.as_ref().map(|u| u.expose());
+            server::cli::user(command, url, &config.data_dir, &mut std::io::stdout()).await
         }
         None => server::run(config, server::shutdown_signal()).await,
     };

@@ -1,5 +1,10 @@
 //! The runner: starts turns, drives the adapter, ends every run exactly once, and keeps
 //! abandoned runs from looking alive.
+//!
+//! Each instance has an id; every run it starts is its own, by a lease on the run's row that
+//! it renews while the run goes on. When the lease expires (the instance died), whichever
+//! instance claims the run first ends it as interrupted. Stop and the answers to approvals
+//! and questions reach a run's owner through the database ([`crate::store::Command`]).
 
 use anchor::{EventKind, TerminalState};
 use std::collections::HashMap;
@@ -16,12 +21,16 @@ use crate::runtime::{
     HISTORY_IMAGES,
 };
 use crate::store::{
-    Interaction, Message, NewTurn, Place, QueuedMessage, SettledAnswer, Store, StoreError,
-    TitleSource,
+    Claim, Command, CommandKind, Interaction, Lease, Message, NewTurn, Place, QueuedMessage, Run,
+    SettledAnswer, Store, StoreError, TitleSource,
 };
 
-/// How often the reaper looks for runs without a worker.
-const REAP_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a run's owner holds it without renewing, unless configured.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+/// The longest the upkeep waits between rounds (renewing leases, reaping, taking commands).
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a Stop sent to another instance waits for it to say what it did.
+const REMOTE_CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// A run in progress in this process.
 /// What a user sends to start a turn (empty for a retry: it answers the same message).
@@ -87,17 +96,23 @@ pub struct Runner {
     shutting_down: Arc<std::sync::atomic::AtomicBool>,
     // Sessions whose run ended, for the queue worker to start their next follow-up.
     ended: tokio::sync::mpsc::UnboundedSender<String>,
+    // This process among those sharing the database.
+    instance: Arc<str>,
+    // How long a lease holds.
+    lease: Duration,
 }
 
 impl Runner {
-    /// A runner over the given parts.
+    /// A runner over the given parts; its runs' leases hold for `lease`.
     pub fn new(
         store: Arc<dyn Store>,
         journal: Journal,
         hub: Hub,
         adapter: Arc<dyn RuntimeAdapter>,
+        lease: Duration,
     ) -> Self {
         let (ended, mut ended_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let instance = format!("inst-{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
         let runner = Runner {
             store,
             journal,
@@ -106,6 +121,8 @@ impl Runner {
             active: Arc::default(),
             shutting_down: Arc::default(),
             ended,
+            instance: instance.into(),
+            lease: lease.max(Duration::from_secs(1)),
         };
         // Queued follow-ups start from their own task: a run's ending never waits on the next.
         let worker = runner.clone();
@@ -124,6 +141,19 @@ impl Runner {
     /// Whether a run has a worker in this process.
     pub fn is_active(&self, run_id: &str) -> bool {
         self.active().contains_key(run_id)
+    }
+
+    /// This instance's id (what its runs' leases name).
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// A lease of this instance from now.
+    fn lease_from_now(&self) -> Lease<'_> {
+        Lease {
+            instance: &self.instance,
+            until: journal::now() + self.lease.as_secs_f64(),
+        }
     }
 
     /// The adapter's name.
@@ -262,6 +292,7 @@ impl Runner {
                 queued_id,
                 place,
                 default_model: default_model.as_deref(),
+                lease: self.lease_from_now(),
                 now: journal::now(),
             })
             .await;
@@ -500,15 +531,111 @@ impl Runner {
     }
 
     /// Stops a run: journals `cancel` (once) and stops the agent. Returns whether this call
-    /// cancelled it; a second call, or a call on a finished run, changes nothing.
+    /// cancelled it; a second call, or a call on a finished run, changes nothing. A run
+    /// another instance owns is stopped by that instance (asked through the database); one
+    /// whose owner is gone is stopped here.
     pub async fn cancel(&self, run_id: &str) -> Result<bool, RunError> {
-        let Some(active) = self.active().get(run_id).cloned() else {
-            // Unknown runs are an error; finished ones are not.
-            self.store.run(run_id).await?;
+        if let Some(cancelled) = self.cancel_here(run_id).await {
+            return Ok(cancelled);
+        }
+        // Unknown runs are an error; finished ones are not.
+        let run = self.store.run(run_id).await?;
+        if !run.running {
             return Ok(false);
-        };
+        }
+        match run.owner_instance.as_deref() {
+            Some(owner) if owner != &*self.instance && run.held(journal::now()) => {
+                self.cancel_remote(&run, owner).await
+            }
+            // Nobody runs it: end it here, as the owner would have.
+            _ => Ok(self.end_abandoned(run, RunEnd::Cancelled).await),
+        }
+    }
+
+    /// Stops a run this process runs (`None`: it runs no such run).
+    async fn cancel_here(&self, run_id: &str) -> Option<bool> {
+        let active = self.active().get(run_id).cloned()?;
         active.cancel.cancel();
-        Ok(self.settle(run_id, Some(&active), RunEnd::Cancelled).await)
+        Some(self.settle(run_id, Some(&active), RunEnd::Cancelled).await)
+    }
+
+    /// Asks `owner` to stop `run` and waits a while for its answer (`false` when none came:
+    /// the command stays, and the owner carries it out when it gets to it).
+    async fn cancel_remote(&self, run: &Run, owner: &str) -> Result<bool, RunError> {
+        let id = self
+            .store
+            .send_command(
+                &run.id,
+                owner,
+                CommandKind::Cancel,
+                &json!({}),
+                journal::now(),
+            )
+            .await?;
+        let started = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(10);
+        // When the run ended: the owner records what the command did just after ending it.
+        let mut ended: Option<tokio::time::Instant> = None;
+        while started.elapsed() < REMOTE_CANCEL_WAIT {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(100));
+            if let Some(result) = self.store.command_result(id).await? {
+                return Ok(result["cancelled"].as_bool().unwrap_or(false));
+            }
+            if let Some(ended) = ended {
+                if ended.elapsed() > Duration::from_secs(2) {
+                    // Ended some other way, and the command was never carried out.
+                    return Ok(false);
+                }
+                continue;
+            }
+            let now = self.store.run(&run.id).await?;
+            if !now.running {
+                ended = Some(tokio::time::Instant::now());
+                continue;
+            }
+            if !now.held(journal::now()) {
+                // Its owner died meanwhile.
+                return Ok(self.end_abandoned(now, RunEnd::Cancelled).await);
+            }
+        }
+        tracing::warn!(run_id = %run.id, owner, "the owner did not answer a Stop in time");
+        Ok(false)
+    }
+
+    /// Ends a run nobody runs any more with `end`, once: claims it (unless this instance
+    /// holds it already), journals the ending, closes its questions and starts the session's
+    /// next follow-up. Whether this call ended it.
+    async fn end_abandoned(&self, run: Run, end: RunEnd) -> bool {
+        let mine = run.owner_instance.as_deref() == Some(&*self.instance);
+        if !mine {
+            match self
+                .store
+                .claim(Claim::Run(&run.id), self.lease_from_now(), journal::now())
+                .await
+            {
+                Ok(claimed) if !claimed.is_empty() => {}
+                Ok(_) => return false,
+                Err(e) => {
+                    tracing::warn!(run_id = %run.id, "claiming an abandoned run failed: {e}");
+                    return false;
+                }
+            }
+        }
+        self.interrupt(&run, end).await
+    }
+
+    /// Journals the ending of a run this process holds but does not run, and what follows.
+    async fn interrupt(&self, run: &Run, end: RunEnd) -> bool {
+        // The hub channel lets followers here see its ending live.
+        self.hub.open(&run.id);
+        let ended = self.settle(&run.id, None, end).await;
+        let _ = self.store.close_interactions(&run.id).await;
+        self.hub.close(&run.id);
+        if ended {
+            let _ = self.ended.send(run.session_id.clone());
+        }
+        ended
     }
 
     /// Answers an approval or clarify request exactly once and wakes the waiting agent.
@@ -523,16 +650,29 @@ impl Runner {
             .store
             .answer_interaction(run_id, id, kind, &response)
             .await?;
-        let event = if kind == "approval" {
-            json!({"approval_id": id, "choice": response["choice"], "status": "answered"})
-        } else {
-            json!({"clarify_id": id, "response": response["response"], "status": "answered"})
-        };
-        let resolved = if kind == "approval" {
-            EventKind::ApprovalResolved
-        } else {
-            EventKind::ClarifyResolved
-        };
+        // The agent waits in the instance that runs it: that one journals the answer.
+        let here = self.is_active(run_id);
+        if !here {
+            let run = self.store.run(run_id).await?;
+            if let Some(owner) = run
+                .owner_instance
+                .as_deref()
+                .filter(|owner| *owner != &*self.instance && run.held(journal::now()))
+            {
+                let body = json!({"id": id, "kind": kind, "response": response});
+                self.store
+                    .send_command(run_id, owner, CommandKind::Resolved, &body, journal::now())
+                    .await?;
+                return Ok(interaction);
+            }
+        }
+        self.resolved(run_id, id, kind, response).await;
+        Ok(interaction)
+    }
+
+    /// Journals an answered approval or question (`kind`) and wakes the agent waiting for it.
+    async fn resolved(&self, run_id: &str, id: &str, kind: &str, response: Value) {
+        let (event, resolved) = resolved_event(id, kind, &response);
         let _ = self
             .journal
             .append(run_id, journal::event(resolved, event, None))
@@ -540,16 +680,67 @@ impl Runner {
         if let Some(active) = self.active().get(run_id).cloned() {
             active.waiters.deliver(id, response);
         }
-        Ok(interaction)
     }
 
-    /// Ends every run marked running that has no worker here (after a crash or restart) with
-    /// an `interrupted` error, so that no client waits on it forever.
+    /// Carries out the commands other instances left for this one, each once.
+    pub async fn run_commands(&self) {
+        let commands = match self
+            .store
+            .take_commands(&self.instance, journal::now())
+            .await
+        {
+            Ok(commands) => commands,
+            Err(e) => {
+                tracing::warn!("reading commands failed: {e}");
+                return;
+            }
+        };
+        for command in commands {
+            let result = self.carry_out(&command).await;
+            if let Err(e) = self.store.finish_command(command.id, &result).await {
+                tracing::warn!(
+                    command = command.id,
+                    "recording a command's result failed: {e}"
+                );
+            }
+        }
+    }
+
+    async fn carry_out(&self, command: &Command) -> Value {
+        match command.kind {
+            CommandKind::Cancel => {
+                let cancelled = self.cancel_here(&command.run_id).await.unwrap_or(false);
+                json!({"cancelled": cancelled})
+            }
+            CommandKind::Resolved => {
+                let body = &command.body;
+                let id = body["id"].as_str().unwrap_or_default();
+                let kind = body["kind"].as_str().unwrap_or_default();
+                let response = body["response"].clone();
+                self.resolved(&command.run_id, id, kind, response).await;
+                json!({"delivered": self.is_active(&command.run_id)})
+            }
+        }
+    }
+
+    /// Ends, as interrupted, every running run nobody runs any more: those whose owner's lease
+    /// has expired (the instance died or lost the database), and, on a database no other
+    /// instance shares, every one this process does not run (a previous process left it).
+    /// Each is claimed first, so of instances reaping at once one ends it.
     pub async fn reap(&self) -> usize {
-        let runs = match self.store.running_runs().await {
+        let which = if self.store.engine().shared() {
+            Claim::Expired
+        } else {
+            Claim::NotMine
+        };
+        let runs = match self
+            .store
+            .claim(which, self.lease_from_now(), journal::now())
+            .await
+        {
             Ok(runs) => runs,
             Err(e) => {
-                tracing::error!("reaper could not list runs: {e}");
+                tracing::error!("reaper could not claim runs: {e}");
                 return 0;
             }
         };
@@ -558,48 +749,79 @@ impl Runner {
             if self.is_active(&run.id) {
                 continue;
             }
-            // The hub channel lets followers of the dead run see its ending live.
-            self.hub.open(&run.id);
-            let end = RunEnd::Failed {
-                message: "The live worker stopped before this turn finished.".into(),
-                hint: Some("The server restarted during the turn. Everything journaled before then is kept; send the message again to retry.".into()),
-            };
-            let mut ending = Ending::of(end);
-            ending.payload["status"] = json!("interrupted");
-            ending.payload["type"] = json!("interrupted");
-            ending.payload["recovery_control"] = json!(true);
-            let terminal = journal::event(
-                ending.kind,
-                ending.payload,
-                Some(TerminalState::Interrupted),
-            );
-            let answer = SettledAnswer {
-                message_id: format!("msg-{}", uuid::Uuid::new_v4().simple()),
-                content: ending.answer,
-                usage: ending.usage,
-            };
-            if self.journal.settle(&run.id, terminal, answer).await.is_ok() {
-                crate::snapshots::after_settle(Arc::clone(&self.store), run.id.clone());
+            if self.interrupt(&run, RunEnd::Interrupted).await {
                 reaped += 1;
                 tracing::info!(run_id = %run.id, "reaped an abandoned run as interrupted");
             }
-            let _ = self.store.close_interactions(&run.id).await;
-            self.hub.close(&run.id);
         }
         reaped
     }
 
-    /// Reaps at once, then periodically until `shutdown`.
-    pub fn spawn_reaper(&self, shutdown: CancellationToken) {
+    /// Renews the leases of the runs this process runs; a run whose lease another instance
+    /// took (this one was taken for dead) stops here without ending: it was ended there.
+    pub async fn renew_leases(&self) {
+        let ids: Vec<String> = self.active().keys().cloned().collect();
+        if ids.is_empty() {
+            return;
+        }
+        let until = self.lease_from_now().until;
+        match self.store.renew_leases(&self.instance, &ids, until).await {
+            Ok(renewed) if renewed.len() < ids.len() => {
+                for id in ids.iter().filter(|id| !renewed.contains(id)) {
+                    if let Some(active) = self.active().get(id).cloned() {
+                        tracing::warn!(run_id = %id, "lost the lease of a run; stopping it here");
+                        active.cancel.cancel();
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("renewing leases failed: {e}"),
+        }
+    }
+
+    /// Lets the leases of the runs this process runs expire now (it is shutting down), so
+    /// that another instance ends them at once rather than after the lease.
+    pub async fn release_leases(&self) {
+        let ids: Vec<String> = self.active().keys().cloned().collect();
+        if ids.is_empty() || !self.store.engine().shared() {
+            return;
+        }
+        if let Err(e) = self
+            .store
+            .renew_leases(&self.instance, &ids, journal::now())
+            .await
+        {
+            tracing::warn!("releasing leases failed: {e}");
+        }
+    }
+
+    /// Every third of a lease (at most every [`UPKEEP_INTERVAL`]) until `shutdown`: renews
+    /// leases, and, apart so that neither delays the renewals, reaps and takes commands whose
+    /// announcement was lost. The start already reaped once (see `AppState::with_parts`).
+    pub fn spawn_upkeep(&self, shutdown: CancellationToken) {
+        let every = (self.lease / 3).min(UPKEEP_INTERVAL);
         let runner = self.clone();
+        let stop = shutdown.clone();
         tokio::spawn(async move {
-            // The start already reaped once (see `AppState::with_parts`).
             loop {
                 tokio::select! {
-                    () = tokio::time::sleep(REAP_INTERVAL) => {}
+                    () = tokio::time::sleep(every) => {}
+                    () = stop.cancelled() => break,
+                }
+                runner.renew_leases().await;
+            }
+        });
+        let runner = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
                     () = shutdown.cancelled() => break,
                 }
                 runner.reap().await;
+                if runner.store.engine().shared() {
+                    runner.run_commands().await;
+                }
             }
         });
     }
@@ -616,6 +838,21 @@ impl Runner {
 
     fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The event that journals the answer to an approval or a question (`kind`).
+fn resolved_event(id: &str, kind: &str, response: &Value) -> (Value, EventKind) {
+    if kind == "approval" {
+        (
+            json!({"approval_id": id, "choice": response["choice"], "status": "answered"}),
+            EventKind::ApprovalResolved,
+        )
+    } else {
+        (
+            json!({"clarify_id": id, "response": response["response"], "status": "answered"}),
+            EventKind::ClarifyResolved,
+        )
     }
 }
 
@@ -693,6 +930,17 @@ impl Ending {
                 TerminalState::Degraded,
                 json!({"status": "degraded", "type": "degraded", "message": message,
                    "hint": "Part of this turn's work could not be recovered."}),
+                String::new(),
+                None,
+            ),
+            RunEnd::Interrupted => (
+                EventKind::Apperror,
+                TerminalState::Interrupted,
+                json!({"status": "interrupted", "type": "interrupted", "recovery_control": true,
+                   "message": "The live worker stopped before this turn finished.",
+                   "hint": "The server running this turn stopped (it restarted, or went away) \
+                      before the turn finished. Everything journaled before then is kept; send \
+                      the message again to retry."}),
                 String::new(),
                 None,
             ),

@@ -3,7 +3,8 @@
 //! A follower subscribes to the live channel first, then reads the journal after its cursor,
 //! then drains live frames above what it sent. Any gap (a late subscription, a lagging
 //! follower) is filled from the journal, so every event after the cursor arrives exactly once,
-//! in order. The response ends after `stream_end`.
+//! in order. The response ends after `stream_end`. A run another instance runs is followed
+//! the same way, through this instance's feed of it (see [`crate::hub`]).
 
 use app::api::StreamQuery;
 use std::convert::Infallible;
@@ -71,10 +72,24 @@ pub async fn stream(
     let run_id = queried_run(&query)?.to_owned();
     // Subscribe before reading the journal: anything committed after the read is then live.
     let live = state.hub.subscribe(&run_id);
-    let high_water = match owned_run(&state, &viewer, &run_id).await {
-        Ok(run) => run.last_seq,
+    let run = match owned_run(&state, &viewer, &run_id).await {
+        Ok(run) => run,
         Err(StoreError::NotFound) => return Err(ApiError::not_found("stream")),
         Err(e) => return Err(e.into()),
+    };
+    let high_water = run.last_seq;
+    // Running, but not here: another instance runs it (or, for a moment, nobody does until
+    // a reaper ends it); a feed of its journal is its live channel here. Its rows above the
+    // seq just read are all published to the channel after this subscription.
+    let live = match live {
+        Some(live) => Some(live),
+        None if run.running => Some(state.hub.follow(
+            &run_id,
+            run.last_seq,
+            Arc::clone(&state.store),
+            state.shutdown.clone(),
+        )),
+        None => None,
     };
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let mut after = resume_cursor(&run_id, query.after_seq.as_deref(), last_event_id);
@@ -240,7 +255,8 @@ pub async fn status(
     Ok(axum::Json(json!({
         "run_id": run.id,
         "session_id": run.session_id,
-        "active": run.running && state.runner.is_active(&run.id),
+        "active": run.running
+            && (state.runner.is_active(&run.id) || run.held(crate::journal::now())),
         "last_seq": run.last_seq,
         "terminal_state": run.terminal_state,
     })))

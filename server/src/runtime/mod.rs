@@ -132,6 +132,9 @@ pub enum RunEnd {
         /// What is missing.
         message: String,
     },
+    /// Nobody ran it to its end: the server running it stopped or went away (the runner
+    /// says this of a run it finds abandoned; adapters do not).
+    Interrupted,
     /// The run failed.
     Failed {
         /// What went wrong, for the user.

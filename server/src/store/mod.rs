@@ -1,7 +1,10 @@
 //! Durable storage: sessions, their transcript, and the run journal.
 //!
-//! Handlers and the runner only see the [`Store`] trait; [`sqlite::SqliteStore`] is the
-//! implementation in use. A PostgreSQL backend implements the same trait.
+//! Handlers and the runner only see the [`Store`] trait. [`sql::SqlStore`] implements it on
+//! SQLite (a file under the data directory, the default) and on PostgreSQL (`--database-url`),
+//! which several server instances may share: each run is owned by one of them (a lease on its
+//! row), commands for a run travel through the database ([`Command`]), and committed journal
+//! rows are announced to every instance ([`Notice`]).
 
 use anchor::{EventKind, TerminalState};
 use async_trait::async_trait;
@@ -10,7 +13,46 @@ use serde_json::{Map, Value};
 
 pub use app::api::Versions;
 
-pub mod sqlite;
+pub mod sql;
+
+pub use sql::Engine;
+
+/// Opens the store the configuration names: PostgreSQL at `database_url`, else the SQLite
+/// file `anchorage.db` under `data_dir` (created if missing).
+pub async fn open(
+    database_url: Option<&str>,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<std::sync::Arc<dyn Store>> {
+    use anyhow::Context as _;
+    let store = match database_url {
+        Some(url) => sql::SqlStore::open_postgres(url)
+            .await
+            .with_context(|| format!("opening the database {}", redacted_url(url)))?,
+        None => {
+            std::fs::create_dir_all(data_dir)
+                .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+            let db = data_dir.join("anchorage.db");
+            sql::SqlStore::open_sqlite(&db)
+                .await
+                .with_context(|| format!("opening the database {}", db.display()))?
+        }
+    };
+    Ok(std::sync::Arc::new(store))
+}
+
+/// A database address fit for a log or an error: its password replaced.
+pub fn redacted_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -215,6 +257,19 @@ pub struct Run {
     pub parent_run_id: Option<String>,
     /// The model that answers it (`None`: a backend that offers no choice of model).
     pub model: Option<String>,
+    /// The server instance that runs it (its lease), while it runs.
+    #[serde(skip)]
+    pub owner_instance: Option<String>,
+    /// Until when that instance's claim holds, unless it renews it (seconds since the epoch).
+    #[serde(skip)]
+    pub lease_expires_at: Option<f64>,
+}
+
+impl Run {
+    /// Whether an instance holds it at `now`: it runs, and its owner's lease has not expired.
+    pub fn held(&self, now: f64) -> bool {
+        self.running && self.lease_expires_at.is_some_and(|until| until > now)
+    }
 }
 
 /// One journaled event: `event_id = run_id:seq`, `seq` gapless from 1 per run.
@@ -457,8 +512,96 @@ pub struct NewTurn<'a> {
     /// The model to answer with when the session asks for none (`None`: the backend offers
     /// no choice, and the run records no model).
     pub default_model: Option<&'a str>,
+    /// The instance that will run it, and until when its lease holds.
+    pub lease: Lease<'a>,
     /// Seconds since the epoch.
     pub now: f64,
+}
+
+/// An instance's claim on the runs it runs: renewed while they run; once it expires, another
+/// instance ends them as interrupted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lease<'a> {
+    /// The instance's id.
+    pub instance: &'a str,
+    /// Seconds since the epoch.
+    pub until: f64,
+}
+
+/// Which running runs [`Store::claim`] takes over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim<'a> {
+    /// Those whose lease has expired.
+    Expired,
+    /// Those whose lease has expired, and every one another instance holds: no other process
+    /// can be running them (one process owns a SQLite file, by the data directory's lock).
+    NotMine,
+    /// This run, if its lease has expired.
+    Run(&'a str),
+}
+
+/// What one instance asks of the instance that owns a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandKind {
+    /// Stop the run (as the Stop button does).
+    Cancel,
+    /// An approval or question of the run was answered (stored already): journal it and wake
+    /// the waiting agent. The body has `id`, `kind` and `response`.
+    Resolved,
+}
+
+impl CommandKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancel => "cancel",
+            Self::Resolved => "resolved",
+        }
+    }
+
+    /// The kind a stored name names.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "cancel" => Some(Self::Cancel),
+            "resolved" => Some(Self::Resolved),
+            _ => None,
+        }
+    }
+}
+
+/// A command for a run's owner, as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Command {
+    /// Its id (increasing).
+    pub id: i64,
+    /// The run.
+    pub run_id: String,
+    /// The instance it is for.
+    pub instance: String,
+    /// What to do.
+    pub kind: CommandKind,
+    /// Its data.
+    pub body: Value,
+}
+
+/// What the database tells every instance (PostgreSQL's LISTEN/NOTIFY).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// A run's journal holds rows up to `seq` (committed).
+    Journal {
+        /// The run.
+        run_id: String,
+        /// Its high-water mark.
+        seq: u64,
+    },
+    /// Commands wait for `instance`.
+    Commands {
+        /// The instance.
+        instance: String,
+    },
+    /// The listener lost its connection and has it back: notices sent meanwhile are lost, so
+    /// whatever waits on them should look again.
+    Resync,
 }
 
 /// Where a conversation can be put in the list, beside its day.
@@ -709,4 +852,44 @@ pub trait Store: Send + Sync + 'static {
     async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError>;
     /// Revokes a token.
     async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError>;
+
+    /// The engine, and with it whether other instances may share this database.
+    fn engine(&self) -> Engine;
+    /// Extends `instance`'s lease on those of `run_ids` it still holds; returns them (a run
+    /// missing from the answer was taken over, or ended).
+    async fn renew_leases(
+        &self,
+        instance: &str,
+        run_ids: &[String],
+        until: f64,
+    ) -> Result<Vec<String>, StoreError>;
+    /// Takes over the running runs `which` names for `lease` (each once, whichever instance
+    /// asks: the claim is one atomic update); returns them.
+    async fn claim(
+        &self,
+        which: Claim<'_>,
+        lease: Lease<'_>,
+        now: f64,
+    ) -> Result<Vec<Run>, StoreError>;
+    /// Leaves a command for `command.instance` (and tells it); returns its id.
+    async fn send_command(
+        &self,
+        run_id: &str,
+        instance: &str,
+        kind: CommandKind,
+        body: &Value,
+        now: f64,
+    ) -> Result<i64, StoreError>;
+    /// Takes the commands waiting for `instance`, oldest first; each is taken once.
+    async fn take_commands(&self, instance: &str, now: f64) -> Result<Vec<Command>, StoreError>;
+    /// Records what a command did.
+    async fn finish_command(&self, id: i64, result: &Value) -> Result<(), StoreError>;
+    /// What a command did, once its instance has done it.
+    async fn command_result(&self, id: i64) -> Result<Option<Value>, StoreError>;
+    /// Removes commands made before `before`; how many.
+    async fn purge_commands(&self, before: f64) -> Result<u64, StoreError>;
+    /// What the database announces, from now on (`None`: this engine announces nothing, as
+    /// with SQLite, where one process sees everything itself). The listener reconnects by
+    /// itself and says so ([`Notice::Resync`]); it stops when the receiver is dropped.
+    async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Notice>>, StoreError>;
 }

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use server::store::Store as _;
 
 use crate::helpers::{spawn_app, wait_for_event};
 
@@ -758,15 +757,16 @@ async fn with_an_account_other_host_names_reach_the_server() {
 }
 
 /// The server binary with a fresh data directory, as a person runs it.
-fn server_cmd(data: &std::path::Path) -> Command {
+fn server_cmd(db: &crate::helpers::TestDb) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_server"));
     cmd.env_remove("ANCHORAGE_DATA_DIR")
+        .env_remove("DATABASE_URL")
         .env("LEPTOS_OUTPUT_NAME", "anchorage")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    cmd.arg("--data-dir").arg(data);
+    cmd.args(db.args());
     cmd
 }
 
@@ -789,9 +789,9 @@ fn run_with_stdin(mut cmd: Command, stdin: &str) -> (i32, String, String) {
 
 #[tokio::test]
 async fn the_user_commands_manage_accounts() {
-    let data = tempfile::tempdir().unwrap();
+    let db = crate::helpers::TestDb::new().await;
     let user = |args: &[&str], stdin: &str| {
-        let mut cmd = server_cmd(data.path());
+        let mut cmd = server_cmd(&db);
         cmd.arg("user").args(args);
         run_with_stdin(cmd, stdin)
     };
@@ -804,8 +804,9 @@ async fn the_user_commands_manage_accounts() {
     // Global flags after the subcommand work too.
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_server"));
     cmd.env_remove("ANCHORAGE_DATA_DIR")
-        .args(["user", "add", "bob", "--data-dir"])
-        .arg(data.path())
+        .env_remove("DATABASE_URL")
+        .args(["user", "add", "bob"])
+        .args(db.args())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -820,9 +821,7 @@ async fn the_user_commands_manage_accounts() {
     assert_eq!(code, 0);
     assert_eq!(out, "alice (admin)\nbob\n");
 
-    let store = server::store::sqlite::SqliteStore::open(&data.path().join("anchorage.db"))
-        .await
-        .unwrap();
+    let store = db.open().await;
     let (_, hash) = store.user_credentials("bob").await.unwrap();
     assert!(server::auth::verify_password("bob's long password", &hash));
     let (code, out, err) = user(&["passwd", "bob"], "bob's new long password\n");
@@ -844,9 +843,9 @@ async fn the_user_commands_manage_accounts() {
 
 #[tokio::test]
 async fn with_no_account_the_server_refuses_a_network_address() {
-    let data = tempfile::tempdir().unwrap();
+    let db = crate::helpers::TestDb::new().await;
     let site = tempfile::tempdir().unwrap();
-    let mut cmd = server_cmd(data.path());
+    let mut cmd = server_cmd(&db);
     cmd.args(["--addr", "0.0.0.0:0"])
         .env("LEPTOS_SITE_ROOT", site.path());
     let (code, _, err) = run_with_stdin(cmd, "");

@@ -256,7 +256,7 @@ async fn limits_and_refused_types_are_clear_json_errors_and_keep_nothing() {
     // Uploads never sent go after a day, and their bytes with the last one naming them:
     // the storage is free again.
     let later = server::journal::now() + 2.0 * 24.0 * 3600.0;
-    use server::store::Store as _;
+
     let purged = app.store.purge_attachments(later).await.unwrap();
     assert_eq!(purged, 3);
     let (code, _, _) = fetch(&app, &id(&two)).await;
@@ -281,7 +281,7 @@ async fn the_files_of_a_purged_conversation_go_with_it() {
         .await;
     assert_eq!(code, 200);
     assert_eq!(fetch(&app, &id(&file)).await.0, 404);
-    use server::store::Store as _;
+
     app.store
         .purge_deleted(server::journal::now() + 1.0)
         .await

@@ -7,7 +7,7 @@ use leptos::prelude::LeptosOptions;
 use serde_json::{json, Value};
 use server::runtime::demo::DemoAgent;
 use server::runtime::RuntimeAdapter;
-use server::store::sqlite::SqliteStore;
+use server::store::Store;
 use server::AppState;
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
@@ -16,14 +16,92 @@ use tokio_util::sync::CancellationToken;
 pub const ALICE_PASSWORD: &str = "alice-password-1";
 pub const BOB_PASSWORD: &str = "bob-password-22";
 
-/// A server on an ephemeral port with its own site root and SQLite file; stops when dropped.
+/// Names a PostgreSQL database to run every test against instead of SQLite (`make test`
+/// sets it for a second pass): each test gets a schema of its own in it.
+pub const TEST_DATABASE_ENV: &str = "ANCHORAGE_TEST_DATABASE_URL";
+
+/// The database a test server keeps everything in: a SQLite file in a temporary directory,
+/// or, when [`TEST_DATABASE_ENV`] names a PostgreSQL database, a fresh schema of its own in
+/// it. The same tests run on either.
+pub struct TestDb {
+    /// The data directory (SQLite's file, the lock, the workspace).
+    pub dir: TempDir,
+    /// The PostgreSQL address, schema included (`None`: SQLite).
+    pub url: Option<String>,
+}
+
+impl TestDb {
+    /// A new, empty database.
+    pub async fn new() -> TestDb {
+        TestDb::in_dir(tempfile::tempdir().expect("a temporary data directory")).await
+    }
+
+    /// A new, empty database with its data directory in `dir`.
+    pub async fn in_dir(dir: TempDir) -> TestDb {
+        let url = match std::env::var(TEST_DATABASE_ENV) {
+            Ok(base) if !base.trim().is_empty() => Some(new_schema(base.trim()).await),
+            _ => None,
+        };
+        TestDb { dir, url }
+    }
+
+    /// A new SQLite database, whatever [`TEST_DATABASE_ENV`] says (for what only SQLite
+    /// does: one process per data directory).
+    pub fn sqlite() -> TestDb {
+        TestDb {
+            dir: tempfile::tempdir().expect("a temporary data directory"),
+            url: None,
+        }
+    }
+
+    /// A store over it (a new connection each time: as a restarted server opens it).
+    pub async fn open(&self) -> Arc<dyn Store> {
+        server::store::open(self.url.as_deref(), self.dir.path())
+            .await
+            .expect("database")
+    }
+
+    /// The flags that point a server process at it.
+    pub fn args(&self) -> Vec<std::ffi::OsString> {
+        let mut args = vec!["--data-dir".into(), self.dir.path().into()];
+        if let Some(url) = &self.url {
+            args.push("--database-url".into());
+            args.push(url.into());
+        }
+        args
+    }
+
+    /// Whether it is PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.url.is_some()
+    }
+}
+
+/// Makes a schema of its own in the PostgreSQL database `base`; returns an address whose
+/// connections use it.
+async fn new_schema(base: &str) -> String {
+    use sqlx::{Connection as _, Executor as _};
+    let schema = format!("t_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::postgres::PgConnection::connect(base)
+        .await
+        .unwrap_or_else(|e| panic!("{TEST_DATABASE_ENV} ({base}): {e}"));
+    conn.execute(format!("CREATE SCHEMA {schema}").as_str())
+        .await
+        .expect("a test schema");
+    let _ = conn.close().await;
+    let join = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{join}options=-c%20search_path%3D{schema}")
+}
+
+/// A server on an ephemeral port with its own site root and database; stops when dropped.
 pub struct TestApp {
     pub addr: SocketAddr,
     pub site: TempDir,
-    pub _data: TempDir,
+    /// Its database (kept while the server runs).
+    pub _db: TestDb,
     pub client: reqwest::Client,
     /// The database the server uses.
-    pub store: Arc<SqliteStore>,
+    pub store: Arc<dyn Store>,
     /// The server's state (its counters, its limits).
     pub state: AppState,
     /// The sign-in cookie the helpers send (`name=value`), if any.
@@ -50,7 +128,6 @@ impl TestApp {
 
     /// Adds an account straight into the database.
     pub async fn add_user(&self, name: &str, password: &str, admin: bool) {
-        use server::store::Store as _;
         let hash = server::auth::hash_password(password).unwrap();
         self.store
             .create_user(name, &hash, admin, server::journal::now())
@@ -304,33 +381,22 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(delay: Duration) -> TestApp {
-    let data = tempfile::tempdir().expect("a temporary data directory");
-    spawn_app_in(data, delay).await
+    spawn_app_full(TestDb::new().await, delay, None).await
 }
 
-pub async fn spawn_app_in(data: TempDir, delay: Duration) -> TestApp {
-    spawn_app_full(data, delay, None).await
-}
-
-pub async fn spawn_app_full(
-    data: TempDir,
-    delay: Duration,
-    heartbeat: Option<Duration>,
-) -> TestApp {
-    spawn_app_parts(data, Arc::new(DemoAgent { delay }), heartbeat).await
+pub async fn spawn_app_full(db: TestDb, delay: Duration, heartbeat: Option<Duration>) -> TestApp {
+    spawn_app_parts(db, Arc::new(DemoAgent { delay }), heartbeat).await
 }
 
 /// A server whose turns run on `adapter`.
 pub async fn spawn_app_with_adapter(adapter: Arc<dyn RuntimeAdapter>) -> TestApp {
-    let data = tempfile::tempdir().expect("a temporary data directory");
-    spawn_app_parts(data, adapter, None).await
+    spawn_app_parts(TestDb::new().await, adapter, None).await
 }
 
 /// A server whose state `configure` adjusts before it serves (limits, timeouts).
 pub async fn spawn_app_configured(configure: impl FnOnce(&mut AppState)) -> TestApp {
-    let data = tempfile::tempdir().expect("a temporary data directory");
     spawn_app_setup(
-        data,
+        TestDb::new().await,
         Arc::new(DemoAgent {
             delay: Duration::ZERO,
         }),
@@ -340,11 +406,11 @@ pub async fn spawn_app_configured(configure: impl FnOnce(&mut AppState)) -> Test
 }
 
 async fn spawn_app_parts(
-    data: TempDir,
+    db: TestDb,
     adapter: Arc<dyn RuntimeAdapter>,
     heartbeat: Option<Duration>,
 ) -> TestApp {
-    spawn_app_setup(data, adapter, |state| {
+    spawn_app_setup(db, adapter, |state| {
         if let Some(heartbeat) = heartbeat {
             state.heartbeat = heartbeat;
         }
@@ -353,7 +419,7 @@ async fn spawn_app_parts(
 }
 
 async fn spawn_app_setup(
-    data: TempDir,
+    db: TestDb,
     adapter: Arc<dyn RuntimeAdapter>,
     configure: impl FnOnce(&mut AppState),
 ) -> TestApp {
@@ -364,14 +430,10 @@ async fn spawn_app_setup(
         .output_name("anchorage")
         .site_root(site.path().to_string_lossy().into_owned())
         .build();
-    let store = Arc::new(
-        SqliteStore::open(&data.path().join("anchorage.db"))
-            .await
-            .expect("database"),
-    );
+    let store = db.open().await;
     let shutdown = CancellationToken::new();
     let mut state = AppState::with_parts(
-        Arc::clone(&store) as Arc<dyn server::store::Store>,
+        Arc::clone(&store),
         adapter,
         leptos_options,
         shutdown.clone(),
@@ -387,7 +449,7 @@ async fn spawn_app_setup(
     TestApp {
         addr,
         site,
-        _data: data,
+        _db: db,
         client: reqwest::Client::new(),
         store,
         state,
@@ -407,4 +469,73 @@ pub fn urlencode(value: &str) -> String {
         }
     }
     out
+}
+
+/// A free loopback port (free when asked: a server binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The server binary running on a free loopback port over `db`; killed when dropped.
+pub struct ServerProcess {
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl ServerProcess {
+    /// Starts the server binary on `db` with `args` and waits until it answers.
+    pub async fn launch(db: &TestDb, site: &std::path::Path, args: &[&str]) -> ServerProcess {
+        let port = free_port();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
+            .args(["--addr", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .args(db.args())
+            .env_remove("DATABASE_URL")
+            .env("LEPTOS_SITE_ROOT", site)
+            .env("LEPTOS_OUTPUT_NAME", "anchorage")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            // ANCHORAGE_TEST_SERVER_LOGS=1 shows what the servers log.
+            .stderr(
+                if std::env::var_os("ANCHORAGE_TEST_SERVER_LOGS").is_some() {
+                    std::process::Stdio::inherit()
+                } else {
+                    std::process::Stdio::null()
+                },
+            )
+            .spawn()
+            .expect("the server binary starts");
+        let server = ServerProcess {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        for _ in 0..400 {
+            if reqwest::get(format!("{}/healthz", server.base))
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
+                return server;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("server did not come up");
+    }
+
+    /// Kills it at once (SIGKILL: no shutdown of any kind) and waits until it is gone.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("wait");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

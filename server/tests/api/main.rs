@@ -8,6 +8,7 @@ mod chat;
 mod errors;
 mod grants;
 mod helpers;
+mod instances;
 mod limits;
 mod models;
 mod pages;

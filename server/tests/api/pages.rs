@@ -516,7 +516,6 @@ async fn a_settled_turn_travels_as_its_snapshot_and_its_rows_come_when_asked() {
 
 /// Stores a snapshot of the version before this one for `run`, as an upgrade leaves them.
 async fn make_stale(app: &TestApp, run: &str) {
-    use server::store::Store;
     let stale = r#"{"answer":"stale"}"#;
     let version = server::snapshots::VERSION - 1;
     app.store.put_snapshot(run, version, stale).await.unwrap();

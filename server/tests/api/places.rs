@@ -2,7 +2,7 @@
 //! window for Undo before it is removed with its journal.
 
 use serde_json::{json, Value};
-use server::store::{Store as _, StoreError};
+use server::store::StoreError;
 
 use crate::helpers::{spawn_app, TestApp};
 

@@ -1,66 +1,21 @@
 //! A server killed mid-run: after a restart the run is reported interrupted, and its journal
 //! holds every event the client had received.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::helpers::SseEvent;
+use crate::helpers::{free_port, ServerProcess, SseEvent, TestDb};
 
-struct Server {
-    child: Child,
-    base: String,
-}
+/// The lease the launched servers hold their runs by: a restart on PostgreSQL reaps a run
+/// only once its lease has expired (on SQLite, at once).
+const LEASE_SECS: u64 = 2;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn launch(data: &std::path::Path, site: &std::path::Path) -> Server {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_server"))
-        .args([
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-            "--demo-delay-ms",
-            "15",
-        ])
-        .arg("--data-dir")
-        .arg(data)
-        .env("LEPTOS_SITE_ROOT", site)
-        .env("LEPTOS_OUTPUT_NAME", "anchorage")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the server binary starts");
-    let server = Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    };
-    for _ in 0..200 {
-        if reqwest::get(format!("{}/healthz", server.base))
-            .await
-            .is_ok_and(|r| r.status() == 200)
-        {
-            return server;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("server did not come up");
+async fn launch(db: &TestDb, site: &std::path::Path) -> ServerProcess {
+    let lease = LEASE_SECS.to_string();
+    ServerProcess::launch(db, site, &["--demo-delay-ms", "15", "--lease-secs", &lease]).await
 }
 
 /// A new session on `base` running `/demo slow`: (session, run).
@@ -81,10 +36,10 @@ async fn start_slow(client: &reqwest::Client, base: &str) -> (String, String) {
 
 #[tokio::test]
 async fn a_run_cut_off_by_a_crash_is_interrupted_after_restart_and_keeps_what_was_acknowledged() {
-    let data = tempfile::tempdir().unwrap();
+    let db = TestDb::new().await;
     let site = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
-    let mut server = launch(data.path(), site.path()).await;
+    let mut server = launch(&db, site.path()).await;
 
     let (session, run) = start_slow(&client, &server.base).await;
 
@@ -120,18 +75,31 @@ async fn a_run_cut_off_by_a_crash_is_interrupted_after_restart_and_keeps_what_wa
     server.child.wait().unwrap();
     drop(body);
 
-    let server = launch(data.path(), site.path()).await;
-    let status: Value = client
-        .get(format!(
-            "{}/api/chat/stream/status?run_id={run}",
-            server.base
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let server = launch(&db, site.path()).await;
+    let status_now = || async {
+        client
+            .get(format!(
+                "{}/api/chat/stream/status?run_id={run}",
+                server.base
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    let mut status = status_now().await;
+    if db.is_postgres() {
+        // Another instance may still hold it: it is reaped once the lease has expired.
+        for _ in 0..(LEASE_SECS * 40 + 200) {
+            if status["terminal_state"].is_string() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+            status = status_now().await;
+        }
+    }
     assert_eq!(status["active"], false);
     assert_eq!(status["terminal_state"], "interrupted");
 
@@ -190,6 +158,7 @@ fn run_to_exit(port: u16, data: &std::path::Path, site: &std::path::Path) -> (bo
         .args(["--addr", &format!("127.0.0.1:{port}")])
         .arg("--data-dir")
         .arg(data)
+        .env_remove("DATABASE_URL")
         .env("LEPTOS_SITE_ROOT", site)
         .env("LEPTOS_OUTPUT_NAME", "anchorage")
         .env("RUST_LOG", "warn")
@@ -216,11 +185,13 @@ fn run_to_exit(port: u16, data: &std::path::Path, site: &std::path::Path) -> (bo
 }
 
 #[tokio::test]
-async fn a_second_server_on_the_same_directory_or_port_stops_before_touching_anything() {
-    let data = tempfile::tempdir().unwrap();
+async fn a_second_server_on_the_same_sqlite_directory_or_port_stops_before_touching_anything() {
+    // One process per SQLite file (PostgreSQL is shared by design: see `instances.rs`).
+    let db = TestDb::sqlite();
+    let data = &db.dir;
     let site = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
-    let server = launch(data.path(), site.path()).await;
+    let server = launch(&db, site.path()).await;
     let (_, run) = start_slow(&client, &server.base).await;
     let status = |client: reqwest::Client, base: String, run: String| async move {
         client

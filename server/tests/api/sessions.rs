@@ -226,7 +226,6 @@ async fn a_search_hit_in_a_message_names_the_turn_it_belongs_to() {
 
 #[tokio::test]
 async fn a_list_and_search_results_come_a_page_at_a_time() {
-    use server::store::Store;
     let app = spawn_app().await;
     let limit = server::routes::LIST_LIMIT as usize;
     for i in 0..=limit {

@@ -192,8 +192,8 @@ async fn stream_status_reports_the_journal_and_unknown_runs_are_404() {
 
 #[tokio::test]
 async fn a_silent_stream_gets_heartbeats_and_ids_on_every_journaled_frame() {
-    let data = tempfile::tempdir().unwrap();
-    let app = spawn_app_full(data, Duration::ZERO, Some(Duration::from_millis(150))).await;
+    let db = crate::helpers::TestDb::new().await;
+    let app = spawn_app_full(db, Duration::ZERO, Some(Duration::from_millis(150))).await;
     let session = app.new_session().await;
     // The approval scenario waits for the user: the run goes quiet.
     let run = app.start(&session, "/demo approval").await;

@@ -1,67 +1,196 @@
-//! The SQLite store: one file in WAL mode, migrations embedded in the binary.
+//! The SQL store: one implementation over sqlx's `Any` driver, for the two engines Anchorage
+//! runs on. SQLite (one file in WAL mode, the default) serves one process; PostgreSQL serves
+//! several instances at once. Both keep the same tables and answer the same statements; where
+//! the engines differ in a word of SQL, [`Engine`] says which. Migrations are per engine
+//! (`migrations/sqlite`, `migrations/postgres`), embedded in the binary.
 
 use anchor::{EventKind, TerminalState};
 use std::path::Path;
-use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, SqlitePool};
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::AnyConnection;
+use sqlx::{AnyPool, Executor as _, Row};
 
 use super::{
-    Attachment, Frames, Grant, Interaction, JournalOp, JournalRow, Message, NewEvent, NewTurn,
-    Place, QueuedMessage, Role, Run, Session, Shelf, Store, StoreError, TitleSource, User,
-    Versions,
+    Attachment, Claim, Command, CommandKind, Frames, Grant, Interaction, JournalOp, JournalRow,
+    Message, NewEvent, NewTurn, Notice, Place, QueuedMessage, Role, Run, Session, Shelf, Store,
+    StoreError, TitleSource, User, Versions,
 };
 
-/// Sessions, transcripts and the run journal in one SQLite file.
+/// The channel committed journal rows are announced on (`run_id seq`, space-separated pairs).
+pub const JOURNAL_CHANNEL: &str = "anchorage_journal";
+/// The channel that tells an instance it has commands waiting (its id).
+pub const COMMAND_CHANNEL: &str = "anchorage_commands";
+/// The most a notification carries (PostgreSQL's limit is 8,000 bytes).
+const NOTIFY_BYTES: usize = 7_000;
+
+/// Sessions, transcripts and the run journal in SQLite or PostgreSQL.
 #[derive(Clone, Debug)]
-pub struct SqliteStore {
-    pool: SqlitePool,
+pub struct SqlStore {
+    engine: Engine,
+    pool: AnyPool,
     /// The journal writer's own connection: readers, however many, never make a commit wait
     /// for a connection (SQLite in WAL mode lets them read while it writes).
-    journal: SqlitePool,
+    journal: AnyPool,
+    /// Where a listener connects (PostgreSQL only).
+    url: Option<String>,
 }
 
-impl SqliteStore {
-    /// Opens (creating if needed) the database file and migrates it.
-    pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::from_str("sqlite:")?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // With WAL, NORMAL makes every commit survive a crash of the process; only an OS
-            // crash can lose the last commits.
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10))
-            // Replays read whole journals: map the file instead of copying it page by page,
-            // and keep a larger page cache per connection.
-            .pragma("mmap_size", "1073741824")
-            .pragma("cache_size", "-32768");
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options.clone())
-            .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        let journal = SqlitePoolOptions::new()
+/// SQLite's settings for every connection: WAL (readers never wait for the writer), NORMAL
+/// sync (with WAL every commit survives a crash of the process; only an OS crash can lose the
+/// last ones), foreign keys, a busy timeout; replays read whole journals, so the file is mapped
+/// instead of copied page by page and each connection keeps a larger page cache.
+const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; \
+     PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -32768;";
+
+/// A `sqlite://` address for a file (its path percent-encoded where a URL would misread it).
+fn sqlite_url(path: &Path) -> String {
+    let mut url = String::from("sqlite://");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' | '?' | '#' | ' ' | '"' | '<' | '>' | '`' | '{' | '}' => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    url.push_str(&format!("%{b:02X}"));
+                }
+            }
+            c => url.push(c),
+        }
+    }
+    url.push_str("?mode=rwc");
+    url
+}
+
+impl SqlStore {
+    /// Opens (creating if needed) the SQLite database file and migrates it.
+    pub async fn open_sqlite(path: &Path) -> Result<Self, StoreError> {
+        sqlx::any::install_default_drivers();
+        let url = sqlite_url(path);
+        let options = || {
+            AnyPoolOptions::new().after_connect(|conn: &mut AnyConnection, _| {
+                Box::pin(async move {
+                    conn.execute(SQLITE_PRAGMAS).await?;
+                    Ok(())
+                })
+            })
+        };
+        let pool = options().max_connections(4).connect(&url).await?;
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        let journal = options()
             .max_connections(1)
             .min_connections(1)
-            .connect_with(options)
+            .connect(&url)
             .await?;
-        Ok(SqliteStore { pool, journal })
+        Ok(SqlStore {
+            engine: Engine::Sqlite,
+            pool,
+            journal,
+            url: None,
+        })
     }
 
-    /// A transaction that will write. It takes the write lock when it begins (waiting up to the
-    /// busy timeout): a deferred transaction that reads first and writes later fails with
-    /// `SQLITE_BUSY` without waiting if another connection wrote in between, which turned a
-    /// delete right after a Stop into a 500.
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await
+    /// Connects to a PostgreSQL database (`postgres://…`) and migrates it. Several instances
+    /// may do this at once: migrations take a lock of their own.
+    pub async fn open_postgres(url: &str) -> Result<Self, StoreError> {
+        sqlx::any::install_default_drivers();
+        let pool = AnyPoolOptions::new()
+            .max_connections(12)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await?;
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        let journal = AnyPoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .connect(url)
+            .await?;
+        Ok(SqlStore {
+            engine: Engine::Postgres,
+            pool,
+            journal,
+            url: Some(url.to_owned()),
+        })
+    }
+
+    /// A transaction that will write. On SQLite it takes the write lock when it begins
+    /// (waiting up to the busy timeout): a deferred transaction that reads first and writes
+    /// later fails with `SQLITE_BUSY` without waiting if another connection wrote in between,
+    /// which turned a delete right after a Stop into a 500. On PostgreSQL, rows are locked as
+    /// they are written, and a session's writers take its row first ([`Engine::lock_row`]).
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        self.pool.begin_with(self.engine.begin_write()).await
+    }
+}
+
+/// The database engine behind a [`SqlStore`], and the words of SQL in which they differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// One file, one process (the default).
+    Sqlite,
+    /// A server several instances share.
+    Postgres,
+}
+
+impl Engine {
+    /// Its name, for logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "SQLite",
+            Self::Postgres => "PostgreSQL",
+        }
+    }
+
+    /// Whether other server processes may use the same database at once (a run may then be
+    /// owned by another instance, and commands and live events cross between them).
+    pub fn shared(self) -> bool {
+        self == Self::Postgres
+    }
+
+    fn begin_write(self) -> &'static str {
+        match self {
+            Self::Sqlite => "BEGIN IMMEDIATE",
+            Self::Postgres => "BEGIN",
+        }
+    }
+
+    /// The larger of two values (SQLite's two-argument `MAX`).
+    fn greatest(self) -> &'static str {
+        match self {
+            Self::Sqlite => "MAX",
+            Self::Postgres => "GREATEST",
+        }
+    }
+
+    /// A `LIKE` that ignores case (SQLite's does, for ASCII).
+    fn like(self) -> &'static str {
+        match self {
+            Self::Sqlite => "LIKE",
+            Self::Postgres => "ILIKE",
+        }
+    }
+
+    /// What follows a `SELECT` of a row the transaction goes on to write on its behalf
+    /// (SQLite's write transaction already holds the whole database).
+    fn lock_row(self) -> &'static str {
+        match self {
+            Self::Sqlite => "",
+            Self::Postgres => " FOR UPDATE",
+        }
+    }
+
+    /// The stored SSE encodings of a page of journal rows, in seq order, as one text. SQLite's
+    /// range scan walks the primary key (run_id, seq) in order, which is the order its
+    /// aggregate concatenates in (an ORDER BY inside it would add a sort of the whole page);
+    /// PostgreSQL promises no order without one.
+    fn frames_concat(self) -> &'static str {
+        match self {
+            Self::Sqlite => "group_concat(frame, '')",
+            Self::Postgres => "string_agg(frame, '' ORDER BY seq)",
+        }
     }
 }
 
@@ -70,7 +199,7 @@ const SESSION_COLUMNS: &str =
      s.pinned_at, s.archived_at, \
      (SELECT r.id FROM runs r WHERE r.session_id = s.id AND r.status = 'running') AS active_run_id";
 
-fn session_from(row: &SqliteRow) -> Session {
+fn session_from(row: &AnyRow) -> Session {
     Session {
         id: row.get("id"),
         title: row.get("title"),
@@ -86,7 +215,7 @@ fn session_from(row: &SqliteRow) -> Session {
     }
 }
 
-fn user_from(row: &SqliteRow) -> User {
+fn user_from(row: &AnyRow) -> User {
     User {
         id: row.get("id"),
         name: row.get("name"),
@@ -95,7 +224,7 @@ fn user_from(row: &SqliteRow) -> User {
     }
 }
 
-fn message_from(row: &SqliteRow) -> Message {
+fn message_from(row: &AnyRow) -> Message {
     let usage: Option<String> = row.get("usage");
     Message {
         id: row.get("id"),
@@ -114,7 +243,7 @@ fn message_from(row: &SqliteRow) -> Message {
 }
 
 /// A JSON list kept in a column (NULL, or what cannot be read: none).
-fn json_list<T: serde::de::DeserializeOwned>(row: &SqliteRow, column: &str) -> Vec<T> {
+fn json_list<T: serde::de::DeserializeOwned>(row: &AnyRow, column: &str) -> Vec<T> {
     row.try_get::<Option<String>, _>(column)
         .ok()
         .flatten()
@@ -122,7 +251,7 @@ fn json_list<T: serde::de::DeserializeOwned>(row: &SqliteRow, column: &str) -> V
         .unwrap_or_default()
 }
 
-fn queued_from(row: &SqliteRow) -> QueuedMessage {
+fn queued_from(row: &AnyRow) -> QueuedMessage {
     QueuedMessage {
         id: row.get("id"),
         session_id: row.get("session_id"),
@@ -133,7 +262,7 @@ fn queued_from(row: &SqliteRow) -> QueuedMessage {
     }
 }
 
-fn attachment_from(row: &SqliteRow) -> Attachment {
+fn attachment_from(row: &AnyRow) -> Attachment {
     Attachment {
         id: row.get("id"),
         owner: row.get("owner"),
@@ -155,7 +284,7 @@ fn carried_json(carried: &[app::api::AttachmentData]) -> Option<String> {
 /// Sends `ids` with message `message_id` of `session_id`, in that order: each must be an
 /// attachment of the session's account not sent yet (`Unattachable` otherwise).
 async fn link_attachments(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut AnyConnection,
     session_id: &str,
     message_id: &str,
     ids: &[String],
@@ -163,9 +292,9 @@ async fn link_attachments(
     let mut carried = Vec::with_capacity(ids.len());
     for id in ids {
         let row = sqlx::query(
-            "UPDATE attachments SET session_id = ?2, message_id = ?3 \
-             WHERE id = ?1 AND message_id IS NULL AND (session_id IS NULL OR session_id = ?2) \
-               AND owner = (SELECT COALESCE(owner_id, '') FROM sessions WHERE id = ?2) \
+            "UPDATE attachments SET session_id = $2, message_id = $3 \
+             WHERE id = $1 AND message_id IS NULL AND (session_id IS NULL OR session_id = $2) \
+               AND owner = (SELECT COALESCE(owner_id, '') FROM sessions WHERE id = $2) \
              RETURNING *",
         )
         .bind(id)
@@ -182,12 +311,12 @@ async fn link_attachments(
 /// Gives message `to` copies of the attachments of message `from` (an edit carries the files
 /// of the message it replaces; the bytes are not copied).
 async fn copy_attachments(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut AnyConnection,
     from: &str,
     to: &str,
     now: f64,
 ) -> Result<Vec<app::api::AttachmentData>, StoreError> {
-    let row = sqlx::query("SELECT attachments FROM messages WHERE id = ?1")
+    let row = sqlx::query("SELECT attachments FROM messages WHERE id = $1")
         .bind(from)
         .fetch_optional(&mut *conn)
         .await?;
@@ -199,7 +328,7 @@ async fn copy_attachments(
         let id = format!("att-{}", uuid::Uuid::new_v4().simple());
         let copied = sqlx::query(
             "INSERT INTO attachments (id, owner, sha256, name, mime, size, session_id, message_id, created_at) \
-             SELECT ?2, owner, sha256, name, mime, size, session_id, ?3, ?4 FROM attachments WHERE id = ?1",
+             SELECT $2, owner, sha256, name, mime, size, session_id, $3, $4 FROM attachments WHERE id = $1",
         )
         .bind(&old.id)
         .bind(&id)
@@ -216,14 +345,14 @@ async fn copy_attachments(
 
 /// The run a message with this client id started, if one was stored.
 async fn sent_before(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut AnyConnection,
     session_id: &str,
     client_id: Option<&str>,
 ) -> Result<Option<String>, sqlx::Error> {
     let Some(client_id) = client_id else {
         return Ok(None);
     };
-    let row = sqlx::query("SELECT run_id FROM messages WHERE session_id = ?1 AND client_id = ?2")
+    let row = sqlx::query("SELECT run_id FROM messages WHERE session_id = $1 AND client_id = $2")
         .bind(session_id)
         .bind(client_id)
         .fetch_optional(&mut *conn)
@@ -231,12 +360,29 @@ async fn sent_before(
     Ok(row.map(|r| r.get::<Option<String>, _>("run_id").unwrap_or_default()))
 }
 
+/// Takes a session's row for the transaction's writes (on PostgreSQL other writers of the
+/// session wait for it; SQLite's write transaction already excludes them); whether it exists.
+async fn lock_session(
+    conn: &mut AnyConnection,
+    engine: Engine,
+    session_id: &str,
+) -> Result<bool, sqlx::Error> {
+    let row = sqlx::query(&format!(
+        "SELECT 1 AS one FROM sessions WHERE id = $1{}",
+        engine.lock_row()
+    ))
+    .bind(session_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.is_some())
+}
+
 /// The run a session is running, if any.
 async fn running_run(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut AnyConnection,
     session_id: &str,
 ) -> Result<Option<String>, sqlx::Error> {
-    let row = sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
+    let row = sqlx::query("SELECT id FROM runs WHERE session_id = $1 AND status = 'running'")
         .bind(session_id)
         .fetch_optional(&mut *conn)
         .await?;
@@ -256,13 +402,10 @@ fn answer_breaks_sql() -> &'static str {
 
 /// What a run had streamed as its answer, read from its journal inside the settling
 /// transaction: the prose after the last event that ends the answer stream.
-async fn streamed_answer(
-    conn: &mut sqlx::SqliteConnection,
-    run_id: &str,
-) -> Result<String, sqlx::Error> {
+async fn streamed_answer(conn: &mut AnyConnection, run_id: &str) -> Result<String, sqlx::Error> {
     let rows = sqlx::query(&format!(
-        "SELECT type, payload FROM run_events WHERE run_id = ?1 AND type IN ('token', 'interim_assistant') \
-         AND seq > COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = ?1 AND type IN ({})), 0) \
+        "SELECT type, payload FROM run_events WHERE run_id = $1 AND type IN ('token', 'interim_assistant') \
+         AND seq > COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = $1 AND type IN ({})), 0) \
          ORDER BY seq",
         answer_breaks_sql()
     ))
@@ -287,13 +430,13 @@ async fn streamed_answer(
 }
 
 /// A stored terminal state; a name this build does not know reads as none.
-fn terminal_state_from(row: &SqliteRow) -> Option<TerminalState> {
+fn terminal_state_from(row: &AnyRow) -> Option<TerminalState> {
     row.get::<Option<String>, _>("terminal_state")
         .as_deref()
         .and_then(TerminalState::parse)
 }
 
-fn run_from(row: &SqliteRow) -> Run {
+fn run_from(row: &AnyRow) -> Run {
     let status: String = row.get("status");
     let last_seq: i64 = row.get("last_seq");
     Run {
@@ -308,11 +451,13 @@ fn run_from(row: &SqliteRow) -> Run {
         finished_at: row.get("finished_at"),
         parent_run_id: row.get("parent_run_id"),
         model: row.get("model"),
+        owner_instance: row.try_get("owner_instance").ok().flatten(),
+        lease_expires_at: row.try_get("lease_expires_at").ok().flatten(),
     }
 }
 
 /// The versions of a run's place in its session's tree, from a row that has them.
-fn versions_from(row: &SqliteRow) -> Versions {
+fn versions_from(row: &AnyRow) -> Versions {
     let index: i64 = row.get("version");
     let count: i64 = row.get("versions");
     Versions {
@@ -321,13 +466,13 @@ fn versions_from(row: &SqliteRow) -> Versions {
     }
 }
 
-/// The run a session shows last: its head, or its newest run (SQL, session id in `?1`).
-const HEAD_SQL: &str = "COALESCE((SELECT head_run_id FROM sessions WHERE id = ?1), \
-     (SELECT r.id FROM runs r WHERE r.session_id = ?1 ORDER BY r.created_at DESC, r.id DESC LIMIT 1))";
+/// The run a session shows last: its head, or its newest run (SQL, session id in `$1`).
+const HEAD_SQL: &str = "COALESCE((SELECT head_run_id FROM sessions WHERE id = $1), \
+     (SELECT r.id FROM runs r WHERE r.session_id = $1 ORDER BY r.created_at DESC, r.id DESC LIMIT 1))";
 
-/// The runs from the run in `?1` up to its first, with their depth (0: that run) (SQL).
+/// The runs from the run in `$1` up to its first, with their depth (0: that run) (SQL).
 const PATH_SQL: &str = "WITH RECURSIVE path(id, depth) AS ( \
-       SELECT ?1, 0 \
+       SELECT $1, 0 \
        UNION ALL \
        SELECT r.parent_run_id, path.depth + 1 FROM runs r JOIN path ON r.id = path.id \
        WHERE r.parent_run_id IS NOT NULL)";
@@ -335,12 +480,12 @@ const PATH_SQL: &str = "WITH RECURSIVE path(id, depth) AS ( \
 /// A run's place among its siblings (`version`, from 1, oldest first) and their number
 /// (`versions`), as columns of `r` (SQL).
 const VERSIONS_SQL: &str = "(SELECT COUNT(*) FROM runs x WHERE x.session_id = r.session_id \
-       AND x.parent_run_id IS r.parent_run_id) AS versions, \
+       AND x.parent_run_id IS NOT DISTINCT FROM r.parent_run_id) AS versions, \
      (SELECT COUNT(*) FROM runs x WHERE x.session_id = r.session_id \
-       AND x.parent_run_id IS r.parent_run_id \
+       AND x.parent_run_id IS NOT DISTINCT FROM r.parent_run_id \
        AND (x.created_at < r.created_at OR (x.created_at = r.created_at AND x.id <= r.id))) AS version";
 
-fn journal_row_from(row: &SqliteRow) -> JournalRow {
+fn journal_row_from(row: &AnyRow) -> JournalRow {
     let payload: String = row.get("payload");
     let seq: i64 = row.get("seq");
     let terminal: i64 = row.get("terminal");
@@ -359,7 +504,7 @@ fn journal_row_from(row: &SqliteRow) -> JournalRow {
     }
 }
 
-fn interaction_from(row: &SqliteRow) -> Interaction {
+fn interaction_from(row: &AnyRow) -> Interaction {
     let request: String = row.get("request");
     let response: Option<String> = row.get("response");
     Interaction {
@@ -370,6 +515,107 @@ fn interaction_from(row: &SqliteRow) -> Interaction {
         request: serde_json::from_str(&request).unwrap_or(Value::Null),
         response: response.and_then(|r| serde_json::from_str(&r).ok()),
     }
+}
+
+/// The payloads that announce a commit: each run's new high-water mark, a line `run_id seq`
+/// each, as few notifications as fit.
+fn journal_notices(results: &[Result<Vec<JournalRow>, StoreError>]) -> Vec<String> {
+    let mut high: Vec<(&str, u64)> = Vec::new();
+    for row in results.iter().flatten().filter_map(|rows| rows.last()) {
+        match high.iter_mut().find(|(run, _)| *run == row.run_id) {
+            Some((_, seq)) => *seq = (*seq).max(row.seq),
+            None => high.push((&row.run_id, row.seq)),
+        }
+    }
+    let mut payloads = Vec::new();
+    let mut payload = String::new();
+    for (run, seq) in high {
+        let line = format!("{run} {seq}");
+        if !payload.is_empty() && payload.len() + 1 + line.len() > NOTIFY_BYTES {
+            payloads.push(std::mem::take(&mut payload));
+        }
+        if !payload.is_empty() {
+            payload.push('\n');
+        }
+        payload.push_str(&line);
+    }
+    if !payload.is_empty() {
+        payloads.push(payload);
+    }
+    payloads
+}
+
+/// What a notification on one of the store's channels says.
+fn parse_notice(channel: &str, payload: &str) -> Vec<Notice> {
+    match channel {
+        JOURNAL_CHANNEL => payload
+            .lines()
+            .filter_map(|line| {
+                let (run_id, seq) = line.rsplit_once(' ')?;
+                Some(Notice::Journal {
+                    run_id: run_id.to_owned(),
+                    seq: seq.parse().ok()?,
+                })
+            })
+            .collect(),
+        COMMAND_CHANNEL => vec![Notice::Commands {
+            instance: payload.to_owned(),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// Forwards what `listener` hears to `tx` until `tx` is dropped; after a lost connection,
+/// once it is back, [`Notice::Resync`].
+async fn forward_notices(
+    mut listener: sqlx::postgres::PgListener,
+    tx: tokio::sync::mpsc::Sender<Notice>,
+) {
+    loop {
+        let next = tokio::select! {
+            next = listener.try_recv() => next,
+            () = tx.closed() => return,
+        };
+        match next {
+            Ok(Some(notification)) => {
+                for notice in parse_notice(notification.channel(), notification.payload()) {
+                    if tx.send(notice).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            // Lost, and already connected again.
+            Ok(None) => {
+                if tx.send(Notice::Resync).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!("listening to the database failed: {e}; trying again");
+                // Until a LISTEN goes through again (it reconnects first).
+                loop {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = tx.closed() => return,
+                    }
+                    if listener.listen(JOURNAL_CHANNEL).await.is_ok() {
+                        break;
+                    }
+                }
+                if tx.send(Notice::Resync).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// `n` numbered parameters from `$first`, comma-separated.
+fn marks(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn like_pattern(query: &str) -> String {
@@ -387,12 +633,12 @@ fn like_pattern(query: &str) -> String {
 
 /// Appends one event to a running run inside `tx`; `None` when the run is not running.
 async fn append_in(
-    tx: &mut sqlx::SqliteConnection,
+    tx: &mut AnyConnection,
     run_id: &str,
     event: &NewEvent,
 ) -> Result<Option<JournalRow>, StoreError> {
     let Some(row) = sqlx::query(
-        "UPDATE runs SET last_seq = last_seq + 1 WHERE id = ?1 AND status = 'running' \
+        "UPDATE runs SET last_seq = last_seq + 1 WHERE id = $1 AND status = 'running' \
          RETURNING last_seq, session_id",
     )
     .bind(run_id)
@@ -407,7 +653,7 @@ async fn append_in(
     let frame = crate::wire::encode_frame(run_id, seq as u64, event.kind.name(), &payload);
     sqlx::query(
         "INSERT INTO run_events (run_id, seq, event_id, session_id, type, created_at, terminal, terminal_state, payload, frame) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(run_id)
     .bind(seq)
@@ -434,7 +680,7 @@ async fn append_in(
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl Store for SqlStore {
     async fn create_session(
         &self,
         title: &str,
@@ -444,7 +690,7 @@ impl Store for SqliteStore {
         let id = uuid::Uuid::new_v4().simple().to_string();
         sqlx::query(
             "INSERT INTO sessions (id, title, title_source, created_at, updated_at, owner_id) \
-             VALUES (?1, ?2, 'default', ?3, ?3, ?4)",
+             VALUES ($1, $2, 'default', $3, $3, $4)",
         )
         .bind(&id)
         .bind(title)
@@ -463,10 +709,10 @@ impl Store for SqliteStore {
         archived: bool,
     ) -> Result<Vec<Session>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.owner_id IS ?1 \
-             AND s.deleted_at IS NULL AND (s.archived_at IS NOT NULL) = ?4 \
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.owner_id IS NOT DISTINCT FROM $1 \
+             AND s.deleted_at IS NULL AND (s.archived_at IS NOT NULL) = $4 \
              ORDER BY s.pinned_at IS NULL, s.pinned_at DESC, s.updated_at DESC, s.created_at DESC, s.id \
-             LIMIT ?2 OFFSET ?3"
+             LIMIT $2 OFFSET $3"
         ))
         .bind(owner)
         .bind(i64::from(limit))
@@ -489,12 +735,13 @@ impl Store for SqliteStore {
             "SELECT {SESSION_COLUMNS}, \
                (SELECT r.turn_id FROM messages m JOIN runs r \
                   ON r.session_id = s.id AND (r.id = m.run_id OR r.user_message_id = m.id) \
-                WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\' \
+                WHERE m.session_id = s.id AND m.content {like} $1 ESCAPE '\\' \
                 ORDER BY m.position DESC LIMIT 1) AS hit_turn_id \
              FROM sessions s \
-             WHERE s.owner_id IS ?2 AND s.deleted_at IS NULL AND (s.title LIKE ?1 ESCAPE '\\' \
-                OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content LIKE ?1 ESCAPE '\\')) \
-             ORDER BY s.updated_at DESC, s.id LIMIT ?3"
+             WHERE s.owner_id IS NOT DISTINCT FROM $2 AND s.deleted_at IS NULL AND (s.title {like} $1 ESCAPE '\\' \
+                OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content {like} $1 ESCAPE '\\')) \
+             ORDER BY s.updated_at DESC, s.id LIMIT $3",
+            like = self.engine.like()
         ))
         .bind(pattern)
         .bind(owner)
@@ -506,7 +753,7 @@ impl Store for SqliteStore {
 
     async fn session(&self, id: &str) -> Result<Session, StoreError> {
         sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?1 AND s.deleted_at IS NULL"
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1 AND s.deleted_at IS NULL"
         ))
         .bind(id)
         .fetch_optional(&self.pool)
@@ -528,7 +775,8 @@ impl Store for SqliteStore {
             " AND title_source <> 'manual'"
         };
         let done = sqlx::query(&format!(
-            "UPDATE sessions SET title = ?2, title_source = ?3, updated_at = MAX(updated_at, ?4) WHERE id = ?1{guard}"
+            "UPDATE sessions SET title = $2, title_source = $3, updated_at = {greatest}(updated_at, $4) WHERE id = $1{guard}",
+            greatest = self.engine.greatest()
         ))
         .bind(id)
         .bind(title)
@@ -543,11 +791,12 @@ impl Store for SqliteStore {
 
     async fn delete_session(&self, id: &str, now: f64) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
+        lock_session(&mut tx, self.engine, id).await?;
         if let Some(active_run_id) = running_run(&mut tx, id).await? {
             return Err(StoreError::Busy { active_run_id });
         }
         let done =
-            sqlx::query("UPDATE sessions SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL")
+            sqlx::query("UPDATE sessions SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL")
                 .bind(id)
                 .bind(now)
                 .execute(&mut *tx)
@@ -556,7 +805,7 @@ impl Store for SqliteStore {
             return Err(StoreError::NotFound);
         }
         // Follow-ups waiting in it will not start.
-        sqlx::query("DELETE FROM queued_messages WHERE session_id = ?1")
+        sqlx::query("DELETE FROM queued_messages WHERE session_id = $1")
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -567,7 +816,7 @@ impl Store for SqliteStore {
     async fn restore_session(&self, owner: Option<&str>, id: &str) -> Result<Session, StoreError> {
         let done = sqlx::query(
             "UPDATE sessions SET deleted_at = NULL \
-             WHERE id = ?1 AND owner_id IS ?2 AND deleted_at IS NOT NULL",
+             WHERE id = $1 AND owner_id IS NOT DISTINCT FROM $2 AND deleted_at IS NOT NULL",
         )
         .bind(id)
         .bind(owner)
@@ -581,7 +830,7 @@ impl Store for SqliteStore {
 
     async fn purge_deleted(&self, before: f64) -> Result<u64, StoreError> {
         let done =
-            sqlx::query("DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < ?1")
+            sqlx::query("DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < $1")
                 .bind(before)
                 .execute(&self.pool)
                 .await?;
@@ -600,9 +849,9 @@ impl Store for SqliteStore {
             Shelf::Archived => ("archived_at", "pinned_at"),
         };
         let done = sqlx::query(&format!(
-            "UPDATE sessions SET {column} = CASE WHEN ?2 THEN COALESCE({column}, ?3) END, \
-             {other} = CASE WHEN ?2 THEN NULL ELSE {other} END \
-             WHERE id = ?1 AND deleted_at IS NULL"
+            "UPDATE sessions SET {column} = CASE WHEN $2 THEN COALESCE({column}, $3) END, \
+             {other} = CASE WHEN $2 THEN NULL ELSE {other} END \
+             WHERE id = $1 AND deleted_at IS NULL"
         ))
         .bind(id)
         .bind(on)
@@ -624,7 +873,7 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO grants (id, owner_id, session_id, pattern, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
         )
         .bind(format!("grant-{}", uuid::Uuid::new_v4().simple()))
         .bind(owner)
@@ -643,9 +892,9 @@ impl Store for SqliteStore {
         pattern: &str,
     ) -> Result<Option<&'static str>, StoreError> {
         let row = sqlx::query(
-            "SELECT MIN(session_id IS NOT NULL) AS per_session FROM grants \
-             WHERE owner_id IS ?1 AND pattern = ?3 AND (session_id IS NULL OR session_id = ?2) \
-             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = ?2 AND s.deleted_at IS NOT NULL)",
+            "SELECT MIN(CASE WHEN session_id IS NULL THEN 0 ELSE 1 END) AS per_session FROM grants \
+             WHERE owner_id IS NOT DISTINCT FROM $1 AND pattern = $3 AND (session_id IS NULL OR session_id = $2) \
+             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = $2 AND s.deleted_at IS NOT NULL)",
         )
         .bind(owner)
         .bind(session)
@@ -660,8 +909,8 @@ impl Store for SqliteStore {
         let rows = sqlx::query(
             "SELECT g.id, g.session_id, g.pattern, g.created_at, s.title \
              FROM grants g LEFT JOIN sessions s ON s.id = g.session_id \
-             WHERE g.owner_id IS ?1 AND (g.session_id IS NULL OR s.deleted_at IS NULL) \
-             ORDER BY g.created_at DESC, g.id LIMIT ?2",
+             WHERE g.owner_id IS NOT DISTINCT FROM $1 AND (g.session_id IS NULL OR s.deleted_at IS NULL) \
+             ORDER BY g.created_at DESC, g.id LIMIT $2",
         )
         .bind(owner)
         .bind(i64::from(limit))
@@ -688,11 +937,12 @@ impl Store for SqliteStore {
     }
 
     async fn revoke_grant(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError> {
-        let done = sqlx::query("DELETE FROM grants WHERE id = ?1 AND owner_id IS ?2")
-            .bind(id)
-            .bind(owner)
-            .execute(&self.pool)
-            .await?;
+        let done =
+            sqlx::query("DELETE FROM grants WHERE id = $1 AND owner_id IS NOT DISTINCT FROM $2")
+                .bind(id)
+                .bind(owner)
+                .execute(&self.pool)
+                .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -706,7 +956,7 @@ impl Store for SqliteStore {
         max_storage: u64,
     ) -> Result<Attachment, StoreError> {
         let mut tx = self.write_tx().await?;
-        let kept = sqlx::query("SELECT 1 FROM blobs WHERE owner = ?1 AND sha256 = ?2")
+        let kept = sqlx::query("SELECT 1 FROM blobs WHERE owner = $1 AND sha256 = $2")
             .bind(&a.owner)
             .bind(&a.sha256)
             .fetch_optional(&mut *tx)
@@ -714,7 +964,7 @@ impl Store for SqliteStore {
             .is_some();
         if !kept {
             // One row per account, kept by triggers (migration 0011).
-            let used: i64 = sqlx::query_scalar("SELECT bytes FROM blob_usage WHERE owner = ?1")
+            let used: i64 = sqlx::query_scalar("SELECT bytes FROM blob_usage WHERE owner = $1")
                 .bind(&a.owner)
                 .fetch_optional(&mut *tx)
                 .await?
@@ -723,7 +973,7 @@ impl Store for SqliteStore {
                 return Err(StoreError::Full { limit: max_storage });
             }
             sqlx::query(
-                "INSERT INTO blobs (owner, sha256, size, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO blobs (owner, sha256, size, data, created_at) VALUES ($1, $2, $3, $4, $5)",
             )
             .bind(&a.owner)
             .bind(&a.sha256)
@@ -735,7 +985,7 @@ impl Store for SqliteStore {
         }
         sqlx::query(
             "INSERT INTO attachments (id, owner, sha256, name, mime, size, session_id, message_id, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)",
         )
         .bind(&a.id)
         .bind(&a.owner)
@@ -755,7 +1005,7 @@ impl Store for SqliteStore {
     }
 
     async fn attachment(&self, id: &str) -> Result<Attachment, StoreError> {
-        sqlx::query("SELECT * FROM attachments WHERE id = ?1")
+        sqlx::query("SELECT * FROM attachments WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
@@ -766,7 +1016,7 @@ impl Store for SqliteStore {
     async fn attachment_bytes(&self, id: &str) -> Result<Vec<u8>, StoreError> {
         sqlx::query_scalar(
             "SELECT b.data FROM attachments a JOIN blobs b ON b.owner = a.owner AND b.sha256 = a.sha256 \
-             WHERE a.id = ?1",
+             WHERE a.id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
@@ -781,10 +1031,7 @@ impl Store for SqliteStore {
         if ids.is_empty() {
             return Ok(Default::default());
         }
-        let places = (1..=ids.len())
-            .map(|i| format!("?{i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let places = marks(1, ids.len());
         let sql = format!(
             "SELECT a.id, b.data FROM attachments a \
              JOIN blobs b ON b.owner = a.owner AND b.sha256 = a.sha256 \
@@ -803,7 +1050,7 @@ impl Store for SqliteStore {
 
     async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError> {
         let done =
-            sqlx::query("DELETE FROM attachments WHERE message_id IS NULL AND created_at < ?1")
+            sqlx::query("DELETE FROM attachments WHERE message_id IS NULL AND created_at < $1")
                 .bind(before)
                 .execute(&self.pool)
                 .await?;
@@ -811,7 +1058,7 @@ impl Store for SqliteStore {
     }
 
     async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError> {
-        let done = sqlx::query("UPDATE sessions SET model = ?2 WHERE id = ?1")
+        let done = sqlx::query("UPDATE sessions SET model = $2 WHERE id = $1")
             .bind(id)
             .bind(model)
             .execute(&self.pool)
@@ -823,7 +1070,7 @@ impl Store for SqliteStore {
     }
 
     async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM messages WHERE session_id = ?1 ORDER BY position")
+        let rows = sqlx::query("SELECT * FROM messages WHERE session_id = $1 ORDER BY position")
             .bind(session_id)
             .fetch_all(&self.pool)
             .await?;
@@ -831,7 +1078,7 @@ impl Store for SqliteStore {
     }
 
     async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM runs WHERE session_id = ?1 ORDER BY created_at, id")
+        let rows = sqlx::query("SELECT * FROM runs WHERE session_id = $1 ORDER BY created_at, id")
             .bind(session_id)
             .fetch_all(&self.pool)
             .await?;
@@ -841,8 +1088,10 @@ impl Store for SqliteStore {
     async fn messages_by_id(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
         let mut found = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(200) {
-            let marks = vec!["?"; chunk.len()].join(", ");
-            let sql = format!("SELECT * FROM messages WHERE id IN ({marks})");
+            let sql = format!(
+                "SELECT * FROM messages WHERE id IN ({})",
+                marks(1, chunk.len())
+            );
             let mut query = sqlx::query(&sql);
             for id in chunk {
                 query = query.bind(id);
@@ -864,15 +1113,11 @@ impl Store for SqliteStore {
             queued_id,
             place,
             default_model,
+            lease,
             now,
         } = turn;
         let mut tx = self.write_tx().await?;
-        if sqlx::query("SELECT 1 FROM sessions WHERE id = ?1")
-            .bind(session_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .is_none()
-        {
+        if !lock_session(&mut tx, self.engine, session_id).await? {
             return Err(StoreError::NotFound);
         }
         if let Some(run_id) = sent_before(&mut tx, session_id, client_id).await? {
@@ -893,7 +1138,7 @@ impl Store for SqliteStore {
             }
             Place::Retry(of) | Place::Edit(of) => {
                 let row = sqlx::query(
-                    "SELECT parent_run_id, user_message_id FROM runs WHERE id = ?1 AND session_id = ?2",
+                    "SELECT parent_run_id, user_message_id FROM runs WHERE id = $1 AND session_id = $2",
                 )
                 .bind(of)
                 .bind(session_id)
@@ -905,7 +1150,7 @@ impl Store for SqliteStore {
         };
         if let Some(queued_id) = queued_id {
             let taken =
-                sqlx::query("DELETE FROM queued_messages WHERE id = ?1 AND session_id = ?2")
+                sqlx::query("DELETE FROM queued_messages WHERE id = $1 AND session_id = $2")
                     .bind(queued_id)
                     .bind(session_id)
                     .execute(&mut *tx)
@@ -923,7 +1168,7 @@ impl Store for SqliteStore {
             None => {
                 sqlx::query(
                     "INSERT INTO messages (id, session_id, position, role, content, run_id, client_id, created_at) \
-                     VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'user', ?3, ?4, ?5, ?6)",
+                     VALUES ($1, $2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = $2), 'user', $3, $4, $5, $6)",
                 )
                 .bind(user_message_id)
                 .bind(session_id)
@@ -943,7 +1188,7 @@ impl Store for SqliteStore {
                     }
                 };
                 if let Some(json) = carried_json(&carried) {
-                    sqlx::query("UPDATE messages SET attachments = ?2 WHERE id = ?1")
+                    sqlx::query("UPDATE messages SET attachments = $2 WHERE id = $1")
                         .bind(user_message_id)
                         .bind(json)
                         .execute(&mut *tx)
@@ -953,10 +1198,11 @@ impl Store for SqliteStore {
             }
         };
         let inserted = sqlx::query(
-            "INSERT INTO runs (id, session_id, turn_id, user_message_id, status, created_at, parent_run_id, model) \
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, \
-               CASE WHEN ?7 IS NULL THEN NULL \
-                 ELSE COALESCE((SELECT model FROM sessions WHERE id = ?2), ?7) END)",
+            "INSERT INTO runs (id, session_id, turn_id, user_message_id, status, created_at, parent_run_id, model, \
+               owner_instance, lease_expires_at) \
+             VALUES ($1, $2, $3, $4, 'running', $5, $6, \
+               CASE WHEN $7 IS NULL THEN NULL \
+                 ELSE COALESCE((SELECT model FROM sessions WHERE id = $2), $7) END, $8, $9)",
         )
         .bind(run_id)
         .bind(session_id)
@@ -965,6 +1211,8 @@ impl Store for SqliteStore {
         .bind(now)
         .bind(&parent)
         .bind(default_model)
+        .bind(lease.instance)
+        .bind(lease.until)
         .execute(&mut *tx)
         .await;
         if let Err(sqlx::Error::Database(e)) = &inserted {
@@ -972,7 +1220,7 @@ impl Store for SqliteStore {
                 // Lost a race with another start: report the winner.
                 drop(tx);
                 let active =
-                    sqlx::query("SELECT id FROM runs WHERE session_id = ?1 AND status = 'running'")
+                    sqlx::query("SELECT id FROM runs WHERE session_id = $1 AND status = 'running'")
                         .bind(session_id)
                         .fetch_optional(&self.pool)
                         .await?;
@@ -983,9 +1231,10 @@ impl Store for SqliteStore {
         }
         inserted?;
         // The new turn is what the session shows last.
-        sqlx::query(
-            "UPDATE sessions SET updated_at = MAX(updated_at, ?2), head_run_id = ?3 WHERE id = ?1",
-        )
+        sqlx::query(&format!(
+            "UPDATE sessions SET updated_at = {}(updated_at, $2), head_run_id = $3 WHERE id = $1",
+            self.engine.greatest()
+        ))
         .bind(session_id)
         .bind(now)
         .bind(run_id)
@@ -993,7 +1242,7 @@ impl Store for SqliteStore {
         .await?;
         tx.commit().await?;
         let run = self.run(run_id).await?;
-        let message = sqlx::query("SELECT * FROM messages WHERE id = ?1")
+        let message = sqlx::query("SELECT * FROM messages WHERE id = $1")
             .bind(&user_message_id)
             .fetch_one(&self.pool)
             .await
@@ -1009,7 +1258,7 @@ impl Store for SqliteStore {
                SELECT r.parent_run_id, path.depth + 1 FROM runs r JOIN path ON r.id = path.id \
                WHERE r.parent_run_id IS NOT NULL) \
              SELECT r.*, {VERSIONS_SQL} FROM path JOIN runs r ON r.id = path.id \
-             WHERE r.session_id = ?1 ORDER BY path.depth DESC"
+             WHERE r.session_id = $1 ORDER BY path.depth DESC"
         );
         let rows = sqlx::query(&sql)
             .bind(session_id)
@@ -1035,8 +1284,8 @@ impl Store for SqliteStore {
     async fn versions(&self, run_id: &str) -> Result<Vec<Run>, StoreError> {
         let rows = sqlx::query(
             "SELECT x.* FROM runs r JOIN runs x \
-               ON x.session_id = r.session_id AND x.parent_run_id IS r.parent_run_id \
-             WHERE r.id = ?1 ORDER BY x.created_at, x.id",
+               ON x.session_id = r.session_id AND x.parent_run_id IS NOT DISTINCT FROM r.parent_run_id \
+             WHERE r.id = $1 ORDER BY x.created_at, x.id",
         )
         .bind(run_id)
         .fetch_all(&self.pool)
@@ -1046,15 +1295,16 @@ impl Store for SqliteStore {
 
     async fn show_branch(&self, session_id: &str, run_id: &str) -> Result<String, StoreError> {
         let mut tx = self.write_tx().await?;
+        lock_session(&mut tx, self.engine, session_id).await?;
         if let Some(active_run_id) = running_run(&mut tx, session_id).await? {
             return Err(StoreError::Busy { active_run_id });
         }
         // Down from the run, always to the newest of the turns that follow it.
         let head = sqlx::query(
             "WITH RECURSIVE down(id, depth) AS ( \
-               SELECT id, 0 FROM runs WHERE id = ?1 AND session_id = ?2 \
+               SELECT id, 0 FROM runs WHERE id = $1 AND session_id = $2 \
                UNION ALL \
-               SELECT (SELECT c.id FROM runs c WHERE c.session_id = ?2 AND c.parent_run_id = down.id \
+               SELECT (SELECT c.id FROM runs c WHERE c.session_id = $2 AND c.parent_run_id = down.id \
                        ORDER BY c.created_at DESC, c.id DESC LIMIT 1), down.depth + 1 \
                FROM down WHERE down.id IS NOT NULL) \
              SELECT id FROM down WHERE id IS NOT NULL ORDER BY depth DESC LIMIT 1",
@@ -1065,7 +1315,7 @@ impl Store for SqliteStore {
         .await?
         .map(|row| row.get::<String, _>("id"))
         .ok_or(StoreError::NotFound)?;
-        sqlx::query("UPDATE sessions SET head_run_id = ?2 WHERE id = ?1")
+        sqlx::query("UPDATE sessions SET head_run_id = $2 WHERE id = $1")
             .bind(session_id)
             .bind(&head)
             .execute(&mut *tx)
@@ -1075,7 +1325,7 @@ impl Store for SqliteStore {
     }
 
     async fn run(&self, run_id: &str) -> Result<Run, StoreError> {
-        sqlx::query("SELECT * FROM runs WHERE id = ?1")
+        sqlx::query("SELECT * FROM runs WHERE id = $1")
             .bind(run_id)
             .fetch_optional(&self.pool)
             .await?
@@ -1098,9 +1348,9 @@ impl Store for SqliteStore {
         let mut found = std::collections::HashMap::new();
         // A bounded number of parameters per query.
         for chunk in run_ids.chunks(200) {
-            let marks = vec!["?"; chunk.len()].join(", ");
             let sql = format!(
-                "SELECT run_id, data FROM turn_snapshots WHERE version = ? AND run_id IN ({marks})"
+                "SELECT run_id, data FROM turn_snapshots WHERE version = $1 AND run_id IN ({})",
+                marks(2, chunk.len())
             );
             let mut query = sqlx::query(&sql).bind(version);
             for id in chunk {
@@ -1116,7 +1366,7 @@ impl Store for SqliteStore {
     async fn put_snapshot(&self, run_id: &str, version: i64, data: &str) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO turn_snapshots (run_id, version, data) \
-             SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1) \
+             SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1) \
              ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, data = excluded.data",
         )
         .bind(run_id)
@@ -1134,11 +1384,11 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Run>, StoreError> {
         let rows = sqlx::query(
             "SELECT r.* FROM runs r LEFT JOIN turn_snapshots t ON t.run_id = r.id \
-             WHERE r.status = 'finished' AND (t.run_id IS NULL OR t.version <> ?1) \
-             ORDER BY r.created_at, r.id LIMIT ?2",
+             WHERE r.status = 'finished' AND (t.run_id IS NULL OR t.version <> $1) \
+             ORDER BY r.created_at, r.id LIMIT $2",
         )
         .bind(version)
-        .bind(limit)
+        .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(run_from).collect())
@@ -1148,7 +1398,7 @@ impl Store for SqliteStore {
         &self,
         ops: Vec<JournalOp>,
     ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError> {
-        let mut tx = self.journal.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.journal.begin_with(self.engine.begin_write()).await?;
         let mut results = Vec::with_capacity(ops.len());
         for op in ops {
             match op {
@@ -1179,7 +1429,7 @@ impl Store for SqliteStore {
                     let partial = !completed && !content.is_empty();
                     sqlx::query(
                         "INSERT INTO messages (id, session_id, position, role, content, partial, run_id, terminal_state, usage, created_at) \
-                         VALUES (?1, ?2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = ?2), 'assistant', ?3, ?4, ?5, ?6, ?7, ?8)",
+                         VALUES ($1, $2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = $2), 'assistant', $3, $4, $5, $6, $7, $8)",
                     )
                     .bind(&answer.message_id)
                     .bind(&session_id)
@@ -1220,20 +1470,21 @@ impl Store for SqliteStore {
                     };
                     let end_row = append_in(&mut tx, &run_id, &end).await?;
                     sqlx::query(
-                        "UPDATE runs SET status = 'finished', terminal_state = ?2, finished_at = ?3 WHERE id = ?1",
+                        "UPDATE runs SET status = 'finished', terminal_state = $2, finished_at = $3 WHERE id = $1",
                     )
                     .bind(&run_id)
                     .bind(terminal.terminal_state.map(TerminalState::as_str))
                     .bind(terminal.created_at)
                     .execute(&mut *tx)
                     .await?;
-                    sqlx::query("UPDATE interactions SET status = 'closed' WHERE run_id = ?1 AND status = 'pending'")
+                    sqlx::query("UPDATE interactions SET status = 'closed' WHERE run_id = $1 AND status = 'pending'")
                         .bind(&run_id)
                         .execute(&mut *tx)
                         .await?;
-                    sqlx::query(
-                        "UPDATE sessions SET updated_at = MAX(updated_at, ?2) WHERE id = ?1",
-                    )
+                    sqlx::query(&format!(
+                        "UPDATE sessions SET updated_at = {}(updated_at, $2) WHERE id = $1",
+                        self.engine.greatest()
+                    ))
                     .bind(&session_id)
                     .bind(terminal.created_at)
                     .execute(&mut *tx)
@@ -1243,6 +1494,17 @@ impl Store for SqliteStore {
                         .flatten()
                         .collect()));
                 }
+            }
+        }
+        if self.engine.shared() {
+            // Delivered when the transaction commits, never before: a follower on another
+            // instance reads rows that are there.
+            for payload in journal_notices(&results) {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(JOURNAL_CHANNEL)
+                    .bind(payload)
+                    .execute(&mut *tx)
+                    .await?;
             }
         }
         tx.commit().await?;
@@ -1257,7 +1519,7 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> Result<Vec<JournalRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT * FROM run_events WHERE run_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4",
+            "SELECT * FROM run_events WHERE run_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
         )
         .bind(run_id)
         .bind(after as i64)
@@ -1282,10 +1544,11 @@ impl Store for SqliteStore {
         let last = up_to
             .unwrap_or(u64::MAX)
             .min(after.saturating_add(u64::from(limit)));
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS count, COALESCE(MAX(seq), 0) AS last_seq, group_concat(frame, '') AS sse \
-             FROM run_events WHERE run_id = ?1 AND seq > ?2 AND seq <= ?3",
-        )
+        let row = sqlx::query(&format!(
+            "SELECT COUNT(*) AS count, COALESCE(MAX(seq), 0) AS last_seq, {} AS sse \
+             FROM run_events WHERE run_id = $1 AND seq > $2 AND seq <= $3",
+            self.engine.frames_concat()
+        ))
         .bind(run_id)
         .bind(after as i64)
         .bind(last.min(i64::MAX as u64) as i64)
@@ -1304,7 +1567,7 @@ impl Store for SqliteStore {
 
     async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO interactions (run_id, id, kind, status, request) VALUES (?1, ?2, ?3, 'pending', ?4)",
+            "INSERT INTO interactions (run_id, id, kind, status, request) VALUES ($1, $2, $3, 'pending', $4)",
         )
         .bind(&interaction.run_id)
         .bind(&interaction.id)
@@ -1325,8 +1588,8 @@ impl Store for SqliteStore {
         // Only a pending request of this kind: an approval answered as a question (or the
         // reverse) changes nothing and stays pending.
         let updated = sqlx::query(
-            "UPDATE interactions SET status = 'answered', response = ?4 \
-             WHERE run_id = ?1 AND id = ?2 AND kind = ?3 AND status = 'pending' RETURNING *",
+            "UPDATE interactions SET status = 'answered', response = $4 \
+             WHERE run_id = $1 AND id = $2 AND kind = $3 AND status = 'pending' RETURNING *",
         )
         .bind(run_id)
         .bind(id)
@@ -1338,7 +1601,7 @@ impl Store for SqliteStore {
             Some(row) => Ok(interaction_from(&row)),
             None => {
                 let existing =
-                    sqlx::query("SELECT kind FROM interactions WHERE run_id = ?1 AND id = ?2")
+                    sqlx::query("SELECT kind FROM interactions WHERE run_id = $1 AND id = $2")
                         .bind(run_id)
                         .bind(id)
                         .fetch_optional(&self.pool)
@@ -1356,7 +1619,7 @@ impl Store for SqliteStore {
 
     async fn close_interactions(&self, run_id: &str) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE interactions SET status = 'closed' WHERE run_id = ?1 AND status = 'pending'",
+            "UPDATE interactions SET status = 'closed' WHERE run_id = $1 AND status = 'pending'",
         )
         .bind(run_id)
         .execute(&self.pool)
@@ -1365,7 +1628,7 @@ impl Store for SqliteStore {
     }
 
     async fn interactions(&self, run_id: &str) -> Result<Vec<Interaction>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM interactions WHERE run_id = ?1 ORDER BY rowid")
+        let rows = sqlx::query("SELECT * FROM interactions WHERE run_id = $1 ORDER BY rowid")
             .bind(run_id)
             .fetch_all(&self.pool)
             .await?;
@@ -1374,12 +1637,7 @@ impl Store for SqliteStore {
 
     async fn queue_message(&self, message: &QueuedMessage) -> Result<QueuedMessage, StoreError> {
         let mut tx = self.write_tx().await?;
-        if sqlx::query("SELECT 1 FROM sessions WHERE id = ?1")
-            .bind(&message.session_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .is_none()
-        {
+        if !lock_session(&mut tx, self.engine, &message.session_id).await? {
             return Err(StoreError::NotFound);
         }
         let client_id = message.client_id.as_deref();
@@ -1388,7 +1646,7 @@ impl Store for SqliteStore {
         }
         if let Some(client_id) = client_id {
             let queued = sqlx::query(
-                "SELECT * FROM queued_messages WHERE session_id = ?1 AND client_id = ?2",
+                "SELECT * FROM queued_messages WHERE session_id = $1 AND client_id = $2",
             )
             .bind(&message.session_id)
             .bind(client_id)
@@ -1399,7 +1657,7 @@ impl Store for SqliteStore {
             }
         }
         sqlx::query(
-            "INSERT INTO queued_messages (id, session_id, content, client_id, created_at, attachments) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO queued_messages (id, session_id, content, client_id, created_at, attachments) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&message.id)
         .bind(&message.session_id)
@@ -1418,7 +1676,7 @@ impl Store for SqliteStore {
 
     async fn queued_messages(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError> {
         let rows = sqlx::query(
-            "SELECT * FROM queued_messages WHERE session_id = ?1 ORDER BY created_at, rowid",
+            "SELECT * FROM queued_messages WHERE session_id = $1 ORDER BY created_at, rowid",
         )
         .bind(session_id)
         .fetch_all(&self.pool)
@@ -1428,7 +1686,7 @@ impl Store for SqliteStore {
 
     async fn next_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError> {
         let row = sqlx::query(
-            "SELECT * FROM queued_messages WHERE session_id = ?1 ORDER BY created_at, rowid LIMIT 1",
+            "SELECT * FROM queued_messages WHERE session_id = $1 ORDER BY created_at, rowid LIMIT 1",
         )
         .bind(session_id)
         .fetch_optional(&self.pool)
@@ -1439,7 +1697,7 @@ impl Store for SqliteStore {
     async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError> {
         let n: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM runs r JOIN sessions s ON s.id = r.session_id \
-             WHERE r.status = 'running' AND s.owner_id IS ?1",
+             WHERE r.status = 'running' AND s.owner_id IS NOT DISTINCT FROM $1",
         )
         .bind(owner)
         .fetch_one(&self.pool)
@@ -1455,7 +1713,7 @@ impl Store for SqliteStore {
     }
 
     async fn users(&self) -> Result<Vec<User>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM users ORDER BY name COLLATE NOCASE")
+        let rows = sqlx::query("SELECT * FROM users ORDER BY lower(name), name")
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.iter().map(user_from).collect())
@@ -1470,7 +1728,7 @@ impl Store for SqliteStore {
     ) -> Result<(User, u64), StoreError> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let mut tx = self.write_tx().await?;
-        if sqlx::query("SELECT 1 FROM users WHERE name = ?1")
+        if sqlx::query("SELECT 1 FROM users WHERE lower(name) = lower($1)")
             .bind(name)
             .fetch_optional(&mut *tx)
             .await?
@@ -1484,7 +1742,7 @@ impl Store for SqliteStore {
                 .await?
                 .is_none();
         sqlx::query(
-            "INSERT INTO users (id, name, password_hash, admin, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO users (id, name, password_hash, admin, created_at) VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(&id)
         .bind(name)
@@ -1495,18 +1753,18 @@ impl Store for SqliteStore {
         .await?;
         let adopted = if first_admin {
             // Standing permissions given with no account go with the conversations.
-            sqlx::query("UPDATE OR IGNORE grants SET owner_id = ?1 WHERE owner_id IS NULL")
+            sqlx::query("UPDATE grants SET owner_id = $1 WHERE owner_id IS NULL")
                 .bind(&id)
                 .execute(&mut *tx)
                 .await?;
             // And the files attached (the new account has none yet).
             for table in ["blobs", "attachments"] {
-                sqlx::query(&format!("UPDATE {table} SET owner = ?1 WHERE owner = ''"))
+                sqlx::query(&format!("UPDATE {table} SET owner = $1 WHERE owner = ''"))
                     .bind(&id)
                     .execute(&mut *tx)
                     .await?;
             }
-            sqlx::query("UPDATE sessions SET owner_id = ?1 WHERE owner_id IS NULL")
+            sqlx::query("UPDATE sessions SET owner_id = $1 WHERE owner_id IS NULL")
                 .bind(&id)
                 .execute(&mut *tx)
                 .await?
@@ -1527,7 +1785,7 @@ impl Store for SqliteStore {
     }
 
     async fn user_credentials(&self, name: &str) -> Result<(User, String), StoreError> {
-        let row = sqlx::query("SELECT * FROM users WHERE name = ?1")
+        let row = sqlx::query("SELECT * FROM users WHERE lower(name) = lower($1)")
             .bind(name)
             .fetch_optional(&self.pool)
             .await?
@@ -1537,14 +1795,15 @@ impl Store for SqliteStore {
 
     async fn set_password(&self, name: &str, password_hash: &str) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
-        let id: String =
-            sqlx::query_scalar("UPDATE users SET password_hash = ?2 WHERE name = ?1 RETURNING id")
-                .bind(name)
-                .bind(password_hash)
-                .fetch_optional(&mut *tx)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-        sqlx::query("DELETE FROM auth_tokens WHERE user_id = ?1")
+        let id: String = sqlx::query_scalar(
+            "UPDATE users SET password_hash = $2 WHERE lower(name) = lower($1) RETURNING id",
+        )
+        .bind(name)
+        .bind(password_hash)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        sqlx::query("DELETE FROM auth_tokens WHERE user_id = $1")
             .bind(&id)
             .execute(&mut *tx)
             .await?;
@@ -1554,21 +1813,21 @@ impl Store for SqliteStore {
 
     async fn remove_user(&self, name: &str) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
-        let id: String = sqlx::query_scalar("SELECT id FROM users WHERE name = ?1")
+        let id: String = sqlx::query_scalar("SELECT id FROM users WHERE lower(name) = lower($1)")
             .bind(name)
             .fetch_optional(&mut *tx)
             .await?
             .ok_or(StoreError::NotFound)?;
         // Explicit, so that it does not depend on the connection's foreign-key setting.
-        sqlx::query("DELETE FROM auth_tokens WHERE user_id = ?1")
+        sqlx::query("DELETE FROM auth_tokens WHERE user_id = $1")
             .bind(&id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("UPDATE sessions SET owner_id = NULL WHERE owner_id = ?1")
+        sqlx::query("UPDATE sessions SET owner_id = NULL WHERE owner_id = $1")
             .bind(&id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM users WHERE id = ?1")
+        sqlx::query("DELETE FROM users WHERE id = $1")
             .bind(&id)
             .execute(&mut *tx)
             .await?;
@@ -1585,12 +1844,12 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
         // Expired sign-ins go as new ones come.
-        sqlx::query("DELETE FROM auth_tokens WHERE expires_at <= ?1")
+        sqlx::query("DELETE FROM auth_tokens WHERE expires_at <= $1")
             .bind(now)
             .execute(&mut *tx)
             .await?;
         sqlx::query(
-            "INSERT INTO auth_tokens (token_hash, user_id, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO auth_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(token_hash)
         .bind(user_id)
@@ -1609,7 +1868,7 @@ impl Store for SqliteStore {
     ) -> Result<Option<(User, f64)>, StoreError> {
         let row = sqlx::query(
             "SELECT u.*, t.expires_at AS token_expires_at FROM auth_tokens t \
-             JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?1 AND t.expires_at > ?2",
+             JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.expires_at > $2",
         )
         .bind(token_hash)
         .bind(now)
@@ -1619,9 +1878,10 @@ impl Store for SqliteStore {
     }
 
     async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE auth_tokens SET expires_at = MAX(expires_at, ?2) WHERE token_hash = ?1",
-        )
+        sqlx::query(&format!(
+            "UPDATE auth_tokens SET expires_at = {}(expires_at, $2) WHERE token_hash = $1",
+            self.engine.greatest()
+        ))
         .bind(token_hash)
         .bind(expires_at)
         .execute(&self.pool)
@@ -1630,10 +1890,166 @@ impl Store for SqliteStore {
     }
 
     async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM auth_tokens WHERE token_hash = ?1")
+        sqlx::query("DELETE FROM auth_tokens WHERE token_hash = $1")
             .bind(token_hash)
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    async fn renew_leases(
+        &self,
+        instance: &str,
+        run_ids: &[String],
+        until: f64,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut renewed = Vec::with_capacity(run_ids.len());
+        for chunk in run_ids.chunks(200) {
+            let sql = format!(
+                "UPDATE runs SET lease_expires_at = $1 \
+                 WHERE owner_instance = $2 AND status = 'running' AND id IN ({}) RETURNING id",
+                marks(3, chunk.len())
+            );
+            let mut query = sqlx::query(&sql).bind(until).bind(instance);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            let rows = query.fetch_all(&self.pool).await?;
+            renewed.extend(rows.iter().map(|row| row.get::<String, _>("id")));
+        }
+        Ok(renewed)
+    }
+
+    async fn claim(
+        &self,
+        which: Claim<'_>,
+        lease: super::Lease<'_>,
+        now: f64,
+    ) -> Result<Vec<Run>, StoreError> {
+        // One statement: of instances that claim at once, each run goes to one (PostgreSQL
+        // re-checks the condition on a row another transaction changed before updating it).
+        let expired = "(lease_expires_at IS NULL OR lease_expires_at <= $3)";
+        let (filter, run) = match which {
+            Claim::Expired => (expired.to_owned(), None),
+            Claim::NotMine => (
+                format!("({expired} OR owner_instance IS NULL OR owner_instance <> $1)"),
+                None,
+            ),
+            Claim::Run(id) => (format!("id = $4 AND {expired}"), Some(id)),
+        };
+        let sql = format!(
+            "UPDATE runs SET owner_instance = $1, lease_expires_at = $2 \
+             WHERE status = 'running' AND {filter} RETURNING *"
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(lease.instance)
+            .bind(lease.until)
+            .bind(now);
+        if let Some(run) = run {
+            query = query.bind(run);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        let mut runs: Vec<Run> = rows.iter().map(run_from).collect();
+        runs.sort_by(|a, b| a.created_at.total_cmp(&b.created_at));
+        Ok(runs)
+    }
+
+    async fn send_command(
+        &self,
+        run_id: &str,
+        instance: &str,
+        kind: CommandKind,
+        body: &Value,
+        now: f64,
+    ) -> Result<i64, StoreError> {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO run_commands (run_id, instance, kind, body, created_at) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        )
+        .bind(run_id)
+        .bind(instance)
+        .bind(kind.as_str())
+        .bind(body.to_string())
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        if self.engine.shared() {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(COMMAND_CHANNEL)
+                .bind(instance)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(id)
+    }
+
+    async fn take_commands(&self, instance: &str, now: f64) -> Result<Vec<Command>, StoreError> {
+        let rows = sqlx::query(
+            "UPDATE run_commands SET taken_at = $2 WHERE instance = $1 AND taken_at IS NULL \
+             RETURNING id, run_id, instance, kind, body",
+        )
+        .bind(instance)
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut commands: Vec<Command> = rows
+            .iter()
+            .filter_map(|row| {
+                Some(Command {
+                    id: row.get("id"),
+                    run_id: row.get("run_id"),
+                    instance: row.get("instance"),
+                    kind: CommandKind::parse(row.get::<&str, _>("kind"))?,
+                    body: serde_json::from_str(row.get::<&str, _>("body")).unwrap_or(Value::Null),
+                })
+            })
+            .collect();
+        commands.sort_by_key(|c| c.id);
+        Ok(commands)
+    }
+
+    async fn finish_command(&self, id: i64, result: &Value) -> Result<(), StoreError> {
+        sqlx::query("UPDATE run_commands SET result = $2 WHERE id = $1")
+            .bind(id)
+            .bind(result.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn command_result(&self, id: i64) -> Result<Option<Value>, StoreError> {
+        let result: Option<Option<String>> =
+            sqlx::query_scalar("SELECT result FROM run_commands WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(result
+            .flatten()
+            .map(|text| serde_json::from_str(&text).unwrap_or(Value::Null)))
+    }
+
+    async fn purge_commands(&self, before: f64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM run_commands WHERE created_at < $1")
+            .bind(before)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Notice>>, StoreError> {
+        let Some(url) = &self.url else {
+            return Ok(None);
+        };
+        let mut listener = sqlx::postgres::PgListener::connect(url).await?;
+        listener
+            .listen_all([JOURNAL_CHANNEL, COMMAND_CHANNEL])
+            .await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(4096);
+        tokio::spawn(forward_notices(listener, tx));
+        Ok(Some(rx))
     }
 }
