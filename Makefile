@@ -38,7 +38,7 @@ dev: setup-run
 # The stages that need PostgreSQL run inside scripts/with-postgres.sh: a throwaway cluster
 # (or the machine's), a database for this run, removed at the end.
 test: setup fmt-check clippy unit wasm-check
-	bash scripts/with-postgres.sh $(MAKE) --no-print-directory pg-unit e2e
+	bash scripts/with-postgres.sh $(MAKE) -j1 --no-print-directory pg-unit e2e
 
 fmt-check:
 	cargo fmt --all --check

@@ -23,10 +23,12 @@ export function startServer(
   env: Record<string, string> = {},
   args: string[] = [],
 ): ChildProcess {
+  // A DATABASE_URL of the shell's would point the server elsewhere: only `args` choose.
+  const { DATABASE_URL: _unused, ...inherited } = process.env;
   return spawn(serverBinary(), ["--addr", `127.0.0.1:${port}`, "--data-dir", dataDir, ...args], {
     cwd: root,
     env: {
-      ...process.env,
+      ...inherited,
       LEPTOS_OUTPUT_NAME: "anchorage",
       LEPTOS_SITE_ROOT: join(root, "target", "site"),
       LEPTOS_SITE_PKG_DIR: "pkg",

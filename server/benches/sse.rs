@@ -150,7 +150,11 @@ async fn app_on(
         .output_name("anchorage")
         .site_root("target/site")
         .build();
-    let state = AppState::with_parts(store, adapter, options, CancellationToken::new()).await;
+    let mut state = AppState::with_parts(store, adapter, options, CancellationToken::new()).await;
+    // Every follower here is the same (open-mode) reader: the per-account stream limit would
+    // refuse all but the first 64.
+    state.limits.max_streams_per_user = 4 * FOLLOWERS;
+    state.limits.max_streams = 4 * FOLLOWERS;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let serve_state = state.clone();

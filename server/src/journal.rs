@@ -539,6 +539,14 @@ mod tests {
             self.inner.engine()
         }
 
+        async fn clock(&self) -> Result<f64, StoreError> {
+            self.inner.clock().await
+        }
+
+        async fn idle_queues(&self, limit: u32) -> Result<Vec<String>, StoreError> {
+            self.inner.idle_queues(limit).await
+        }
+
         async fn renew_leases(
             &self,
             instance: &str,
@@ -664,6 +672,88 @@ mod tests {
         assert_eq!(rows.len(), 20);
         let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
         assert_eq!(seqs, (1..=20).collect::<Vec<_>>(), "gapless, once each");
+    }
+
+    #[tokio::test]
+    async fn a_batch_of_many_runs_journals_each_in_order_and_answers_each_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Flaky {
+            inner: SqlStore::open_sqlite(&dir.path().join("a.db"))
+                .await
+                .unwrap(),
+            failures: AtomicU32::new(0),
+        };
+        let (a, b, c) = (
+            running_run(&store).await,
+            running_run(&store).await,
+            running_run(&store).await,
+        );
+        let append = |run: &str, i: i32| JournalOp::Append {
+            run_id: run.to_owned(),
+            event: event(EventKind::Token, json!({ "text": i }), None),
+        };
+        let settle = |run: &str| JournalOp::Settle {
+            run_id: run.to_owned(),
+            terminal: event(EventKind::Done, json!({}), Some(TerminalState::Completed)),
+            answer: SettledAnswer {
+                message_id: format!("m-{run}-answer"),
+                content: "done".into(),
+                usage: None,
+            },
+        };
+        // Interleaved; b settles in the middle, and an append to b after that is refused.
+        let ops = vec![
+            append(&a, 1),
+            append(&b, 1),
+            append(&c, 1),
+            append(&a, 2),
+            append(&b, 2),
+            settle(&b),
+            append(&b, 3),
+            append(&a, 3),
+        ];
+        let results = store.commit(ops).await.unwrap();
+        let seqs: Vec<Vec<(String, u64)>> = results
+            .iter()
+            .map(|r| match r {
+                Ok(rows) => rows.iter().map(|row| (row.kind.clone(), row.seq)).collect(),
+                Err(_) => Vec::new(),
+            })
+            .collect();
+        let token = |seq| vec![("token".to_owned(), seq)];
+        assert_eq!(seqs[0], token(1));
+        assert_eq!(seqs[1], token(1));
+        assert_eq!(seqs[2], token(1));
+        assert_eq!(seqs[3], token(2));
+        assert_eq!(seqs[4], token(2));
+        assert_eq!(
+            seqs[5],
+            vec![
+                ("done".to_owned(), 3),
+                ("settled_message".to_owned(), 4),
+                ("stream_end".to_owned(), 5)
+            ]
+        );
+        assert!(matches!(results[6], Err(StoreError::Finished)));
+        assert_eq!(seqs[7], token(3));
+        for (run, count) in [(&a, 3), (&b, 5), (&c, 1)] {
+            let rows = store.events(run, 0, None, 100).await.unwrap();
+            let found: Vec<u64> = rows.iter().map(|r| r.seq).collect();
+            assert_eq!(found, (1..=count).collect::<Vec<_>>(), "{run}: gapless");
+            let texts: Vec<&Value> = rows
+                .iter()
+                .filter(|r| r.kind == "token")
+                .map(|r| &r.payload["text"])
+                .collect();
+            let expected = if *run == c { 1 } else { 2 };
+            assert!(texts.len() >= expected);
+            assert!(
+                texts.windows(2).all(|w| w[0].as_i64() < w[1].as_i64()),
+                "{run}: in order"
+            );
+            let frames = store.frames(run, 0, None, 100).await.unwrap();
+            assert_eq!(frames.count, count as u32, "{run}: each row has its frame");
+        }
     }
 
     #[tokio::test]

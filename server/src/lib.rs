@@ -449,8 +449,7 @@ pub async fn serve(
         });
     }
     drop(listener);
-    runner.shut_down();
-    runner.release_leases().await;
+    runner.shut_down().await;
     token.cancel();
     graceful.shutdown().await;
     Ok(())

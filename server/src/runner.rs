@@ -47,6 +47,8 @@ struct Active {
     waiters: Arc<Waiters>,
     // Invariant: set once, by whoever settles the run first.
     settled: tokio::sync::Mutex<bool>,
+    // Another instance took the run over (this one was taken for dead) and ended it.
+    lease_lost: std::sync::atomic::AtomicBool,
 }
 
 /// What `start` reports.
@@ -148,11 +150,23 @@ impl Runner {
         &self.instance
     }
 
-    /// A lease of this instance from now.
-    fn lease_from_now(&self) -> Lease<'_> {
+    /// The time leases are reckoned by (the database's, when it is shared; this machine's
+    /// should the database not answer).
+    async fn clock(&self) -> f64 {
+        match self.store.clock().await {
+            Ok(now) => now,
+            Err(e) => {
+                tracing::warn!("reading the database's clock failed: {e}");
+                journal::now()
+            }
+        }
+    }
+
+    /// A lease of this instance from `now` (by [`Runner::clock`]).
+    fn lease_from(&self, now: f64) -> Lease<'_> {
         Lease {
             instance: &self.instance,
-            until: journal::now() + self.lease.as_secs_f64(),
+            until: now + self.lease.as_secs_f64(),
         }
     }
 
@@ -274,8 +288,10 @@ impl Runner {
             cancel: CancellationToken::new(),
             waiters: Arc::default(),
             settled: tokio::sync::Mutex::new(false),
+            lease_lost: Default::default(),
         });
         let default_model = self.adapter.default_model();
+        let clock = self.clock().await;
         // Live before it exists, so no follower and no reaper can see it half-started.
         self.hub.open(&run_id);
         self.active().insert(run_id.clone(), Arc::clone(&active));
@@ -292,7 +308,7 @@ impl Runner {
                 queued_id,
                 place,
                 default_model: default_model.as_deref(),
-                lease: self.lease_from_now(),
+                lease: self.lease_from(clock),
                 now: journal::now(),
             })
             .await;
@@ -499,7 +515,11 @@ impl Runner {
     /// The adapter returned: settle, release, then start the next queued follow-up.
     async fn finish(&self, run_id: &str, end: RunEnd) {
         let active = self.active().get(run_id).cloned();
-        if self.is_shutting_down() {
+        let lost = active
+            .as_ref()
+            .is_some_and(|a| a.lease_lost.load(std::sync::atomic::Ordering::SeqCst));
+        if self.is_shutting_down() || lost {
+            // Another instance ends it (or ended it already).
             self.release(run_id);
             return;
         }
@@ -519,6 +539,10 @@ impl Runner {
     }
 
     async fn drain_queue(&self, session_id: &str) {
+        if self.is_shutting_down() {
+            // The next instance (or start) picks it up: no turn starts in a process that stops.
+            return;
+        }
         match self.store.next_queued(session_id).await {
             Ok(Some(next)) => match self.start_queued(&next).await {
                 // Started by someone else meanwhile, or the session runs a turn already.
@@ -543,12 +567,21 @@ impl Runner {
         if !run.running {
             return Ok(false);
         }
-        match run.owner_instance.as_deref() {
-            Some(owner) if owner != &*self.instance && run.held(journal::now()) => {
-                self.cancel_remote(&run, owner).await
+        let owner = run.owner_instance.clone();
+        let theirs = owner.as_deref().filter(|owner| *owner != &*self.instance);
+        if let Some(owner) = theirs {
+            if run.held(self.clock().await) {
+                return self.cancel_remote(&run, owner).await;
             }
-            // Nobody runs it: end it here, as the owner would have.
-            _ => Ok(self.end_abandoned(run, RunEnd::Cancelled).await),
+        }
+        // Nobody runs it: end it here, as the owner would have. If it is held after all (its
+        // owner renewed meanwhile), the owner is asked.
+        match self.end_abandoned(run.clone(), RunEnd::Cancelled).await {
+            Some(ended) => Ok(ended),
+            None => match theirs {
+                Some(owner) => self.cancel_remote(&run, owner).await,
+                None => Ok(false),
+            },
         }
     }
 
@@ -594,9 +627,11 @@ impl Runner {
                 ended = Some(tokio::time::Instant::now());
                 continue;
             }
-            if !now.held(journal::now()) {
+            if !now.held(self.clock().await) {
                 // Its owner died meanwhile.
-                return Ok(self.end_abandoned(now, RunEnd::Cancelled).await);
+                if let Some(ended) = self.end_abandoned(now, RunEnd::Cancelled).await {
+                    return Ok(ended);
+                }
             }
         }
         tracing::warn!(run_id = %run.id, owner, "the owner did not answer a Stop in time");
@@ -605,24 +640,26 @@ impl Runner {
 
     /// Ends a run nobody runs any more with `end`, once: claims it (unless this instance
     /// holds it already), journals the ending, closes its questions and starts the session's
-    /// next follow-up. Whether this call ended it.
-    async fn end_abandoned(&self, run: Run, end: RunEnd) -> bool {
+    /// next follow-up. Whether this call ended it; `None` when it could not claim it (it is
+    /// held after all, or was claimed by another).
+    async fn end_abandoned(&self, run: Run, end: RunEnd) -> Option<bool> {
         let mine = run.owner_instance.as_deref() == Some(&*self.instance);
         if !mine {
+            let now = self.clock().await;
             match self
                 .store
-                .claim(Claim::Run(&run.id), self.lease_from_now(), journal::now())
+                .claim(Claim::Run(&run.id), self.lease_from(now), now)
                 .await
             {
                 Ok(claimed) if !claimed.is_empty() => {}
-                Ok(_) => return false,
+                Ok(_) => return None,
                 Err(e) => {
                     tracing::warn!(run_id = %run.id, "claiming an abandoned run failed: {e}");
-                    return false;
+                    return None;
                 }
             }
         }
-        self.interrupt(&run, end).await
+        Some(self.interrupt(&run, end).await)
     }
 
     /// Journals the ending of a run this process holds but does not run, and what follows.
@@ -654,10 +691,11 @@ impl Runner {
         let here = self.is_active(run_id);
         if !here {
             let run = self.store.run(run_id).await?;
+            let now = self.clock().await;
             if let Some(owner) = run
                 .owner_instance
                 .as_deref()
-                .filter(|owner| *owner != &*self.instance && run.held(journal::now()))
+                .filter(|owner| *owner != &*self.instance && run.held(now))
             {
                 let body = json!({"id": id, "kind": kind, "response": response});
                 self.store
@@ -733,11 +771,8 @@ impl Runner {
         } else {
             Claim::NotMine
         };
-        let runs = match self
-            .store
-            .claim(which, self.lease_from_now(), journal::now())
-            .await
-        {
+        let now = self.clock().await;
+        let runs = match self.store.claim(which, self.lease_from(now), now).await {
             Ok(runs) => runs,
             Err(e) => {
                 tracing::error!("reaper could not claim runs: {e}");
@@ -760,38 +795,61 @@ impl Runner {
     /// Renews the leases of the runs this process runs; a run whose lease another instance
     /// took (this one was taken for dead) stops here without ending: it was ended there.
     pub async fn renew_leases(&self) {
+        if self.is_shutting_down() {
+            return;
+        }
         let ids: Vec<String> = self.active().keys().cloned().collect();
         if ids.is_empty() {
             return;
         }
-        let until = self.lease_from_now().until;
-        match self.store.renew_leases(&self.instance, &ids, until).await {
-            Ok(renewed) if renewed.len() < ids.len() => {
-                for id in ids.iter().filter(|id| !renewed.contains(id)) {
-                    if let Some(active) = self.active().get(id).cloned() {
-                        tracing::warn!(run_id = %id, "lost the lease of a run; stopping it here");
-                        active.cancel.cancel();
-                    }
-                }
+        let until = self.lease_from(self.clock().await).until;
+        let renewed = match self.store.renew_leases(&self.instance, &ids, until).await {
+            Ok(renewed) => renewed,
+            Err(e) => {
+                tracing::warn!("renewing leases failed: {e}");
+                return;
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("renewing leases failed: {e}"),
+        };
+        for id in ids.iter().filter(|id| !renewed.contains(id)) {
+            // Not renewed: starting (its row not committed yet), ended since, or taken.
+            let taken = match self.store.run(id).await {
+                Ok(run) => run.running && run.owner_instance.as_deref() != Some(&*self.instance),
+                Err(_) => false,
+            };
+            if !taken {
+                continue;
+            }
+            if let Some(active) = self.active().get(id).cloned() {
+                tracing::warn!(run_id = %id, "another instance took this run over; stopping it here");
+                active
+                    .lease_lost
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                active.cancel.cancel();
+            }
         }
     }
 
-    /// Lets the leases of the runs this process runs expire now (it is shutting down), so
-    /// that another instance ends them at once rather than after the lease.
-    pub async fn release_leases(&self) {
-        let ids: Vec<String> = self.active().keys().cloned().collect();
+    /// Lets the leases of `ids` expire now (this process is shutting down), so that another
+    /// instance ends those runs at once rather than after the lease.
+    async fn release_leases(&self, ids: &[String]) {
         if ids.is_empty() || !self.store.engine().shared() {
             return;
         }
-        if let Err(e) = self
-            .store
-            .renew_leases(&self.instance, &ids, journal::now())
-            .await
-        {
+        let now = self.clock().await;
+        if let Err(e) = self.store.renew_leases(&self.instance, ids, now).await {
             tracing::warn!("releasing leases failed: {e}");
+        }
+    }
+
+    /// Starts the follow-ups waiting in sessions whose turn ended where no queue worker saw it.
+    async fn drain_idle_queues(&self) {
+        match self.store.idle_queues(50).await {
+            Ok(sessions) => {
+                for session in sessions {
+                    self.drain_queue(&session).await;
+                }
+            }
+            Err(e) => tracing::warn!("looking for waiting follow-ups failed: {e}"),
         }
     }
 
@@ -818,7 +876,11 @@ impl Runner {
                     () = tokio::time::sleep(every) => {}
                     () = shutdown.cancelled() => break,
                 }
+                if runner.is_shutting_down() {
+                    break;
+                }
                 runner.reap().await;
+                runner.drain_idle_queues().await;
                 if runner.store.engine().shared() {
                     runner.run_commands().await;
                 }
@@ -828,12 +890,17 @@ impl Runner {
 
     /// Stops every run in progress without ending it (the server is shutting down): the next
     /// start reports each as interrupted.
-    pub fn shut_down(&self) {
+    /// On a shared database, their leases are let go at once, so that another instance ends
+    /// them now rather than after the lease.
+    pub async fn shut_down(&self) {
         self.shutting_down
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        // The runs as they are now, before any of them stops and leaves.
+        let ids: Vec<String> = self.active().keys().cloned().collect();
         for active in self.active().values() {
             active.cancel.cancel();
         }
+        self.release_leases(&ids).await;
     }
 
     fn is_shutting_down(&self) -> bool {

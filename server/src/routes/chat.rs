@@ -301,8 +301,29 @@ pub async fn queue(
             started: Some(started_answer(started)),
         })
     };
+    let waiting = state.store.queued_messages(&session.id).await?;
     if session.active_run_id.is_none() {
         check_running(&state, &viewer, &session.id, client_id).await?;
+        // A retry of a follow-up queued before, whose turn ended since: that follow-up, not
+        // a second one beside it (the queue worker may be about to start it too).
+        let queued_before =
+            client_id.and_then(|c| waiting.iter().find(|q| q.client_id.as_deref() == Some(c)));
+        if let Some(queued) = queued_before {
+            match state.runner.start_queued(queued).await {
+                // Sent before: the answer of a retry.
+                Ok(run) => {
+                    return Ok(started(crate::runner::Started {
+                        duplicate: true,
+                        ..run
+                    }))
+                }
+                // Started meanwhile: the start below answers the turn it became.
+                Err(crate::runner::RunError::Store(
+                    crate::store::StoreError::NotFound | crate::store::StoreError::Busy { .. },
+                )) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
         return Ok(started(
             state
                 .runner
@@ -310,7 +331,6 @@ pub async fn queue(
                 .await?,
         ));
     }
-    let waiting = state.store.queued_messages(&session.id).await?;
     let again =
         client_id.is_some_and(|c| waiting.iter().any(|q| q.client_id.as_deref() == Some(c)));
     if waiting.len() >= state.limits.max_queued && !again {

@@ -256,7 +256,8 @@ pub async fn status(
         "run_id": run.id,
         "session_id": run.session_id,
         "active": run.running
-            && (state.runner.is_active(&run.id) || run.held(crate::journal::now())),
+            && (state.runner.is_active(&run.id)
+                || run.held(state.store.clock().await.unwrap_or_else(|_| crate::journal::now()))),
         "last_seq": run.last_seq,
         "terminal_state": run.terminal_state,
     })))

@@ -855,6 +855,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// The engine, and with it whether other instances may share this database.
     fn engine(&self) -> Engine;
+    /// The time leases are reckoned by, in seconds since the epoch: the database's clock when
+    /// several instances share it (theirs may differ), this machine's for SQLite.
+    async fn clock(&self) -> Result<f64, StoreError>;
+    /// Sessions (at most `limit`) with follow-ups waiting and no turn running: their turn
+    /// ended where no queue worker saw it (its instance died just then, or was stopping).
+    async fn idle_queues(&self, limit: u32) -> Result<Vec<String>, StoreError>;
     /// Extends `instance`'s lease on those of `run_ids` it still holds; returns them (a run
     /// missing from the answer was taken over, or ended).
     async fn renew_leases(
@@ -871,7 +877,8 @@ pub trait Store: Send + Sync + 'static {
         lease: Lease<'_>,
         now: f64,
     ) -> Result<Vec<Run>, StoreError>;
-    /// Leaves a command for `command.instance` (and tells it); returns its id.
+    /// Leaves a command for `instance` about `run_id` (and tells it, in the same
+    /// transaction); returns its id.
     async fn send_command(
         &self,
         run_id: &str,

@@ -35,6 +35,9 @@ pub struct SqlStore {
     /// The journal writer's own connection: readers, however many, never make a commit wait
     /// for a connection (SQLite in WAL mode lets them read while it writes).
     journal: AnyPool,
+    /// Leases' own connection (PostgreSQL only; SQLite's is `pool`): however busy the other
+    /// connections are, a renewal never waits for one, and the lease never lapses for that.
+    upkeep: AnyPool,
     /// Where a listener connects (PostgreSQL only).
     url: Option<String>,
 }
@@ -87,6 +90,7 @@ impl SqlStore {
             .await?;
         Ok(SqlStore {
             engine: Engine::Sqlite,
+            upkeep: pool.clone(),
             pool,
             journal,
             url: None,
@@ -103,15 +107,14 @@ impl SqlStore {
             .connect(url)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        let journal = AnyPoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .connect(url)
-            .await?;
+        let one = || AnyPoolOptions::new().max_connections(1).min_connections(1);
+        let journal = one().connect(url).await?;
+        let upkeep = one().connect(url).await?;
         Ok(SqlStore {
             engine: Engine::Postgres,
             pool,
             journal,
+            upkeep,
             url: Some(url.to_owned()),
         })
     }
@@ -631,52 +634,143 @@ fn like_pattern(query: &str) -> String {
     out
 }
 
-/// Appends one event to a running run inside `tx`; `None` when the run is not running.
+/// Rows one INSERT of journal rows carries at most (ten parameters each: under SQLite's and
+/// PostgreSQL's limits on parameters per statement).
+const INSERT_ROWS: usize = 500;
+
+/// Appends events to a running run inside `tx`, in order: one update takes their seqs, and
+/// the rows go in as few INSERTs as fit; `None` when the run is not running.
 async fn append_in(
+    tx: &mut AnyConnection,
+    run_id: &str,
+    events: &[&NewEvent],
+) -> Result<Option<Vec<JournalRow>>, StoreError> {
+    let mut rows = append_runs(tx, &[(run_id, events.to_vec())]).await?;
+    Ok(rows.pop().flatten())
+}
+
+/// Appends events to several running runs inside `tx`, each run's in order, in one update
+/// (which takes their seqs) and as few INSERTs as fit, whatever the number of runs: a batch of
+/// many runs' appends costs a few statements, not two per event. Per run, its rows, or `None`
+/// when it is not running.
+async fn append_runs(
+    tx: &mut AnyConnection,
+    runs: &[(&str, Vec<&NewEvent>)],
+) -> Result<Vec<Option<Vec<JournalRow>>>, StoreError> {
+    // What each running run's new last seq is, and its session.
+    let mut taken: std::collections::HashMap<String, (i64, String)> =
+        std::collections::HashMap::with_capacity(runs.len());
+    for chunk in runs.chunks(INSERT_ROWS) {
+        let values = (0..chunk.len())
+            .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "UPDATE runs SET last_seq = runs.last_seq + v.column2 FROM (VALUES {values}) AS v \
+             WHERE runs.id = v.column1 AND runs.status = 'running' \
+             RETURNING id, last_seq, session_id"
+        );
+        let mut query = sqlx::query(&sql);
+        for (run_id, events) in chunk {
+            query = query.bind(*run_id).bind(events.len() as i64);
+        }
+        for row in query.fetch_all(&mut *tx).await? {
+            taken.insert(row.get("id"), (row.get("last_seq"), row.get("session_id")));
+        }
+    }
+    let mut out = Vec::with_capacity(runs.len());
+    let mut rows: Vec<(JournalRow, String)> = Vec::new();
+    for (run_id, events) in runs {
+        let Some((last, session_id)) = taken.get(*run_id) else {
+            out.push(None);
+            continue;
+        };
+        let first = (last - events.len() as i64 + 1).max(1) as u64;
+        let mut mine = Vec::with_capacity(events.len());
+        for (i, event) in events.iter().enumerate() {
+            let row = JournalRow {
+                run_id: (*run_id).to_owned(),
+                seq: first + i as u64,
+                session_id: session_id.clone(),
+                kind: event.kind.name().to_owned(),
+                created_at: event.created_at,
+                terminal: event.terminal_state.is_some(),
+                terminal_state: event.terminal_state.map(|t| t.as_str().to_owned()),
+                payload: event.payload.clone(),
+            };
+            let payload = serde_json::to_string(&event.payload).unwrap_or_else(|_| "{}".to_owned());
+            rows.push((row.clone(), payload));
+            mine.push(row);
+        }
+        out.push(Some(mine));
+    }
+    for chunk in rows.chunks(INSERT_ROWS) {
+        let values = (0..chunk.len())
+            .map(|i| format!("({})", marks(i * 10 + 1, 10)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO run_events (run_id, seq, event_id, session_id, type, created_at, terminal, \
+             terminal_state, payload, frame) VALUES {values}"
+        );
+        let mut query = sqlx::query(&sql);
+        for (row, payload) in chunk {
+            let frame = crate::wire::encode_frame(&row.run_id, row.seq, &row.kind, payload);
+            query = query
+                .bind(row.run_id.as_str())
+                .bind(row.seq as i64)
+                .bind(row.event_id())
+                .bind(row.session_id.as_str())
+                .bind(row.kind.as_str())
+                .bind(row.created_at)
+                .bind(i64::from(row.terminal))
+                .bind(row.terminal_state.as_deref())
+                .bind(payload.as_str())
+                .bind(frame);
+        }
+        query.execute(&mut *tx).await?;
+    }
+    Ok(out)
+}
+
+/// Journals the appends of the runs in `pending` (each event with its op's index) and puts
+/// each op's result in its place.
+async fn write_appends(
+    tx: &mut AnyConnection,
+    pending: Vec<(String, Vec<(usize, NewEvent)>)>,
+    results: &mut [Option<Result<Vec<JournalRow>, StoreError>>],
+) -> Result<(), StoreError> {
+    let runs: Vec<(&str, Vec<&NewEvent>)> = pending
+        .iter()
+        .map(|(run, events)| (run.as_str(), events.iter().map(|(_, e)| e).collect()))
+        .collect();
+    let written = append_runs(tx, &runs).await?;
+    for ((_, events), rows) in pending.iter().zip(written) {
+        match rows {
+            Some(rows) => {
+                for ((index, _), row) in events.iter().zip(rows) {
+                    results[*index] = Some(Ok(vec![row]));
+                }
+            }
+            None => {
+                for (index, _) in events {
+                    results[*index] = Some(Err(StoreError::Finished));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends one event (see [`append_in`]).
+async fn append_one(
     tx: &mut AnyConnection,
     run_id: &str,
     event: &NewEvent,
 ) -> Result<Option<JournalRow>, StoreError> {
-    let Some(row) = sqlx::query(
-        "UPDATE runs SET last_seq = last_seq + 1 WHERE id = $1 AND status = 'running' \
-         RETURNING last_seq, session_id",
-    )
-    .bind(run_id)
-    .fetch_optional(&mut *tx)
-    .await?
-    else {
-        return Ok(None);
-    };
-    let seq: i64 = row.get("last_seq");
-    let session_id: String = row.get("session_id");
-    let payload = serde_json::to_string(&event.payload).unwrap_or_else(|_| "{}".to_owned());
-    let frame = crate::wire::encode_frame(run_id, seq as u64, event.kind.name(), &payload);
-    sqlx::query(
-        "INSERT INTO run_events (run_id, seq, event_id, session_id, type, created_at, terminal, terminal_state, payload, frame) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-    )
-    .bind(run_id)
-    .bind(seq)
-    .bind(format!("{run_id}:{seq}"))
-    .bind(&session_id)
-    .bind(event.kind.name())
-    .bind(event.created_at)
-    .bind(i64::from(event.terminal_state.is_some()))
-    .bind(event.terminal_state.map(TerminalState::as_str))
-    .bind(payload)
-    .bind(frame)
-    .execute(&mut *tx)
-    .await?;
-    Ok(Some(JournalRow {
-        run_id: run_id.to_owned(),
-        seq: seq as u64,
-        session_id,
-        kind: event.kind.name().to_owned(),
-        created_at: event.created_at,
-        terminal: event.terminal_state.is_some(),
-        terminal_state: event.terminal_state.map(|t| t.as_str().to_owned()),
-        payload: event.payload.clone(),
-    }))
+    Ok(append_in(tx, run_id, &[event])
+        .await?
+        .and_then(|mut rows| rows.pop()))
 }
 
 #[async_trait]
@@ -973,7 +1067,9 @@ impl Store for SqlStore {
                 return Err(StoreError::Full { limit: max_storage });
             }
             sqlx::query(
-                "INSERT INTO blobs (owner, sha256, size, data, created_at) VALUES ($1, $2, $3, $4, $5)",
+                // Two uploads of one file at once (PostgreSQL lets both get here): one keeps it.
+                "INSERT INTO blobs (owner, sha256, size, data, created_at) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (owner, sha256) DO NOTHING",
             )
             .bind(&a.owner)
             .bind(&a.sha256)
@@ -1399,22 +1495,30 @@ impl Store for SqlStore {
         ops: Vec<JournalOp>,
     ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError> {
         let mut tx = self.journal.begin_with(self.engine.begin_write()).await?;
-        let mut results = Vec::with_capacity(ops.len());
-        for op in ops {
+        let mut results: Vec<Option<Result<Vec<JournalRow>, StoreError>>> =
+            (0..ops.len()).map(|_| None).collect();
+        // A run's appends go in together (one update, one insert), in their order; a run's
+        // settling first writes what was appended to it before.
+        let mut pending: Vec<(String, Vec<(usize, NewEvent)>)> = Vec::new();
+        for (index, op) in ops.into_iter().enumerate() {
             match op {
                 JournalOp::Append { run_id, event } => {
-                    results.push(match append_in(&mut tx, &run_id, &event).await? {
-                        Some(row) => Ok(vec![row]),
-                        None => Err(StoreError::Finished),
-                    });
+                    match pending.iter_mut().find(|(run, _)| *run == run_id) {
+                        Some((_, events)) => events.push((index, event)),
+                        None => pending.push((run_id, vec![(index, event)])),
+                    }
                 }
                 JournalOp::Settle {
                     run_id,
                     terminal,
                     answer,
                 } => {
-                    let Some(terminal_row) = append_in(&mut tx, &run_id, &terminal).await? else {
-                        results.push(Err(StoreError::Finished));
+                    if let Some(at) = pending.iter().position(|(run, _)| *run == run_id) {
+                        let earlier = vec![pending.remove(at)];
+                        write_appends(&mut tx, earlier, &mut results).await?;
+                    }
+                    let Some(terminal_row) = append_one(&mut tx, &run_id, &terminal).await? else {
+                        results[index] = Some(Err(StoreError::Finished));
                         continue;
                     };
                     let session_id = terminal_row.session_id.clone();
@@ -1458,7 +1562,7 @@ impl Store for SqlStore {
                         terminal_state: None,
                         created_at: terminal.created_at,
                     };
-                    let settled_row = append_in(&mut tx, &run_id, &settled).await?;
+                    let settled_row = append_one(&mut tx, &run_id, &settled).await?;
                     let mut end_payload = Map::new();
                     end_payload.insert("session_id".into(), Value::from(session_id.clone()));
                     end_payload.insert("created_at".into(), Value::from(terminal.created_at));
@@ -1468,7 +1572,7 @@ impl Store for SqlStore {
                         terminal_state: None,
                         created_at: terminal.created_at,
                     };
-                    let end_row = append_in(&mut tx, &run_id, &end).await?;
+                    let end_row = append_one(&mut tx, &run_id, &end).await?;
                     sqlx::query(
                         "UPDATE runs SET status = 'finished', terminal_state = $2, finished_at = $3 WHERE id = $1",
                     )
@@ -1489,13 +1593,20 @@ impl Store for SqlStore {
                     .bind(terminal.created_at)
                     .execute(&mut *tx)
                     .await?;
-                    results.push(Ok([Some(terminal_row), settled_row, end_row]
+                    results[index] = Some(Ok([Some(terminal_row), settled_row, end_row]
                         .into_iter()
                         .flatten()
                         .collect()));
                 }
             }
         }
+        if !pending.is_empty() {
+            write_appends(&mut tx, pending, &mut results).await?;
+        }
+        let results: Vec<Result<Vec<JournalRow>, StoreError>> = results
+            .into_iter()
+            .map(|result| result.unwrap_or(Err(StoreError::Finished)))
+            .collect();
         if self.engine.shared() {
             // Delivered when the transaction commits, never before: a follower on another
             // instance reads rows that are there.
@@ -1741,7 +1852,7 @@ impl Store for SqlStore {
                 .fetch_optional(&mut *tx)
                 .await?
                 .is_none();
-        sqlx::query(
+        let inserted = sqlx::query(
             "INSERT INTO users (id, name, password_hash, admin, created_at) VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(&id)
@@ -1750,7 +1861,14 @@ impl Store for SqlStore {
         .bind(i64::from(admin))
         .bind(now)
         .execute(&mut *tx)
-        .await?;
+        .await;
+        // Made by another instance meanwhile (PostgreSQL lets both pass the check above).
+        if let Err(sqlx::Error::Database(e)) = &inserted {
+            if e.is_unique_violation() {
+                return Err(StoreError::NameTaken);
+            }
+        }
+        inserted?;
         let adopted = if first_admin {
             // Standing permissions given with no account go with the conversations.
             sqlx::query("UPDATE grants SET owner_id = $1 WHERE owner_id IS NULL")
@@ -1901,6 +2019,31 @@ impl Store for SqlStore {
         self.engine
     }
 
+    async fn clock(&self) -> Result<f64, StoreError> {
+        match self.engine {
+            Engine::Sqlite => Ok(crate::journal::now()),
+            Engine::Postgres => Ok(sqlx::query_scalar(
+                "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
+            )
+            .fetch_one(&self.upkeep)
+            .await?),
+        }
+    }
+
+    async fn idle_queues(&self, limit: u32) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT q.session_id AS session_id FROM queued_messages q \
+             JOIN sessions s ON s.id = q.session_id AND s.deleted_at IS NULL \
+             WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = q.session_id \
+               AND r.status = 'running') \
+             LIMIT $1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|row| row.get("session_id")).collect())
+    }
+
     async fn renew_leases(
         &self,
         instance: &str,
@@ -1918,7 +2061,7 @@ impl Store for SqlStore {
             for id in chunk {
                 query = query.bind(id);
             }
-            let rows = query.fetch_all(&self.pool).await?;
+            let rows = query.fetch_all(&self.upkeep).await?;
             renewed.extend(rows.iter().map(|row| row.get::<String, _>("id")));
         }
         Ok(renewed)
@@ -1952,7 +2095,7 @@ impl Store for SqlStore {
         if let Some(run) = run {
             query = query.bind(run);
         }
-        let rows = query.fetch_all(&self.pool).await?;
+        let rows = query.fetch_all(&self.upkeep).await?;
         let mut runs: Vec<Run> = rows.iter().map(run_from).collect();
         runs.sort_by(|a, b| a.created_at.total_cmp(&b.created_at));
         Ok(runs)
@@ -1966,6 +2109,8 @@ impl Store for SqlStore {
         body: &Value,
         now: f64,
     ) -> Result<i64, StoreError> {
+        // The command and its announcement, or neither.
+        let mut tx = self.pool.begin().await?;
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO run_commands (run_id, instance, kind, body, created_at) \
              VALUES ($1, $2, $3, $4, $5) RETURNING id",
@@ -1975,15 +2120,16 @@ impl Store for SqlStore {
         .bind(kind.as_str())
         .bind(body.to_string())
         .bind(now)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
         if self.engine.shared() {
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(COMMAND_CHANNEL)
                 .bind(instance)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await?;
         }
+        tx.commit().await?;
         Ok(id)
     }
 

@@ -580,3 +580,41 @@ async fn an_approval_answered_as_a_question_stays_pending_and_is_409() {
     let status = app.wait_finished(&run).await;
     assert_eq!(status["terminal_state"], "completed");
 }
+
+#[tokio::test]
+async fn a_follow_up_left_waiting_with_no_turn_running_starts_by_itself() {
+    // As when the instance whose turn ended died before starting the next: the follow-up is
+    // in the queue and nothing runs. The upkeep finds it and starts it, once.
+    let app = spawn_app().await;
+    let session = app.new_session().await;
+    let item = server::store::QueuedMessage {
+        id: "q-stranded".into(),
+        session_id: session.clone(),
+        content: "left behind".into(),
+        client_id: Some("c-stranded".into()),
+        created_at: server::journal::now(),
+        attachments: Vec::new(),
+    };
+    app.store.queue_message(&item).await.unwrap();
+    let mut run = None;
+    for _ in 0..400 {
+        let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+        let sent: Vec<Value> = s["session"]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["content"] == "left behind")
+            .cloned()
+            .collect();
+        assert!(sent.len() <= 1, "started twice: {s}");
+        if let Some(message) = sent.first() {
+            assert_eq!(s["session"]["queued"].as_array().unwrap().len(), 0, "{s}");
+            run = message["run_id"].as_str().map(str::to_owned);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let run = run.expect("the waiting follow-up started within 20 s");
+    let status = app.wait_finished(&run).await;
+    assert_eq!(status["terminal_state"], "completed");
+}
