@@ -101,13 +101,24 @@ impl SqlStore {
     /// may do this at once: migrations take a lock of their own.
     pub async fn open_postgres(url: &str) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
-        let pool = AnyPoolOptions::new()
+        // A transaction left open by a process that stalled (or was paused) holds its rows:
+        // the server ends it, so that another instance can take over the stalled one's runs.
+        let options = || {
+            AnyPoolOptions::new().after_connect(|conn: &mut AnyConnection, _| {
+                Box::pin(async move {
+                    conn.execute("SET idle_in_transaction_session_timeout = '20s'")
+                        .await?;
+                    Ok(())
+                })
+            })
+        };
+        let pool = options()
             .max_connections(12)
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        let one = || AnyPoolOptions::new().max_connections(1).min_connections(1);
+        let one = || options().max_connections(1).min_connections(1);
         let journal = one().connect(url).await?;
         let upkeep = one().connect(url).await?;
         Ok(SqlStore {

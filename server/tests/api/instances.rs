@@ -431,3 +431,61 @@ async fn a_dead_instance_runs_are_interrupted_once_by_the_others_after_its_lease
     .await;
     assert_eq!(status, 200, "{body}");
 }
+
+#[tokio::test]
+async fn a_paused_instance_taken_for_dead_adds_nothing_once_it_wakes() {
+    let db = shared_db().await;
+    let site = tempfile::tempdir().unwrap();
+    let nodes = instances(&db, site.path(), 2, 15).await;
+    let (a, b) = (&nodes[0].base, &nodes[1].base);
+    let (session, run) = start(a, "/demo slow").await;
+    wait_for(b, &run, "token").await;
+
+    // A stops answering anything (as a machine that stalls, or loses the database), and B
+    // takes it for dead once its lease has expired.
+    let signal = |sig: &str| {
+        let done = std::process::Command::new("kill")
+            .args([sig, &nodes[0].child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(done.success());
+    };
+    signal("-STOP");
+    // (Should A stop inside a commit, its transaction holds the run's row until the database
+    // ends it: 20 s idle in a transaction.)
+    let status = wait_ended(b, &run, Duration::from_secs(LEASE_SECS + 30)).await;
+    assert_eq!(status["terminal_state"], "interrupted");
+    let ended = stream(b, &run, None).await;
+    assert_eq!(ended.last().unwrap().event, "stream_end");
+
+    // A wakes: its turn goes on there for a moment, until it finds the lease taken. Nothing
+    // it does reaches the journal, and it ends nothing a second time.
+    signal("-CONT");
+    tokio::time::sleep(Duration::from_millis(LEASE_SECS * 1000 + 500)).await;
+    let after = stream(a, &run, None).await;
+    assert_eq!(after, ended, "the journal as B ended it");
+    let s = get(a, &format!("/api/session?session_id={session}")).await;
+    let answers = s["session"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    assert_eq!(answers, 1, "{s}");
+    let status = get(a, &format!("/api/chat/stream/status?run_id={run}")).await;
+    assert_eq!(status["terminal_state"], "interrupted");
+    assert_eq!(status["active"], false);
+    // And A serves new turns as before.
+    let (status, body) = post(
+        a,
+        "/api/chat/start",
+        json!({"session_id": session, "message": "again"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let next = body["run_id"].as_str().unwrap();
+    assert_eq!(
+        wait_ended(b, next, Duration::from_secs(20)).await["terminal_state"],
+        "completed"
+    );
+}
