@@ -94,6 +94,23 @@ impl Journal {
         Ok(answer.await.map_err(|_| JournalError::Closed)??)
     }
 
+    /// Queues one event of a running run behind everything queued before it, and returns as
+    /// soon as it is queued: an agent that streams fast does not wait for each commit, and
+    /// what it queued meanwhile goes in together (one transaction for many of its events).
+    /// The returned [`Queued`] tells once it is committed.
+    pub async fn enqueue(&self, run_id: &str, event: NewEvent) -> Result<Queued, JournalError> {
+        let (reply, answer) = oneshot::channel();
+        let op = JournalOp::Append {
+            run_id: run_id.to_owned(),
+            event,
+        };
+        self.tx
+            .send(Request { op, reply })
+            .await
+            .map_err(|_| JournalError::Closed)?;
+        Ok(Queued { answer })
+    }
+
     /// Journals one event of a running run; returns once it is committed and published.
     pub async fn append(&self, run_id: &str, event: NewEvent) -> Result<Arc<Frame>, JournalError> {
         let frames = self
@@ -118,6 +135,38 @@ impl Journal {
             answer,
         })
         .await
+    }
+}
+
+/// An event handed to the journal, not yet known to be committed.
+pub struct Queued {
+    answer: oneshot::Receiver<Result<Vec<Arc<Frame>>, StoreError>>,
+}
+
+impl Queued {
+    /// How it went, if the journal has answered yet.
+    pub fn try_outcome(&mut self) -> Option<Result<(), JournalError>> {
+        match self.answer.try_recv() {
+            Ok(result) => Some(appended(result)),
+            Err(oneshot::error::TryRecvError::Empty) => None,
+            Err(oneshot::error::TryRecvError::Closed) => Some(Err(JournalError::Closed)),
+        }
+    }
+
+    /// Waits until it is committed (or refused).
+    pub async fn outcome(self) -> Result<(), JournalError> {
+        match self.answer.await {
+            Ok(result) => appended(result),
+            Err(_) => Err(JournalError::Closed),
+        }
+    }
+}
+
+fn appended(result: Result<Vec<Arc<Frame>>, StoreError>) -> Result<(), JournalError> {
+    match result {
+        Ok(frames) if frames.is_empty() => Err(JournalError::Finished),
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -174,6 +223,7 @@ async fn write_loop(
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let (ops, replies): (Vec<_>, Vec<_>) = batch.drain(..).map(|r| (r.op, r.reply)).unzip();
+        Stats::add(&stats.journal_batches, 1);
         let results = commit_with_retry(&*store, ops, &stats).await;
         for (result, reply) in results.into_iter().zip(replies) {
             let result = result.map(|rows| {

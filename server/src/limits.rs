@@ -119,6 +119,8 @@ pub struct Stats {
     pub stream_bytes_out: AtomicU64,
     /// Journal batches that failed and were tried again.
     pub journal_retries: AtomicU64,
+    /// Journal batches written (each one transaction, however many events and runs it holds).
+    pub journal_batches: AtomicU64,
 }
 
 impl Stats {

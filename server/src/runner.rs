@@ -379,6 +379,7 @@ impl Runner {
             store: Arc::clone(&self.store),
             cancel: active.cancel.clone(),
             waiters: Arc::clone(&active.waiters),
+            pending: Default::default(),
         };
         let runner = self.clone();
         let adapter = Arc::clone(&self.adapter);

@@ -4,7 +4,7 @@
 //! journal, the store or HTTP itself.
 
 use anchor::EventKind;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::journal::{self, Journal, JournalError};
+use crate::journal::{self, Journal, JournalError, Queued};
 use crate::store::{Interaction, Role, Store, TitleSource};
 
 pub mod demo;
@@ -206,10 +206,19 @@ pub struct RunIo {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) cancel: CancellationToken,
     pub(crate) waiters: Arc<Waiters>,
+    // What was emitted and is not yet known to be committed, oldest first.
+    pub(crate) pending: Arc<tokio::sync::Mutex<VecDeque<Queued>>>,
 }
 
+/// The most events of one turn that wait to be committed at once.
+pub const IN_FLIGHT: usize = 256;
+
 impl RunIo {
-    /// Journals an event of the turn; returns once it is committed.
+    /// Journals an event of the turn, in order after the ones before it. It returns once the
+    /// event is queued, not committed, so that an agent streaming faster than one commit per
+    /// token is not slowed to it: what it queues meanwhile is committed together. At most
+    /// [`IN_FLIGHT`] events wait; a refused one (the run ended, the store failed) stops the
+    /// turn at a later call or at [`RunIo::flush`].
     pub async fn emit(&self, kind: EventKind, payload: Value) -> Result<(), Stopped> {
         if self.cancel.is_cancelled() {
             return Err(Stopped);
@@ -218,32 +227,55 @@ impl RunIo {
             .then(|| payload["title"].as_str().map(str::trim).map(str::to_owned))
             .flatten()
             .filter(|t| !t.is_empty());
-        match self
-            .journal
-            .append(&self.run_id, journal::event(kind, payload, None))
-            .await
-        {
-            Ok(_) => {
-                if let Some(title) = title {
-                    // The agent's title replaces a default or prompt title, never the user's.
-                    let _ = self
-                        .store
-                        .rename_session(
-                            &self.session_id,
-                            &title,
-                            TitleSource::Agent,
-                            journal::now(),
-                        )
-                        .await;
-                }
-                Ok(())
-            }
-            Err(JournalError::Finished | JournalError::Closed) => Err(Stopped),
-            Err(e) => {
-                tracing::error!(run_id = %self.run_id, "journal append failed: {e}");
-                Err(Stopped)
+        let mut pending = self.pending.lock().await;
+        while let Some(front) = pending.front_mut() {
+            let Some(outcome) = front.try_outcome() else {
+                break;
+            };
+            pending.pop_front();
+            self.check(outcome)?;
+        }
+        if pending.len() >= IN_FLIGHT {
+            if let Some(oldest) = pending.pop_front() {
+                self.check(oldest.outcome().await)?;
             }
         }
+        let queued = self
+            .journal
+            .enqueue(&self.run_id, journal::event(kind, payload, None))
+            .await;
+        pending.push_back(queued.map_err(|e| self.stopped_by(e))?);
+        if let Some(title) = title {
+            while let Some(queued) = pending.pop_front() {
+                self.check(queued.outcome().await)?;
+            }
+            // The agent's title replaces a default or prompt title, never the user's.
+            let _ = self
+                .store
+                .rename_session(&self.session_id, &title, TitleSource::Agent, journal::now())
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Waits until everything emitted so far is committed.
+    pub async fn flush(&self) -> Result<(), Stopped> {
+        let mut pending = self.pending.lock().await;
+        while let Some(queued) = pending.pop_front() {
+            self.check(queued.outcome().await)?;
+        }
+        Ok(())
+    }
+
+    fn check(&self, outcome: Result<(), JournalError>) -> Result<(), Stopped> {
+        outcome.map_err(|e| self.stopped_by(e))
+    }
+
+    fn stopped_by(&self, e: JournalError) -> Stopped {
+        if !matches!(e, JournalError::Finished | JournalError::Closed) {
+            tracing::error!(run_id = %self.run_id, "journal append failed: {e}");
+        }
+        Stopped
     }
 
     /// Waits, unless the run is stopped first.
@@ -291,6 +323,8 @@ impl RunIo {
             .map_err(|_| Stopped)?;
         let answer = self.waiters.register(&id);
         self.emit(kind, payload).await?;
+        // Asked only once the person can see the question.
+        self.flush().await?;
         tokio::select! {
             answer = answer => answer.map_err(|_| Stopped),
             () = self.cancel.cancelled() => Err(Stopped),

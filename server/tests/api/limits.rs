@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use server::limits::{Limits, Stats};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::helpers::{read_sse, spawn_app_configured, TestApp};
+use crate::helpers::{read_sse, spawn_app_configured, SseEvent, TestApp};
 
 fn limits(f: impl FnOnce(&mut Limits)) -> impl FnOnce(&mut server::AppState) {
     move |state| f(&mut state.limits)
@@ -189,6 +189,37 @@ async fn a_client_that_trickles_its_headers_is_cut_off() {
     let res = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["connection"], "close");
+}
+
+#[tokio::test]
+async fn an_agent_streaming_fast_is_not_held_to_one_commit_per_token() {
+    let app = spawn_app_configured(|_| {}).await;
+    let session = app.new_session().await;
+    let before = Stats::get(&app.state.stats.journal_batches);
+    let run = app.start(&session, "/demo long 20000").await;
+    let status = app
+        .wait_finished_within(&run, Duration::from_secs(60))
+        .await;
+    assert_eq!(status["terminal_state"], json!("completed"));
+    let batches = Stats::get(&app.state.stats.journal_batches) - before;
+    let events = app.stream(&run, None).await;
+    // Every token is there once, in order, though many went in together.
+    let seqs: Vec<u64> = events
+        .iter()
+        .filter(|e| e.id.is_some())
+        .map(SseEvent::seq)
+        .collect();
+    assert!(seqs.len() > 20_000);
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "gapless, in order"
+    );
+    eprintln!("{} events in {batches} journal transactions", seqs.len());
+    assert!(
+        batches * 4 < seqs.len() as u64,
+        "{batches} transactions for {} events",
+        seqs.len()
+    );
 }
 
 #[tokio::test]
