@@ -560,6 +560,23 @@ async fn journal_benchmark(db: &Db) -> Value {
     }
     let one_by_one = ONE_BY_ONE as f64 / start.elapsed().as_secs_f64();
 
+    // One run as an agent emits: queued in order, at most `IN_FLIGHT` waiting for their commit.
+    const QUEUED: usize = 20_000;
+    let run = new_run(100).await;
+    let start = Instant::now();
+    let mut waiting = std::collections::VecDeque::new();
+    for i in 0..QUEUED {
+        if waiting.len() >= server::runtime::IN_FLIGHT {
+            let oldest: server::journal::Queued = waiting.pop_front().unwrap();
+            oldest.outcome().await.unwrap();
+        }
+        waiting.push_back(journal.enqueue(&run, token(i)).await.unwrap());
+    }
+    for queued in waiting {
+        queued.outcome().await.unwrap();
+    }
+    let queued = QUEUED as f64 / start.elapsed().as_secs_f64();
+
     const RUNS: usize = 32;
     const EACH: usize = 500;
     let mut runs = Vec::with_capacity(RUNS);
@@ -585,6 +602,8 @@ async fn journal_benchmark(db: &Db) -> Value {
     json!({
         "one_run_events_per_sec": one_by_one.round(),
         "one_run_commit_ms": ((1000.0 / one_by_one) * 1000.0).round() / 1000.0,
+        "one_run_queued_events_per_sec": queued.round(),
+        "queued_vs_one_by_one": ((queued / one_by_one) * 10.0).round() / 10.0,
         "runs_at_once": RUNS,
         "concurrent_events_per_sec": concurrent.round(),
     })

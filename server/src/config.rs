@@ -56,6 +56,8 @@ pub enum Backend {
     Openai,
     /// A Hermes Agent gateway through its Runs API.
     Hermes,
+    /// Any AG-UI agent: a `RunAgentInput` POSTed, its event stream read.
+    Agui,
 }
 
 /// Command-line flags; each can also be set through its environment variable.
@@ -165,6 +167,19 @@ pub struct Config {
     /// Bearer key for the Hermes gateway (read from the environment only)
     #[arg(skip = secret_from_env("HERMES_API_KEY"))]
     pub hermes_api_key: Option<Secret>,
+
+    /// URL of the AG-UI agent (`--backend agui`): where its `RunAgentInput` is POSTed
+    #[arg(
+        long,
+        global = true,
+        env = "AGUI_URL",
+        default_value = "http://127.0.0.1:8000/"
+    )]
+    pub agui_url: String,
+
+    /// Bearer key for the AG-UI agent (read from the environment only)
+    #[arg(skip = secret_from_env("AGUI_API_KEY"))]
+    pub agui_api_key: Option<Secret>,
 
     /// Follow-ups that may wait in one conversation
     #[arg(

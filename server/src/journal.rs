@@ -272,6 +272,15 @@ mod tests {
             self.inner.create_session(title, owner, now).await
         }
 
+        async fn create_session_as(
+            &self,
+            id: &str,
+            title: &str,
+            owner: Option<&str>,
+            now: f64,
+        ) -> Result<Session, StoreError> {
+            self.inner.create_session_as(id, title, owner, now).await
+        }
         async fn sessions_page(
             &self,
             owner: Option<&str>,

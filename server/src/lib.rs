@@ -33,6 +33,7 @@ pub mod hub;
 pub mod journal;
 pub mod limits;
 pub mod pages;
+pub mod protocols;
 pub mod routes;
 pub mod runner;
 pub mod runtime;

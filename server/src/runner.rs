@@ -494,7 +494,7 @@ impl Runner {
         let ending = Ending::of(end);
         let terminal = journal::event(ending.kind, ending.payload, Some(ending.state));
         let answer = SettledAnswer {
-            message_id: format!("msg-{}", uuid::Uuid::new_v4().simple()),
+            message_id: answer_id(run_id),
             content: ending.answer,
             usage: ending.usage,
         };
@@ -907,6 +907,12 @@ impl Runner {
     fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
     }
+}
+
+/// The id of the message a run settles into, known from its start (the AI SDK's stream
+/// names it first; a resumed stream names the same one).
+pub fn answer_id(run_id: &str) -> String {
+    format!("msg-{run_id}")
 }
 
 /// The event that journals the answer to an approval or a question (`kind`).

@@ -61,5 +61,13 @@ pub const CHAT_JOURNAL: &str = "/api/chat/journal";
 pub const AUTH_LOGOUT: &str = "/api/auth/logout";
 /// `GET`: who is signed in.
 pub const AUTH_ME: &str = "/api/auth/me";
+/// `POST`: run a turn as an AG-UI agent (a `RunAgentInput` in, AG-UI events out).
+pub const AGUI: &str = "/api/agui";
+/// `GET`: a run as AG-UI events.
+pub const AGUI_RUN: &str = "/api/runs/{run_id}/agui";
+/// `POST`: a turn as an AI SDK chat endpoint (its chat body in, a UI message stream out).
+pub const AI_SDK_CHAT: &str = "/api/ai-sdk/chat";
+/// `GET`: the running turn of an AI SDK chat, resumed (204 when none runs).
+pub const AI_SDK_RESUME: &str = "/api/ai-sdk/chat/{id}/stream";
 /// `GET`: the server answers (outside the sign-in gate).
 pub const HEALTH: &str = "/healthz";

@@ -17,7 +17,7 @@ use crate::AppState;
 /// The largest message accepted, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 
-fn checked_message(message: &str) -> Result<&str, ApiError> {
+pub(crate) fn checked_message(message: &str) -> Result<&str, ApiError> {
     let message = checked_text(message)?;
     if message.is_empty() {
         return Err(ApiError::bad_request("message is empty"));
@@ -65,7 +65,7 @@ fn checked_client_id(client_id: Option<&str>) -> Result<Option<&str>, ApiError> 
 
 /// 429 when `viewer` runs as many turns as allowed, unless this send was made before (its
 /// retry answers the turn it started, which is one of them).
-async fn check_running(
+pub(crate) async fn check_running(
     state: &AppState,
     viewer: &Viewer,
     session_id: &str,

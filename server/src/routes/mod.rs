@@ -5,6 +5,7 @@ pub(crate) mod chat;
 pub(crate) mod grants;
 pub(crate) mod health;
 pub(crate) mod models;
+pub(crate) mod protocols;
 pub(crate) mod session;
 pub use session::LIST_LIMIT;
 pub(crate) mod stream;
@@ -51,6 +52,10 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("POST", paths::CLARIFY_RESPOND, post(chat::clarify)),
         ("GET", paths::PAGE, get(crate::pages::data)),
         ("GET", paths::CHAT_JOURNAL, get(crate::pages::journal)),
+        ("POST", paths::AGUI, post(protocols::agui_run)),
+        ("GET", paths::AGUI_RUN, get(protocols::agui_follow)),
+        ("POST", paths::AI_SDK_CHAT, post(protocols::ai_sdk_chat)),
+        ("GET", paths::AI_SDK_RESUME, get(protocols::ai_sdk_resume)),
         ("POST", paths::AUTH_LOGOUT, post(crate::auth::logout)),
         ("GET", paths::AUTH_ME, get(crate::auth::me)),
     ]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::json;
@@ -70,40 +70,163 @@ pub async fn stream(
     ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> Result<Response, ApiError> {
     let run_id = queried_run(&query)?.to_owned();
-    // Subscribe before reading the journal: anything committed after the read is then live.
-    let live = state.hub.subscribe(&run_id);
-    let run = match owned_run(&state, &viewer, &run_id).await {
-        Ok(run) => run,
-        Err(StoreError::NotFound) => return Err(ApiError::not_found("stream")),
-        Err(e) => return Err(e.into()),
-    };
+    let (run, live) = open_run(&state, &viewer, &run_id).await?;
     let high_water = run.last_seq;
-    // Running, but not here: another instance runs it (or, for a moment, nobody does until
-    // a reaper ends it); a feed of its journal is its live channel here. Its rows above the
-    // seq just read are all published to the channel after this subscription.
-    let live = match live {
-        Some(live) => Some(live),
-        None if run.running => Some(state.hub.follow(
-            &run_id,
-            run.last_seq,
-            Arc::clone(&state.store),
-            state.shutdown.clone(),
-        )),
-        None => None,
-    };
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let mut after = resume_cursor(&run_id, query.after_seq.as_deref(), last_event_id);
     if after > high_water {
         // A cursor ahead of the journal was not issued by it: replay everything.
         after = 0;
     }
+    let headers = [
+        ("content-type", "text/event-stream; charset=utf-8"),
+        ("cache-control", "no-cache"),
+        ("x-accel-buffering", "no"),
+    ];
+    let from = Following {
+        run_id,
+        after,
+        live,
+    };
+    respond_with(state, &viewer, from, SseEncoder, &headers)
+}
+
+/// How a follower writes what it sends: our own SSE frames, or another protocol's events.
+#[async_trait::async_trait]
+pub(crate) trait Encoder: Send {
+    /// What goes first (a reconnect delay for `EventSource` clients).
+    fn opening(&mut self) -> Option<Bytes>;
+    /// The journal rows after `after` (up to `up_to`), at most [`PAGE`] of them, encoded.
+    async fn page(
+        &mut self,
+        store: &dyn Store,
+        run_id: &str,
+        after: u64,
+        up_to: Option<u64>,
+    ) -> Result<Page, StoreError>;
+    /// A live frame, encoded (empty: nothing to send for it).
+    fn frame(&mut self, frame: &Frame) -> Bytes;
+}
+
+/// A page of the journal, encoded.
+pub(crate) struct Page {
+    /// How many rows it covers.
+    pub count: u32,
+    /// The last row's seq.
+    pub last_seq: u64,
+    /// Its last row is `stream_end`.
+    pub ended: bool,
+    /// What to send.
+    pub bytes: Bytes,
+}
+
+/// Our own frames: `id: run:seq`, `event: kind`, `data: payload`.
+pub(crate) struct SseEncoder;
+
+#[async_trait::async_trait]
+impl Encoder for SseEncoder {
+    fn opening(&mut self) -> Option<Bytes> {
+        Some(Bytes::from_static(b"retry: 1000\n\n"))
+    }
+
+    async fn page(
+        &mut self,
+        store: &dyn Store,
+        run_id: &str,
+        after: u64,
+        up_to: Option<u64>,
+    ) -> Result<Page, StoreError> {
+        let frames = store.frames(run_id, after, up_to, PAGE).await?;
+        Ok(Page {
+            count: frames.count,
+            last_seq: frames.last_seq,
+            ended: frames.ended,
+            bytes: frames.sse,
+        })
+    }
+
+    fn frame(&mut self, frame: &Frame) -> Bytes {
+        frame.sse.clone()
+    }
+}
+
+/// Journal rows after `after` (up to `up_to`), a page of them, each encoded by `encode`.
+pub(crate) async fn rows_page(
+    store: &dyn Store,
+    run_id: &str,
+    after: u64,
+    up_to: Option<u64>,
+    mut encode: impl FnMut(&crate::store::JournalRow, &mut Vec<u8>),
+) -> Result<Page, StoreError> {
+    let rows = store.events(run_id, after, up_to, PAGE).await?;
+    let mut bytes = Vec::new();
+    for row in &rows {
+        encode(row, &mut bytes);
+    }
+    Ok(Page {
+        count: rows.len() as u32,
+        last_seq: rows.last().map_or(after, |r| r.seq),
+        ended: rows
+            .last()
+            .is_some_and(|r| r.kind == anchor::EventKind::StreamEnd.name()),
+        bytes: Bytes::from(bytes),
+    })
+}
+
+/// Opens the live channel of a run `viewer` may read (before its journal is read: anything
+/// committed after the read is then live), or answers 404.
+pub(crate) async fn open_run(
+    state: &AppState,
+    viewer: &Viewer,
+    run_id: &str,
+) -> Result<(crate::store::Run, Option<broadcast::Receiver<Arc<Frame>>>), ApiError> {
+    let live = state.hub.subscribe(run_id);
+    let run = match owned_run(state, viewer, run_id).await {
+        Ok(run) => run,
+        Err(StoreError::NotFound) => return Err(ApiError::not_found("stream")),
+        Err(e) => return Err(e.into()),
+    };
+    let live = match live {
+        Some(live) => Some(live),
+        None if run.running => Some(state.hub.follow(
+            run_id,
+            run.last_seq,
+            Arc::clone(&state.store),
+            state.shutdown.clone(),
+        )),
+        None => None,
+    };
+    Ok((run, live))
+}
+
+/// Where a follower starts: a run, the seq after which it sends, its live channel.
+pub(crate) struct Following {
+    pub run_id: String,
+    pub after: u64,
+    pub live: Option<broadcast::Receiver<Arc<Frame>>>,
+}
+
+/// Streams a run from `from`, encoded by `encoder`, as a response with `headers` (a stream
+/// permit of the viewer's held while it lasts).
+pub(crate) fn respond_with<E: Encoder + 'static>(
+    state: AppState,
+    viewer: &Viewer,
+    from: Following,
+    mut encoder: E,
+    headers: &[(&'static str, &'static str)],
+) -> Result<Response, ApiError> {
     let permit = state
         .streams
         .acquire(viewer.owner().unwrap_or_default(), &state.limits)?;
     let (tx, rx) = mpsc::channel::<Bytes>(QUEUED);
     let stats = Arc::clone(&state.stats);
     tokio::spawn(async move {
-        follow(&state, run_id, after, live, tx).await;
+        let Following {
+            run_id,
+            after,
+            live,
+        } = from;
+        follow(&state, run_id, after, live, &mut encoder, tx).await;
         drop(permit);
     });
     let body = Body::from_stream(ReceiverStream::new(rx).map(move |chunk| {
@@ -112,12 +235,9 @@ pub async fn stream(
     }));
     let mut response = body.into_response();
     let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    for (name, value) in headers {
+        h.insert(*name, HeaderValue::from_static(value));
+    }
     Ok(response)
 }
 
@@ -127,21 +247,19 @@ async fn follow(
     run_id: String,
     mut after: u64,
     mut live: Option<broadcast::Receiver<Arc<Frame>>>,
+    encoder: &mut dyn Encoder,
     tx: mpsc::Sender<Bytes>,
 ) {
     let store = Arc::clone(&state.store);
     let stats = &*state.stats;
     let shutdown = state.shutdown.clone();
     let heartbeat_every = state.heartbeat;
-    // Reconnect delay for EventSource clients.
-    if tx
-        .send(Bytes::from_static(b"retry: 1000\n\n"))
-        .await
-        .is_err()
-    {
-        return;
+    if let Some(opening) = encoder.opening() {
+        if tx.send(opening).await.is_err() {
+            return;
+        }
     }
-    match backfill(&*store, stats, &run_id, &mut after, None, &tx).await {
+    match backfill(&*store, stats, &run_id, &mut after, None, encoder, &tx).await {
         Backfill::Ended | Backfill::Gone => return,
         Backfill::Caught => {}
     }
@@ -162,12 +280,13 @@ async fn follow(
                     }
                     if seq > after + 1 {
                         // Committed rows we did not see live: read them first.
-                        match backfill(&*store, stats, &run_id, &mut after, Some(seq - 1), &tx).await {
+                        match backfill(&*store, stats, &run_id, &mut after, Some(seq - 1), encoder, &tx).await {
                             Backfill::Ended | Backfill::Gone => return,
                             Backfill::Caught => {}
                         }
                     }
-                    if tx.send(frame.sse.clone()).await.is_err() {
+                    let bytes = encoder.frame(&frame);
+                    if !bytes.is_empty() && tx.send(bytes).await.is_err() {
                         return;
                     }
                     after = seq;
@@ -177,12 +296,12 @@ async fn follow(
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if !matches!(backfill(&*store, stats, &run_id, &mut after, None, &tx).await, Backfill::Caught) {
+                    if !matches!(backfill(&*store, stats, &run_id, &mut after, None, encoder, &tx).await, Backfill::Caught) {
                         return;
                     }
                 }
                 Err(broadcast::error::RecvError::Closed) => {
-                    let _ = backfill(&*store, stats, &run_id, &mut after, None, &tx).await;
+                    let _ = backfill(&*store, stats, &run_id, &mut after, None, encoder, &tx).await;
                     return;
                 }
             },
@@ -213,10 +332,11 @@ async fn backfill(
     run_id: &str,
     after: &mut u64,
     up_to: Option<u64>,
+    encoder: &mut dyn Encoder,
     tx: &mpsc::Sender<Bytes>,
 ) -> Backfill {
     loop {
-        let page = match store.frames(run_id, *after, up_to, PAGE).await {
+        let page = match encoder.page(store, run_id, *after, up_to).await {
             Ok(page) => page,
             Err(e) => {
                 tracing::error!(run_id, "journal read failed: {e}");
@@ -226,8 +346,8 @@ async fn backfill(
         if page.count == 0 {
             return Backfill::Caught;
         }
-        crate::limits::Stats::add(&stats.replay_bytes_read, page.sse.len() as u64);
-        if tx.send(page.sse).await.is_err() {
+        crate::limits::Stats::add(&stats.replay_bytes_read, page.bytes.len() as u64);
+        if !page.bytes.is_empty() && tx.send(page.bytes).await.is_err() {
             return Backfill::Gone;
         }
         *after = page.last_seq;

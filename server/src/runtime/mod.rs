@@ -1,5 +1,5 @@
 //! The boundary to agent backends. A [`RuntimeAdapter`] runs one turn: it reads the request,
-//! emits events through [`RunIo`] (each is journaled before `emit` returns), may wait for the
+//! emits events through [`RunIo`] (journaled in order; see [`RunIo::emit`]), may wait for the
 //! user's approval or clarification, and returns how the turn ended. It never touches the
 //! journal, the store or HTTP itself.
 
@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::journal::{self, Journal, JournalError, Queued};
 use crate::store::{Interaction, Role, Store, TitleSource};
 
+pub mod agui;
 pub mod demo;
 pub mod hermes;
 pub mod openai;
@@ -584,6 +585,11 @@ pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAd
                 .model
                 .clone()
                 .unwrap_or_else(|| "hermes-agent".to_owned()),
+            idle: hermes::DEFAULT_IDLE,
+        })?),
+        Backend::Agui => Arc::new(agui::AguiAgent::new(agui::AguiSettings {
+            url: config.agui_url.clone(),
+            api_key: config.agui_api_key.clone(),
             idle: hermes::DEFAULT_IDLE,
         })?),
     })

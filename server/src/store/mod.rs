@@ -635,6 +635,15 @@ pub trait Store: Send + Sync + 'static {
         owner: Option<&str>,
         now: f64,
     ) -> Result<Session, StoreError>;
+    /// The session `id`, created (titled `title`, owned by `owner`) unless it exists: what a
+    /// client that names its own threads gets (see `routes::protocols`).
+    async fn create_session_as(
+        &self,
+        id: &str,
+        title: &str,
+        owner: Option<&str>,
+        now: f64,
+    ) -> Result<Session, StoreError>;
     /// At most `limit` sessions of `owner` (`None`: those made in open mode) after the first
     /// `offset`: the pinned ones first, then the most recently updated; the archived ones
     /// only (`archived`) or all but those.

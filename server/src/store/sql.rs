@@ -806,6 +806,26 @@ impl Store for SqlStore {
         self.session(&id).await
     }
 
+    async fn create_session_as(
+        &self,
+        id: &str,
+        title: &str,
+        owner: Option<&str>,
+        now: f64,
+    ) -> Result<Session, StoreError> {
+        sqlx::query(
+            "INSERT INTO sessions (id, title, title_source, created_at, updated_at, owner_id) \
+             VALUES ($1, $2, 'default', $3, $3, $4) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(title)
+        .bind(now)
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
+        self.session(id).await
+    }
+
     async fn sessions_page(
         &self,
         owner: Option<&str>,

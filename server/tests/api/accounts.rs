@@ -1,7 +1,6 @@
 //! Accounts: the gate, signing in and out, tokens, the throttle, isolation between users, and
 //! the `server user` commands.
 
-use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
@@ -330,6 +329,11 @@ struct Case {
 enum Expect {
     /// Exactly what an unknown id gets.
     NotFound,
+    /// Exactly what an unknown id gets, whatever that is (a resume with nothing to resume).
+    AsUnknown,
+    /// 200 and a stream of a turn of his own: none of hers in it, nothing of hers changed
+    /// (a name of hers that he uses names a conversation of his).
+    OwnTurn,
     /// 200, and none of alice's ids or titles in the body.
     NothingOfHers,
 }
@@ -548,6 +552,32 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
             expect: Expect::NothingOfHers,
         },
         Case {
+            method: "POST",
+            path: q("/api/agui"),
+            body: json!({"threadId": session, "runId": "bob-1",
+                         "messages": [{"id": "b1", "role": "user", "content": "hi"}]}),
+            expect: Expect::OwnTurn,
+        },
+        Case {
+            method: "GET",
+            path: format!("/api/runs/{run}/agui"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/ai-sdk/chat"),
+            body: json!({"id": session, "messages": [{"id": "b2", "role": "user",
+                         "parts": [{"type": "text", "text": "hi"}]}]}),
+            expect: Expect::OwnTurn,
+        },
+        Case {
+            method: "GET",
+            path: format!("/api/ai-sdk/chat/{session}/stream"),
+            body: Value::Null,
+            expect: Expect::AsUnknown,
+        },
+        Case {
             method: "GET",
             path: q("/api/auth/me"),
             body: Value::Null,
@@ -560,20 +590,26 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
             expect: Expect::NothingOfHers,
         },
     ];
-    // Every gated route has a case: a route added without one fails here.
-    let covered: BTreeMap<(&str, &str), usize> = cases
-        .iter()
-        .map(|c| (c.method, c.path.split('?').next().unwrap()))
-        .fold(BTreeMap::new(), |mut m, k| {
-            *m.entry(k).or_default() += 1;
-            m
-        });
-    for (method, path) in server::routes::api_routes() {
+    // Every gated route has a case: a route added without one fails here. A `{param}` of a
+    // route's path stands for any one segment.
+    let matches = |route: &str, path: &str| {
+        let path = path.split('?').next().unwrap();
+        let (r, p): (Vec<&str>, Vec<&str>) =
+            (route.split('/').collect(), path.split('/').collect());
+        r.len() == p.len()
+            && r.iter()
+                .zip(&p)
+                .all(|(r, p)| r == p || (r.starts_with('{') && r.ends_with('}')))
+    };
+    for (method, route) in server::routes::api_routes() {
         assert!(
-            covered.contains_key(&(method, path)),
-            "{method} {path} has no isolation case: add one (and an owner check to the route)"
+            cases
+                .iter()
+                .any(|c| c.method == method && matches(route, &c.path)),
+            "{method} {route} has no isolation case: add one (and an owner check to the route)"
         );
     }
+    let her_messages = app.store.messages(&session).await.unwrap().len();
 
     for case in &cases {
         let (code, body) = match case.method {
@@ -604,6 +640,31 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
                     (code, &body),
                     (ucode, &ubody),
                     "{} {}",
+                    case.method,
+                    case.path
+                );
+            }
+            Expect::AsUnknown => {
+                let unknown_path = case.path.replace(&session, "nosuchsession");
+                let res = app.raw_get(&case.path).await;
+                let unknown = app.raw_get(&unknown_path).await;
+                assert_eq!(res, unknown, "{} {}", case.method, case.path);
+            }
+            Expect::OwnTurn => {
+                let (code, text) = app.raw_post(&case.path, case.body.clone()).await;
+                assert_eq!(code, 200, "{} {}: {text}", case.method, case.path);
+                for hers in [&run, "Alice's secret plans", "alice"] {
+                    assert!(
+                        !text.contains(hers),
+                        "{} {} shows {hers}: {text}",
+                        case.method,
+                        case.path
+                    );
+                }
+                assert_eq!(
+                    app.store.messages(&session).await.unwrap().len(),
+                    her_messages,
+                    "{} {} wrote into her conversation",
                     case.method,
                     case.path
                 );

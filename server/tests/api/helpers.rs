@@ -177,6 +177,27 @@ impl TestApp {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
+    /// A GET's status and body text.
+    pub async fn raw_get(&self, path: &str) -> (u16, String) {
+        let res = self
+            .with_cookie(self.client.get(self.url(path)))
+            .send()
+            .await
+            .expect("request");
+        (res.status().as_u16(), res.text().await.unwrap_or_default())
+    }
+
+    /// A JSON POST's status and body text (a stream read to its end).
+    pub async fn raw_post(&self, path: &str, body: Value) -> (u16, String) {
+        let res = self
+            .with_cookie(self.client.post(self.url(path)))
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        (res.status().as_u16(), res.text().await.unwrap_or_default())
+    }
+
     /// Uploads a file as an attachment (for `session`, if given); returns the status and
     /// the JSON body.
     pub async fn upload(&self, name: &str, bytes: Vec<u8>, session: Option<&str>) -> (u16, Value) {

@@ -13,6 +13,7 @@ mod limits;
 mod models;
 mod pages;
 mod places;
+mod protocols;
 mod restart;
 mod security;
 mod sessions;

@@ -1,0 +1,120 @@
+//! Other protocols' views of a run: AG-UI events ([`agui`]) and the AI SDK's UI message
+//! stream ([`ui_stream`]). Both read the same journal rows, in order, and keep what is open.
+
+pub mod agui;
+pub mod ui_stream;
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use crate::store::JournalRow;
+
+/// What a translation keeps of a turn while it goes through its rows.
+struct Turn {
+    run_id: String,
+    /// The open text part or message.
+    text: Option<String>,
+    /// The open reasoning part or message.
+    reasoning: Option<String>,
+    /// Some answer text was sent.
+    streamed_text: bool,
+    /// Tool calls started.
+    tools: HashSet<String>,
+    unnamed_tools: u32,
+    /// How the run ended (its terminal row): the state, and its message.
+    ending: Option<(String, String)>,
+}
+
+/// How a stream closes.
+enum Closing {
+    /// The turn ended normally (`completed`, `tool_limit_reached`, `cancelled`).
+    Finished(String),
+    /// It failed: its state and what went wrong.
+    Failed { state: String, message: String },
+}
+
+impl Turn {
+    fn new(run_id: String) -> Self {
+        Turn {
+            run_id,
+            text: None,
+            reasoning: None,
+            streamed_text: false,
+            tools: HashSet::new(),
+            unnamed_tools: 0,
+            ending: None,
+        }
+    }
+
+    fn end(&mut self, row: &JournalRow) {
+        let state = row
+            .terminal_state
+            .clone()
+            .unwrap_or_else(|| "error".to_owned());
+        let message = row
+            .payload
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.ending = Some((state, message));
+    }
+
+    fn completed(&self) -> bool {
+        self.ending
+            .as_ref()
+            .is_some_and(|(state, _)| state == "completed" || state == "tool_limit_reached")
+    }
+
+    fn closing(&self) -> Closing {
+        match &self.ending {
+            Some((state, _))
+                if matches!(
+                    state.as_str(),
+                    "completed" | "tool_limit_reached" | "cancelled"
+                ) =>
+            {
+                Closing::Finished(state.clone())
+            }
+            Some((state, message)) => Closing::Failed {
+                state: state.clone(),
+                message: if message.is_empty() {
+                    format!("The turn ended: {state}.")
+                } else {
+                    message.clone()
+                },
+            },
+            None => Closing::Failed {
+                state: "error".to_owned(),
+                message: "The turn ended without a result.".to_owned(),
+            },
+        }
+    }
+
+    /// The tool call a row names, and whether it is new. Its id is the run's and the row's
+    /// `tid` (a backend's ids repeat from turn to turn; a client's thread holds many turns).
+    fn tool_call(&mut self, p: &Map<String, Value>) -> (String, bool) {
+        let tid = match p
+            .get("tid")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            Some(tid) => format!("{}-{tid}", self.run_id),
+            None => {
+                self.unnamed_tools += 1;
+                format!("{}-tool-{}", self.run_id, self.unnamed_tools)
+            }
+        };
+        let fresh = self.tools.insert(tid.clone());
+        (tid, fresh)
+    }
+}
+
+/// `data: <json>` and the blank line.
+pub(crate) fn data_frame(event: &Value, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"data: ");
+    // A `Value` always serializes.
+    let _ = serde_json::to_writer(&mut *out, event);
+    out.extend_from_slice(b"\n\n");
+}
