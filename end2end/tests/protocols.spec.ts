@@ -329,8 +329,8 @@ test("a stopped run's AG-UI stream ends in RUN_FINISHED, cancelled, with what it
   expect(read.warnings).toEqual([]);
   const o = await ours(request, baseURL!, run);
   expect(o.terminal).toBe("cancelled");
-  // RUN_FINISHED, its result naming our terminal state. (AG-UI 1.0 also has an outcome of
-  // its own for this, `{type: "cancelled"}`; the server sends "success".)
+  // RUN_FINISHED with AG-UI 1.0's own outcome for it, `{type: "cancelled"}` (so the client
+  // does not take the open call as one for it to answer), its result naming our state.
   checkEvents(read, o, session, run, STOPPED_OUTCOME);
   expect(read.messages[0]).toMatchObject({ role: "assistant", content: o.tokens });
   expect(o.tokens.length).toBeLessThan(Array.from({ length: 300 }, (_, i) => `w${i} `).join("").length);
