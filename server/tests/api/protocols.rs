@@ -644,3 +644,47 @@ fn ui_parts(chunks: &[Value]) -> (Vec<String>, Vec<ToolPart>) {
     assert!(open.is_empty(), "every part ended");
     (text, tools)
 }
+
+#[tokio::test]
+async fn a_failed_turn_ends_each_protocols_stream_as_that_protocol_says_failure() {
+    let upstream = Upstream::start().await;
+    let failing = || {
+        script(
+            &[
+                json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+                json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Partly "}),
+                json!({"type": "RUN_ERROR", "message": "the model is overloaded"}),
+            ],
+            13,
+        )
+    };
+    upstream.script(AGENT, failing());
+    upstream.script(AGENT, failing());
+    let app = spawn_app_with_adapter(agent(&upstream, None)).await;
+
+    let input = json!({"threadId": "failing", "runId": "r1",
+                       "messages": [{"id": "u1", "role": "user", "content": "go"}]});
+    let (_, events) = post_stream(&app, "/api/agui", input).await;
+    verify_agui(&events);
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "RUN_ERROR");
+    assert_eq!(end["code"], "error");
+    assert!(end["message"]
+        .as_str()
+        .unwrap()
+        .contains("the model is overloaded"));
+
+    let body = json!({"id": "failing-chat",
+                      "messages": [{"id": "u2", "role": "user", "parts": [{"type": "text", "text": "go"}]}]});
+    let (_, chunks) = post_stream(&app, "/api/ai-sdk/chat", body).await;
+    let (text, _) = ui_parts(&chunks);
+    assert_eq!(text, vec!["Partly ".to_owned()]);
+    let error = &chunks[chunks.len() - 2];
+    assert_eq!(error["type"], "error");
+    assert!(error["errorText"]
+        .as_str()
+        .unwrap()
+        .contains("the model is overloaded"));
+    assert_eq!(chunks.last().unwrap(), &json!("[DONE]"));
+    assert!(!chunks.iter().any(|c| c["type"] == "finish"));
+}
