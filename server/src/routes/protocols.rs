@@ -137,21 +137,22 @@ const AGUI_HEADERS: [(&str, &str); 3] = [
     ("x-accel-buffering", "no"),
 ];
 
-struct AguiEncoder(AguiEvents);
-
-impl AguiEncoder {
-    fn encode(&mut self, row: &JournalRow, out: &mut Vec<u8>) {
-        for event in self.0.row(row) {
-            data_frame(&event, out);
-        }
-    }
+/// A translation of journal rows into another protocol's frames.
+trait Translation: Send {
+    /// What opens the stream.
+    fn opening(&mut self, out: &mut Vec<u8>);
+    /// What one row becomes.
+    fn row(&mut self, row: &JournalRow, out: &mut Vec<u8>);
 }
 
+/// A follower's encoder that translates each row.
+struct ByRow<T>(T);
+
 #[async_trait::async_trait]
-impl Encoder for AguiEncoder {
+impl<T: Translation> Encoder for ByRow<T> {
     fn opening(&mut self) -> Option<Bytes> {
         let mut out = Vec::new();
-        data_frame(&self.0.opening(), &mut out);
+        self.0.opening(&mut out);
         Some(Bytes::from(out))
     }
 
@@ -162,16 +163,25 @@ impl Encoder for AguiEncoder {
         after: u64,
         up_to: Option<u64>,
     ) -> Result<Page, StoreError> {
-        rows_page(store, run_id, after, up_to, |row, out| {
-            self.encode(row, out)
-        })
-        .await
+        rows_page(store, run_id, after, up_to, |row, out| self.0.row(row, out)).await
     }
 
     fn frame(&mut self, frame: &Frame) -> Bytes {
         let mut out = Vec::new();
-        self.encode(&frame.row, &mut out);
+        self.0.row(&frame.row, &mut out);
         Bytes::from(out)
+    }
+}
+
+impl Translation for AguiEvents {
+    fn opening(&mut self, out: &mut Vec<u8>) {
+        data_frame(&AguiEvents::opening(self), out);
+    }
+
+    fn row(&mut self, row: &JournalRow, out: &mut Vec<u8>) {
+        for event in AguiEvents::row(self, row) {
+            data_frame(&event, out);
+        }
     }
 }
 
@@ -202,7 +212,7 @@ pub async fn agui_run(
     let run_id = start_turn(&state, &viewer, &session, &message, client_id).await?;
     let (_, live) = open_run(&state, &viewer, &run_id).await?;
     let known_as = client_run.unwrap_or_else(|| run_id.clone());
-    let encoder = AguiEncoder(AguiEvents::new(thread, known_as, run_id.clone()));
+    let encoder = ByRow(AguiEvents::new(thread, known_as, run_id.clone()));
     let from = Following {
         run_id,
         after: 0,
@@ -219,7 +229,7 @@ pub async fn agui_follow(
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (run, live) = open_run(&state, &viewer, &run_id).await?;
-    let encoder = AguiEncoder(AguiEvents::new(
+    let encoder = ByRow(AguiEvents::new(
         run.session_id.clone(),
         run.id.clone(),
         run.id.clone(),
@@ -267,42 +277,18 @@ struct UiEncoder {
     session_id: String,
 }
 
-impl UiEncoder {
-    fn encode(&mut self, row: &JournalRow, out: &mut Vec<u8>) {
+impl Translation for UiEncoder {
+    fn opening(&mut self, out: &mut Vec<u8>) {
+        data_frame(&self.chunks.opening(&self.session_id), out);
+    }
+
+    fn row(&mut self, row: &JournalRow, out: &mut Vec<u8>) {
         for chunk in self.chunks.row(row) {
             data_frame(&chunk, out);
         }
         if row.kind == anchor::EventKind::StreamEnd.name() {
             out.extend_from_slice(b"data: [DONE]\n\n");
         }
-    }
-}
-
-#[async_trait::async_trait]
-impl Encoder for UiEncoder {
-    fn opening(&mut self) -> Option<Bytes> {
-        let mut out = Vec::new();
-        data_frame(&self.chunks.opening(&self.session_id), &mut out);
-        Some(Bytes::from(out))
-    }
-
-    async fn page(
-        &mut self,
-        store: &dyn Store,
-        run_id: &str,
-        after: u64,
-        up_to: Option<u64>,
-    ) -> Result<Page, StoreError> {
-        rows_page(store, run_id, after, up_to, |row, out| {
-            self.encode(row, out)
-        })
-        .await
-    }
-
-    fn frame(&mut self, frame: &Frame) -> Bytes {
-        let mut out = Vec::new();
-        self.encode(&frame.row, &mut out);
-        Bytes::from(out)
     }
 }
 
@@ -322,7 +308,7 @@ fn ui_stream(
         after: 0,
         live,
     };
-    respond_with(state, viewer, from, encoder, &UI_STREAM_HEADERS)
+    respond_with(state, viewer, from, ByRow(encoder), &UI_STREAM_HEADERS)
 }
 
 /// `POST /api/ai-sdk/chat`: sends the last user message of `messages` as a turn of the

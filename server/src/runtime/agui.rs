@@ -120,22 +120,7 @@ impl AguiAgent {
         let mut reader = EventReader::new(response, self.settings.idle);
         let mut run = AguiTurn::default();
         loop {
-            let next = io.unless_stopped(reader.next()).await?;
-            let event = match next {
-                Ok(Some(event)) => event,
-                Ok(None) => {
-                    return Err(fail(
-                        "The AG-UI agent closed the stream before the run finished.",
-                        "The partial answer is kept; send the message again to retry.".to_owned(),
-                    ))
-                }
-                Err(e) => {
-                    return Err(fail(
-                        "The connection to the AG-UI agent was lost mid-run.",
-                        format!("{e}. The partial answer is kept."),
-                    ))
-                }
-            };
+            let event = super::next_event(&mut reader, io, "the AG-UI agent").await?;
             let data = event.data.trim();
             if data.is_empty() {
                 continue;

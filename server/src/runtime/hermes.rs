@@ -161,22 +161,7 @@ impl HermesAgent {
         let mut reader = EventReader::new(response, self.settings.idle);
         let mut answer = String::new();
         loop {
-            let next = io.unless_stopped(reader.next()).await?;
-            let event = match next {
-                Ok(Some(event)) => event,
-                Ok(None) => {
-                    return Err(fail(
-                        "The Hermes gateway closed the event stream before the run finished.",
-                        "The partial answer is kept; send the message again to retry.".to_owned(),
-                    ))
-                }
-                Err(e) => {
-                    return Err(fail(
-                        "The connection to the Hermes gateway was lost mid-run.",
-                        format!("{e}. The partial answer is kept."),
-                    ))
-                }
-            };
+            let event = super::next_event(&mut reader, io, "the Hermes gateway").await?;
             let data = event.data.trim();
             if data == "[DONE]" {
                 return Err(fail(

@@ -427,6 +427,31 @@ pub(crate) fn fail(message: impl Into<String>, hint: impl Into<Option<String>>) 
     }
 }
 
+/// The next event of an agent's event stream, or why the turn ends: stopped, the stream closed
+/// before the run finished, or the connection lost. `who` names the other side ("the Hermes
+/// gateway").
+pub(crate) async fn next_event(
+    reader: &mut sse::EventReader,
+    io: &RunIo,
+    who: &str,
+) -> Result<sse::SseEvent, Fail> {
+    let mut capitalized = who.to_owned();
+    if let Some(first) = capitalized.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    match io.unless_stopped(reader.next()).await? {
+        Ok(Some(event)) => Ok(event),
+        Ok(None) => Err(fail(
+            format!("{capitalized} closed the event stream before the run finished."),
+            "The partial answer is kept; send the message again to retry.".to_owned(),
+        )),
+        Err(e) => Err(fail(
+            format!("The connection to {who} was lost mid-run."),
+            format!("{e}. The partial answer is kept."),
+        )),
+    }
+}
+
 /// How a turn that returned `result` ended.
 pub(crate) fn end_of(result: Result<RunEnd, Fail>) -> RunEnd {
     match result {

@@ -239,7 +239,7 @@ async fn an_agui_agent_that_fails_pauses_or_drops_ends_the_turn_honestly() {
         .unwrap()
         .to_owned();
     assert!(
-        message.contains("closed the stream before the run finished"),
+        message.contains("closed the event stream before the run finished"),
         "{message}"
     );
 
