@@ -9,7 +9,7 @@
 use anchor::EventKind;
 use serde_json::{json, Map, Value};
 
-use super::{Closing, Turn};
+use super::{Closing, Framing, Part, Turn};
 use crate::store::JournalRow;
 
 /// Turns a run's journal rows, in order, into AG-UI events.
@@ -18,7 +18,31 @@ pub struct AguiEvents {
     /// The thread and run ids the client knows the run by.
     thread_id: String,
     run_id: String,
-    segment: u32,
+}
+
+struct Frames;
+
+impl Framing for Frames {
+    fn start(part: Part, id: &str, out: &mut Vec<Value>) {
+        match part {
+            Part::Text => out
+                .push(json!({"type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant"})),
+            Part::Reasoning => {
+                out.push(json!({"type": "REASONING_START", "messageId": id}));
+                out.push(json!({"type": "REASONING_MESSAGE_START", "messageId": id, "role": "reasoning"}));
+            }
+        }
+    }
+
+    fn end(part: Part, id: &str, out: &mut Vec<Value>) {
+        match part {
+            Part::Text => out.push(json!({"type": "TEXT_MESSAGE_END", "messageId": id})),
+            Part::Reasoning => {
+                out.push(json!({"type": "REASONING_MESSAGE_END", "messageId": id}));
+                out.push(json!({"type": "REASONING_END", "messageId": id}));
+            }
+        }
+    }
 }
 
 impl AguiEvents {
@@ -28,7 +52,6 @@ impl AguiEvents {
             turn: Turn::new(our_run),
             thread_id,
             run_id,
-            segment: 0,
         }
     }
 
@@ -60,8 +83,7 @@ impl AguiEvents {
             Some(EventKind::Token) => {
                 let delta = text("text");
                 if !delta.is_empty() {
-                    self.close_reasoning(&mut out);
-                    let id = self.open_text(&mut out);
+                    let id = self.turn.open::<Frames>(Part::Text, &mut out);
                     out.push(
                         json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": delta}),
                     );
@@ -71,28 +93,16 @@ impl AguiEvents {
             Some(EventKind::Reasoning) => {
                 let delta = text("text");
                 if !delta.is_empty() {
-                    self.close_text(&mut out);
-                    let id = match &self.turn.reasoning {
-                        Some(id) => id.clone(),
-                        None => {
-                            let id = self.next_id("reasoning");
-                            out.push(json!({"type": "REASONING_START", "messageId": id}));
-                            out.push(json!({"type": "REASONING_MESSAGE_START", "messageId": id, "role": "reasoning"}));
-                            self.turn.reasoning = Some(id.clone());
-                            id
-                        }
-                    };
+                    let id = self.turn.open::<Frames>(Part::Reasoning, &mut out);
                     out.push(json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": id, "delta": delta}));
                 }
             }
             Some(EventKind::Tool) => {
-                let parent = self.close_text(&mut out);
-                self.close_reasoning(&mut out);
+                let parent = self.turn.close_all::<Frames>(&mut out);
                 self.start_tool(p, parent, &mut out);
             }
             Some(EventKind::ToolComplete) => {
-                let parent = self.close_text(&mut out);
-                self.close_reasoning(&mut out);
+                let parent = self.turn.close_all::<Frames>(&mut out);
                 let tid = self.start_tool(p, parent, &mut out);
                 let content = match p.get("preview") {
                     Some(Value::String(s)) => s.clone(),
@@ -115,7 +125,7 @@ impl AguiEvents {
                 // A backend that streamed no text still answered: its answer is one message.
                 let content = text("content");
                 if !self.turn.streamed_text && !content.is_empty() && self.turn.completed() {
-                    let id = self.open_text(&mut out);
+                    let id = self.turn.open::<Frames>(Part::Text, &mut out);
                     out.push(
                         json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": content}),
                     );
@@ -123,8 +133,7 @@ impl AguiEvents {
                 }
             }
             Some(EventKind::StreamEnd) => {
-                self.close_text(&mut out);
-                self.close_reasoning(&mut out);
+                self.turn.close_all::<Frames>(&mut out);
                 out.push(match self.turn.closing() {
                     Closing::Finished(state) => json!({
                         "type": "RUN_FINISHED",
@@ -153,35 +162,6 @@ impl AguiEvents {
             event["metadata"] = meta.clone();
         }
         out
-    }
-
-    fn next_id(&mut self, what: &str) -> String {
-        self.segment += 1;
-        format!("{}-{what}-{}", self.turn.run_id, self.segment)
-    }
-
-    fn open_text(&mut self, out: &mut Vec<Value>) -> String {
-        if let Some(id) = &self.turn.text {
-            return id.clone();
-        }
-        let id = self.next_id("text");
-        out.push(json!({"type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant"}));
-        self.turn.text = Some(id.clone());
-        id
-    }
-
-    /// Ends the open text message; its id.
-    fn close_text(&mut self, out: &mut Vec<Value>) -> Option<String> {
-        let id = self.turn.text.take()?;
-        out.push(json!({"type": "TEXT_MESSAGE_END", "messageId": id}));
-        Some(id)
-    }
-
-    fn close_reasoning(&mut self, out: &mut Vec<Value>) {
-        if let Some(id) = self.turn.reasoning.take() {
-            out.push(json!({"type": "REASONING_MESSAGE_END", "messageId": id}));
-            out.push(json!({"type": "REASONING_END", "messageId": id}));
-        }
     }
 
     /// Starts, argues and ends the tool call a row names, unless it was already; its id.

@@ -17,6 +17,8 @@ struct Turn {
     text: Option<String>,
     /// The open reasoning part or message.
     reasoning: Option<String>,
+    /// Parts opened so far (each part's id is the run's and its number).
+    parts: u32,
     /// Some answer text was sent.
     streamed_text: bool,
     /// Tool calls started.
@@ -24,6 +26,19 @@ struct Turn {
     unnamed_tools: u32,
     /// How the run ended (its terminal row): the state, and its message.
     ending: Option<(String, String)>,
+}
+
+/// A part of the answer that opens and closes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Text,
+    Reasoning,
+}
+
+/// How a protocol writes the start and the end of a part.
+trait Framing {
+    fn start(part: Part, id: &str, out: &mut Vec<Value>);
+    fn end(part: Part, id: &str, out: &mut Vec<Value>);
 }
 
 /// How a stream closes.
@@ -40,11 +55,55 @@ impl Turn {
             run_id,
             text: None,
             reasoning: None,
+            parts: 0,
             streamed_text: false,
             tools: HashSet::new(),
             unnamed_tools: 0,
             ending: None,
         }
+    }
+
+    fn slot(&mut self, part: Part) -> &mut Option<String> {
+        match part {
+            Part::Text => &mut self.text,
+            Part::Reasoning => &mut self.reasoning,
+        }
+    }
+
+    /// The id of the open `part`, started if none is (and the other kind ended first).
+    fn open<F: Framing>(&mut self, part: Part, out: &mut Vec<Value>) -> String {
+        let other = match part {
+            Part::Text => Part::Reasoning,
+            Part::Reasoning => Part::Text,
+        };
+        self.close::<F>(other, out);
+        if let Some(id) = self.slot(part).clone() {
+            return id;
+        }
+        self.parts += 1;
+        let name = if part == Part::Text {
+            "text"
+        } else {
+            "reasoning"
+        };
+        let id = format!("{}-{name}-{}", self.run_id, self.parts);
+        F::start(part, &id, out);
+        *self.slot(part) = Some(id.clone());
+        id
+    }
+
+    /// Ends the open `part`, if any; its id.
+    fn close<F: Framing>(&mut self, part: Part, out: &mut Vec<Value>) -> Option<String> {
+        let id = self.slot(part).take()?;
+        F::end(part, &id, out);
+        Some(id)
+    }
+
+    /// Ends whatever is open; the id of the text part it ended.
+    fn close_all<F: Framing>(&mut self, out: &mut Vec<Value>) -> Option<String> {
+        let text = self.close::<F>(Part::Text, out);
+        self.close::<F>(Part::Reasoning, out);
+        text
     }
 
     fn end(&mut self, row: &JournalRow) {

@@ -8,13 +8,34 @@
 use anchor::EventKind;
 use serde_json::{json, Value};
 
-use super::{Closing, Turn};
+use super::{Closing, Framing, Part, Turn};
 use crate::store::JournalRow;
 
 /// Turns a run's journal rows, in order, into UI message chunks.
 pub struct UiChunks {
     turn: Turn,
-    segment: u32,
+}
+
+struct Chunks;
+
+impl Framing for Chunks {
+    fn start(part: Part, id: &str, out: &mut Vec<Value>) {
+        let kind = if part == Part::Text {
+            "text-start"
+        } else {
+            "reasoning-start"
+        };
+        out.push(json!({"type": kind, "id": id}));
+    }
+
+    fn end(part: Part, id: &str, out: &mut Vec<Value>) {
+        let kind = if part == Part::Text {
+            "text-end"
+        } else {
+            "reasoning-end"
+        };
+        out.push(json!({"type": kind, "id": id}));
+    }
 }
 
 impl UiChunks {
@@ -22,7 +43,6 @@ impl UiChunks {
     pub fn new(run_id: String) -> Self {
         UiChunks {
             turn: Turn::new(run_id),
-            segment: 0,
         }
     }
 
@@ -44,8 +64,7 @@ impl UiChunks {
             Some(EventKind::Token) => {
                 let delta = text("text");
                 if !delta.is_empty() {
-                    self.close_reasoning(&mut out);
-                    let id = self.open_text(&mut out);
+                    let id = self.turn.open::<Chunks>(Part::Text, &mut out);
                     out.push(json!({"type": "text-delta", "id": id, "delta": delta}));
                     self.turn.streamed_text = true;
                 }
@@ -53,27 +72,16 @@ impl UiChunks {
             Some(EventKind::Reasoning) => {
                 let delta = text("text");
                 if !delta.is_empty() {
-                    self.close_text(&mut out);
-                    let id = match &self.turn.reasoning {
-                        Some(id) => id.clone(),
-                        None => {
-                            let id = self.next_id("reasoning");
-                            out.push(json!({"type": "reasoning-start", "id": id}));
-                            self.turn.reasoning = Some(id.clone());
-                            id
-                        }
-                    };
+                    let id = self.turn.open::<Chunks>(Part::Reasoning, &mut out);
                     out.push(json!({"type": "reasoning-delta", "id": id, "delta": delta}));
                 }
             }
             Some(EventKind::Tool) => {
-                self.close_text(&mut out);
-                self.close_reasoning(&mut out);
+                self.turn.close_all::<Chunks>(&mut out);
                 self.start_tool(p, &mut out);
             }
             Some(EventKind::ToolComplete) => {
-                self.close_text(&mut out);
-                self.close_reasoning(&mut out);
+                self.turn.close_all::<Chunks>(&mut out);
                 let tid = self.start_tool(p, &mut out);
                 let failed = p.get("is_error").and_then(Value::as_bool) == Some(true);
                 let output = p.get("preview").cloned().unwrap_or(Value::Null);
@@ -94,14 +102,13 @@ impl UiChunks {
             Some(EventKind::SettledMessage) => {
                 let content = text("content");
                 if !self.turn.streamed_text && !content.is_empty() && self.turn.completed() {
-                    let id = self.open_text(&mut out);
+                    let id = self.turn.open::<Chunks>(Part::Text, &mut out);
                     out.push(json!({"type": "text-delta", "id": id, "delta": content}));
                     self.turn.streamed_text = true;
                 }
             }
             Some(EventKind::StreamEnd) => {
-                self.close_text(&mut out);
-                self.close_reasoning(&mut out);
+                self.turn.close_all::<Chunks>(&mut out);
                 match self.turn.closing() {
                     Closing::Finished(state) if state == "cancelled" => {
                         out.push(json!({"type": "abort", "reason": "Stopped by the user"}));
@@ -123,33 +130,6 @@ impl UiChunks {
             _ => {}
         }
         out
-    }
-
-    fn next_id(&mut self, what: &str) -> String {
-        self.segment += 1;
-        format!("{what}-{}", self.segment)
-    }
-
-    fn open_text(&mut self, out: &mut Vec<Value>) -> String {
-        if let Some(id) = &self.turn.text {
-            return id.clone();
-        }
-        let id = self.next_id("text");
-        out.push(json!({"type": "text-start", "id": id}));
-        self.turn.text = Some(id.clone());
-        id
-    }
-
-    fn close_text(&mut self, out: &mut Vec<Value>) {
-        if let Some(id) = self.turn.text.take() {
-            out.push(json!({"type": "text-end", "id": id}));
-        }
-    }
-
-    fn close_reasoning(&mut self, out: &mut Vec<Value>) {
-        if let Some(id) = self.turn.reasoning.take() {
-            out.push(json!({"type": "reasoning-end", "id": id}));
-        }
     }
 
     fn start_tool(&mut self, p: &serde_json::Map<String, Value>, out: &mut Vec<Value>) -> String {
