@@ -167,14 +167,8 @@ impl TestApp {
 
     /// POSTs JSON; returns the status and the JSON body.
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let res = self
-            .with_cookie(self.client.post(self.url(path)))
-            .json(&body)
-            .send()
-            .await
-            .expect("request");
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
+        let (status, text) = self.raw_post(path, body).await;
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
     /// A GET's status and body text.
@@ -218,13 +212,8 @@ impl TestApp {
 
     /// GETs; returns the status and the JSON body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let res = self
-            .with_cookie(self.client.get(self.url(path)))
-            .send()
-            .await
-            .expect("request");
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
+        let (status, text) = self.raw_get(path).await;
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
     /// The session's export in `format` (`md` or `jsonl`), as text.
