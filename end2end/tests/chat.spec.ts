@@ -228,7 +228,7 @@ test.describe("chatting", () => {
     ["/demo error", "error", "Error"],
     ["/demo no_response", "no_response", "No response from provider"],
     ["/demo tool_limit", "tool_limit_reached", "Tool iteration limit reached"],
-    ["/demo exhausted", "compression_exhausted", "Context compression exhausted"],
+    ["/demo exhausted", "compression_exhausted", "Too long for the model's context"],
     ["/demo degraded", "degraded", "Partial turn"],
   ]) {
     test(`a turn ending ${state} shows its card`, async ({ page, request }) => {

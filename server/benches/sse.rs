@@ -251,6 +251,7 @@ async fn replay_benchmark(db: &Db) -> Value {
                 message_id: "m".into(),
                 content: "done".into(),
                 usage: None,
+                cut_off: false,
             },
         }])
         .await

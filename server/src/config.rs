@@ -155,6 +155,23 @@ pub struct Config {
     )]
     pub max_iterations: u32,
 
+    /// The longest answer one model call of the `openai` agent may write, in tokens (sent as
+    /// `max_tokens`; 0 sends none and leaves it to the provider). An answer stopped there is
+    /// shown as cut off, with Continue
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_TOKENS",
+        default_value_t = crate::runtime::openai::DEFAULT_MAX_TOKENS
+    )]
+    pub max_tokens: u32,
+
+    /// The model's context window in tokens, for the `openai` agent [default: what the
+    /// provider's model list or its errors report]. The oldest turns are left out of a
+    /// request that would not fit, and the turn says so
+    #[arg(long, global = true, env = "ANCHORAGE_CONTEXT_TOKENS")]
+    pub context_tokens: Option<u32>,
+
     /// Base URL of the Hermes Agent gateway
     #[arg(
         long,

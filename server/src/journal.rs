@@ -758,6 +758,7 @@ mod tests {
                 message_id: format!("m-{run}-answer"),
                 content: "done".into(),
                 usage: None,
+                cut_off: false,
             },
         };
         // Interleaved; b settles in the middle, and an append to b after that is refused.

@@ -492,11 +492,13 @@ impl Runner {
             None => None,
         };
         let ending = Ending::of(end);
+        let cut_off = ending.payload.get("cut_off").is_some();
         let terminal = journal::event(ending.kind, ending.payload, Some(ending.state));
         let answer = SettledAnswer {
             message_id: answer_id(run_id),
             content: ending.answer,
             usage: ending.usage,
+            cut_off,
         };
         let settled = match self.journal.settle(run_id, terminal, answer).await {
             Ok(_) => {
@@ -966,6 +968,30 @@ impl Ending {
                 answer,
                 usage,
             ),
+            // Completed, and said to be cut off: the terminal state stays the agent's, the
+            // notice travels beside it (and in the settled message).
+            RunEnd::CutOff {
+                answer,
+                usage,
+                limit,
+            } => {
+                let message = match limit {
+                    Some(limit) => format!(
+                        "The answer was cut off: it reached the limit of {limit} tokens for an \
+                         answer."
+                    ),
+                    None => "The answer was cut off: the model ran out of room in its context."
+                        .to_owned(),
+                };
+                (
+                    EventKind::Done,
+                    TerminalState::Completed,
+                    json!({"status": "completed", "usage": usage, "finish_reason": "length",
+                       "cut_off": {"limit": limit, "message": message}}),
+                    answer,
+                    usage,
+                )
+            }
             RunEnd::ToolLimitReached { answer, usage } => (
                 EventKind::Done,
                 TerminalState::ToolLimitReached,
@@ -996,6 +1022,14 @@ impl Ending {
                 json!({"status": "compression_exhausted", "type": "compression_exhausted",
                    "message": "The conversation is too long to continue, even after compression.",
                    "hint": "Start a new session."}),
+                String::new(),
+                None,
+            ),
+            RunEnd::ContextOverflow { message, hint } => (
+                EventKind::Apperror,
+                TerminalState::CompressionExhausted,
+                json!({"status": "compression_exhausted", "type": "context_overflow",
+                   "message": redact_secrets(&message), "hint": hint}),
                 String::new(),
                 None,
             ),

@@ -179,6 +179,21 @@ pub struct TurnSnapshot {
     pub last_seq: u64,
     /// When the first and the last event happened.
     pub span: (Option<f64>, Option<f64>),
+    /// What the turn says beside its answer.
+    #[serde(default)]
+    pub notices: TurnNotices,
+}
+
+/// What a turn says beside its answer, apart from how it ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnNotices {
+    /// The oldest messages of the conversation were left out of the model's request (they did
+    /// not fit its context): what to tell the reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<String>,
+    /// The provider stopped the answer at a length limit: what to tell the reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_off: Option<String>,
 }
 
 /// A settled turn of at most this many journal rows comes with them (not as its snapshot)

@@ -9,7 +9,7 @@ pub(crate) fn terminal_label(state: TerminalState) -> &'static str {
         TerminalState::Interrupted => "Response interrupted",
         TerminalState::NoResponse => "No response from provider",
         TerminalState::ToolLimitReached => "Tool iteration limit reached",
-        TerminalState::CompressionExhausted => "Context compression exhausted",
+        TerminalState::CompressionExhausted => "Too long for the model's context",
         TerminalState::ConnectionLost => "Connection interrupted",
         TerminalState::Degraded => "Partial turn",
         TerminalState::Error => "Error",

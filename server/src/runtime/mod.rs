@@ -128,6 +128,22 @@ pub enum RunEnd {
     NoResponse,
     /// Context compression could not make room.
     CompressionExhausted,
+    /// The request does not fit the model's context, even with the oldest turns left out.
+    ContextOverflow {
+        /// What does not fit, for the user.
+        message: String,
+        /// What they can do about it.
+        hint: String,
+    },
+    /// The agent answered, but the provider stopped the answer at a length limit.
+    CutOff {
+        /// The answer as far as it got.
+        answer: String,
+        /// Token usage.
+        usage: Option<Value>,
+        /// The answer limit it reached (`None`: the end of the model's context).
+        limit: Option<u32>,
+    },
     /// The turn could only be partly carried out or reconstructed.
     Degraded {
         /// What is missing.
@@ -411,6 +427,13 @@ pub(crate) enum Fail {
         message: String,
         hint: Option<String>,
     },
+    /// The request does not fit the model's context (`window`: its size, when the provider
+    /// named it).
+    Overflow {
+        message: String,
+        hint: String,
+        window: Option<u32>,
+    },
 }
 
 impl From<Stopped> for Fail {
@@ -458,6 +481,7 @@ pub(crate) fn end_of(result: Result<RunEnd, Fail>) -> RunEnd {
         Ok(end) => end,
         Err(Fail::Stopped) => RunEnd::Cancelled,
         Err(Fail::Error { message, hint }) => RunEnd::Failed { message, hint },
+        Err(Fail::Overflow { message, hint, .. }) => RunEnd::ContextOverflow { message, hint },
     }
 }
 
@@ -599,6 +623,8 @@ pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAd
                         .unwrap_or_else(|| "gpt-4o-mini".to_owned()),
                     max_iterations: config.max_iterations,
                     idle: openai::DEFAULT_IDLE,
+                    max_tokens: (config.max_tokens > 0).then_some(config.max_tokens),
+                    context_tokens: config.context_tokens.filter(|t| *t > 0),
                 },
                 workspace,
             )?)

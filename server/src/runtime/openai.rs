@@ -28,6 +28,14 @@ const MODELS_REFRESH: Duration = Duration::from_secs(2);
 const MODELS_LIMIT: usize = 500;
 /// Tool output shown in the tool row (the model gets all of it).
 const PREVIEW_LIMIT: usize = 4_000;
+/// The longest answer a model call may write, in tokens, unless configured (`--max-tokens`).
+pub const DEFAULT_MAX_TOKENS: u32 = 2048;
+/// Bytes of request per token assumed until the provider's usage reports tell better: few
+/// enough that the estimate errs on the side of a shorter request (English runs about four
+/// bytes a token, most other scripts fewer).
+const BYTES_PER_TOKEN: f64 = 3.0;
+/// Tokens each message adds beyond its text (role markers, separators).
+const MESSAGE_OVERHEAD: u64 = 8;
 
 const SYSTEM_PROMPT: &str = "You are the assistant in Anchorage, a chat app. Answer clearly and \
 concisely, in Markdown. You can work with files in the user's workspace through the tools \
@@ -48,6 +56,28 @@ pub struct OpenAiSettings {
     pub max_iterations: u32,
     /// Silence allowed on a stream.
     pub idle: Duration,
+    /// The longest answer one model call may write, in tokens (sent as `max_tokens`; `None`:
+    /// the provider decides).
+    pub max_tokens: Option<u32>,
+    /// The model's context window in tokens, prompt and answer together (`None`: what the
+    /// provider reports, if it does). Requests are kept within it by leaving out the oldest
+    /// turns.
+    pub context_tokens: Option<u32>,
+}
+
+impl OpenAiSettings {
+    /// Settings for `model` at `base_url` with the defaults for everything else.
+    pub fn new(base_url: impl Into<String>, api_key: crate::config::Secret, model: &str) -> Self {
+        OpenAiSettings {
+            base_url: base_url.into(),
+            api_key,
+            model: model.to_owned(),
+            max_iterations: 12,
+            idle: DEFAULT_IDLE,
+            max_tokens: Some(DEFAULT_MAX_TOKENS),
+            context_tokens: None,
+        }
+    }
 }
 
 /// The agent.
@@ -58,6 +88,17 @@ pub struct OpenAiAgent {
     quirks: Mutex<Quirks>,
     // The provider's model list, and when it was asked for.
     models: Mutex<Option<(std::time::Instant, Vec<String>)>>,
+    // What is known of each model's context: its window and how many bytes a token is.
+    contexts: Mutex<std::collections::HashMap<String, ContextInfo>>,
+}
+
+/// What this provider told of a model's context.
+#[derive(Clone, Copy, Debug, Default)]
+struct ContextInfo {
+    /// Its window in tokens (from the model list, or an error that named it).
+    window: Option<u32>,
+    /// Request bytes per prompt token, from the usage of earlier requests.
+    bytes_per_token: Option<f64>,
 }
 
 /// What this provider turned out not to accept.
@@ -65,6 +106,8 @@ pub struct OpenAiAgent {
 struct Quirks {
     no_stream_options: bool,
     no_tools: bool,
+    // Asks for `max_completion_tokens` (newer OpenAI models refuse `max_tokens`).
+    completion_tokens_name: bool,
     // Models that refused a message with an image in it: they are told the images' names.
     no_images: std::collections::HashSet<String>,
 }
@@ -75,6 +118,8 @@ struct Step {
     content: String,
     calls: Vec<Call>,
     usage: Option<(u64, u64)>,
+    /// The provider stopped it at a length limit (`finish_reason: "length"`).
+    cut_off: bool,
 }
 
 #[derive(Default)]
@@ -96,6 +141,7 @@ impl OpenAiAgent {
             client,
             quirks: Mutex::default(),
             models: Mutex::default(),
+            contexts: Mutex::default(),
         })
     }
 
@@ -125,17 +171,26 @@ impl OpenAiAgent {
             .json()
             .await
             .map_err(|_| format!("The model list of {base} is not the JSON expected."))?;
-        let mut ids: Vec<String> = body["data"]
+        let listed: Vec<(String, Option<u32>)> = body["data"]
             .as_array()
             .map(|models| {
                 models
                     .iter()
-                    .filter_map(|m| m["id"].as_str())
-                    .filter(|id| !id.trim().is_empty() && id.len() <= super::MAX_MODEL_ID_BYTES)
-                    .map(str::to_owned)
+                    .filter_map(|m| Some((m["id"].as_str()?, listed_window(m))))
+                    .filter(|(id, _)| {
+                        !id.trim().is_empty() && id.len() <= super::MAX_MODEL_ID_BYTES
+                    })
+                    .take(MODELS_LIMIT)
+                    .map(|(id, window)| (id.to_owned(), window))
                     .collect()
             })
             .unwrap_or_default();
+        for (id, window) in &listed {
+            if window.is_some() {
+                self.learn_window(id, *window);
+            }
+        }
+        let mut ids: Vec<String> = listed.into_iter().map(|(id, _)| id).collect();
         ids.sort();
         ids.dedup();
         ids.truncate(MODELS_LIMIT);
@@ -157,44 +212,89 @@ impl OpenAiAgent {
             )
             .await?;
         }
-        let mut messages = vec![json!({"role": "system", "content": SYSTEM_PROMPT})];
-        messages.extend(
-            turn.history
-                .iter()
-                .filter(|m| !m.content.trim().is_empty() || !m.attachments.is_empty())
-                .map(|m| {
-                    if m.role == Role::User && !m.attachments.is_empty() {
-                        json!({"role": "user", "content": user_content(&m.content, &m.attachments, &[])})
-                    } else {
-                        json!({"role": m.role, "content": m.content})
-                    }
-                }),
-        );
+        let history: Vec<Value> = turn
+            .history
+            .iter()
+            .filter(|m| !m.content.trim().is_empty() || !m.attachments.is_empty())
+            .map(|m| {
+                if m.role == Role::User && !m.attachments.is_empty() {
+                    json!({"role": "user", "content": user_content(&m.content, &m.attachments, &[])})
+                } else {
+                    json!({"role": m.role, "content": m.content})
+                }
+            })
+            .collect();
         let placed = self.place_files(turn).await;
-        messages.push(json!({
+        let current = json!({
             "role": "user",
             "content": if turn.attachments.is_empty() {
                 json!(turn.message)
             } else {
                 user_content(&turn.message, &turn.attachments, &placed)
             },
-        }));
+        });
         let model = turn.model.as_deref().unwrap_or(&self.settings.model);
+        let system = json!({"role": "system", "content": SYSTEM_PROMPT});
+        // The conversation as far back as the model's context holds it; asked again with the
+        // window an overflow error names, once, when it was not known before.
+        let mut fitted = self.fit(model, &system, &history, &current)?;
+        let mut learned = false;
+        let mut said_left_out = 0;
         let mut usage: Option<(u64, u64)> = None;
         let mut last_content = String::new();
-        for _ in 0..self.settings.max_iterations.max(1) {
-            let step = self.step(&messages, model, io).await?;
+        let mut iterations = 0;
+        let mut messages = fitted.messages.clone();
+        while iterations < self.settings.max_iterations.max(1) {
+            if fitted.left_out > said_left_out {
+                io.emit(EventKind::ContextStatus, fitted.status()).await?;
+                said_left_out = fitted.left_out;
+            }
+            let sent_bytes = request_bytes(&messages);
+            let step = match self.step(&messages, model, io).await {
+                Ok(step) => step,
+                // The provider named a window smaller than the one the request was fitted
+                // to (or none was known): fitted to that, the turn is asked again, once.
+                Err(Fail::Overflow {
+                    window: Some(window),
+                    ..
+                }) if !learned
+                    && iterations == 0
+                    && fitted.window.is_none_or(|w| u64::from(window) < w) =>
+                {
+                    learned = true;
+                    self.learn_window(model, Some(window));
+                    fitted = self.fit(model, &system, &history, &current)?;
+                    messages = fitted.messages.clone();
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            iterations += 1;
             if let Some((i, o)) = step.usage {
                 let (ti, to) = usage.unwrap_or_default();
                 usage = Some((ti + i, to + o));
+                self.learn_bytes_per_token(model, sent_bytes, i);
             }
             if !step.content.trim().is_empty() {
                 last_content.clone_from(&step.content);
             }
-            if step.calls.is_empty() {
+            if step.calls.is_empty() || step.cut_off {
                 let usage = self.report_usage(usage, io).await?;
-                if step.content.trim().is_empty() {
+                if step.content.trim().is_empty() && !step.cut_off {
                     return Ok(RunEnd::NoResponse);
+                }
+                if step.cut_off {
+                    let limit = self.settings.max_tokens;
+                    let by_limit = match (limit, step.usage) {
+                        (Some(limit), Some((_, output))) => output >= u64::from(limit),
+                        (Some(_), None) => true,
+                        (None, _) => false,
+                    };
+                    return Ok(RunEnd::CutOff {
+                        answer: step.content,
+                        usage,
+                        limit: if by_limit { limit } else { None },
+                    });
                 }
                 return Ok(RunEnd::Completed {
                     answer: step.content,
@@ -230,6 +330,118 @@ impl OpenAiAgent {
         })
     }
 
+    fn lock_contexts(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, ContextInfo>> {
+        self.contexts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The context window of `model`: the configured one, or what the provider told (the
+    /// smaller, when both are known).
+    fn window(&self, model: &str) -> Option<u32> {
+        let told = self.lock_contexts().get(model).and_then(|c| c.window);
+        match (self.settings.context_tokens, told) {
+            (Some(set), Some(told)) => Some(set.min(told)),
+            (set, told) => set.or(told),
+        }
+    }
+
+    fn learn_window(&self, model: &str, window: Option<u32>) {
+        if let Some(window) = window.filter(|w| *w >= MIN_WINDOW) {
+            let mut contexts = self.lock_contexts();
+            if contexts.len() < MODELS_LIMIT || contexts.contains_key(model) {
+                contexts.entry(model.to_owned()).or_default().window = Some(window);
+            }
+        }
+    }
+
+    /// Keeps how many bytes of request a prompt token was, from a usage report (for
+    /// requests large enough to tell).
+    fn learn_bytes_per_token(&self, model: &str, bytes: u64, prompt_tokens: u64) {
+        if prompt_tokens < 32 {
+            return;
+        }
+        let ratio = (bytes as f64 / prompt_tokens as f64).clamp(1.0, 8.0);
+        let mut contexts = self.lock_contexts();
+        if contexts.len() < MODELS_LIMIT || contexts.contains_key(model) {
+            contexts
+                .entry(model.to_owned())
+                .or_default()
+                .bytes_per_token = Some(ratio);
+        }
+    }
+
+    /// The request for a turn: the system prompt, as many of the latest earlier messages as
+    /// fit the model's context with room left for the answer, and the user's message. The
+    /// oldest go first, a turn (a user message and what answered it) at a time. A message
+    /// that does not fit even alone is refused before the provider is asked.
+    fn fit(
+        &self,
+        model: &str,
+        system: &Value,
+        history: &[Value],
+        current: &Value,
+    ) -> Result<Fitted, Fail> {
+        let mut messages = Vec::with_capacity(history.len() + 2);
+        messages.push(system.clone());
+        let Some(window) = self.window(model) else {
+            messages.extend(history.iter().cloned());
+            messages.push(current.clone());
+            return Ok(Fitted {
+                messages,
+                left_out: 0,
+                window: None,
+            });
+        };
+        let per_byte = 1.0
+            / self
+                .lock_contexts()
+                .get(model)
+                .and_then(|c| c.bytes_per_token)
+                .unwrap_or(BYTES_PER_TOKEN);
+        let tokens = |m: &Value| -> u64 {
+            (message_bytes(m) as f64 * per_byte).ceil() as u64 + MESSAGE_OVERHEAD
+        };
+        let tools = (tool_schemas().to_string().len() as f64 * per_byte).ceil() as u64;
+        let window = u64::from(window);
+        // Room kept for the answer: the answer limit, at most half of the window.
+        let reserve = self
+            .settings
+            .max_tokens
+            .map_or(window / 4, u64::from)
+            .min(window / 2);
+        let needed = tokens(system) + tokens(current) + tools;
+        if needed + MIN_ANSWER > window {
+            return Err(too_long(needed, window));
+        }
+        let budget = window.saturating_sub(reserve).max(needed);
+        let mut used = needed;
+        // Walk back from the newest earlier message; keep whole turns.
+        let mut start = history.len();
+        let mut at = history.len();
+        loop {
+            if at == 0 {
+                start = 0;
+                break;
+            }
+            at -= 1;
+            used += tokens(&history[at]);
+            if used > budget {
+                break;
+            }
+            if history[at]["role"] == "user" {
+                start = at;
+            }
+        }
+        messages.extend(history[start..].iter().cloned());
+        messages.push(current.clone());
+        Ok(Fitted {
+            messages,
+            left_out: start,
+            window: Some(window),
+        })
+    }
+
     async fn report_usage(
         &self,
         usage: Option<(u64, u64)>,
@@ -254,9 +466,14 @@ impl OpenAiAgent {
     ) -> Result<reqwest::Response, Fail> {
         let with_images = messages.iter().any(has_image);
         loop {
-            let (no_usage, no_tools, no_images) = {
+            let (no_usage, no_tools, no_images, completion_tokens_name) = {
                 let q = self.lock_quirks();
-                (q.no_stream_options, q.no_tools, q.no_images.contains(model))
+                (
+                    q.no_stream_options,
+                    q.no_tools,
+                    q.no_images.contains(model),
+                    q.completion_tokens_name,
+                )
             };
             let named_only;
             let sent = if with_images && no_images {
@@ -275,6 +492,14 @@ impl OpenAiAgent {
             }
             if !no_usage {
                 body["stream_options"] = json!({"include_usage": true});
+            }
+            if let Some(limit) = self.settings.max_tokens {
+                let name = if completion_tokens_name {
+                    "max_completion_tokens"
+                } else {
+                    "max_tokens"
+                };
+                body[name] = json!(limit);
             }
             let request = self
                 .client
@@ -325,6 +550,14 @@ impl OpenAiAgent {
                     q.no_stream_options = true;
                     continue;
                 }
+                if !q.completion_tokens_name
+                    && self.settings.max_tokens.is_some()
+                    && lower.contains("max_completion_tokens")
+                {
+                    tracing::warn!("the provider wants max_completion_tokens; asking with it");
+                    q.completion_tokens_name = true;
+                    continue;
+                }
                 let rejects_tools = [
                     "does not support tools",
                     "tools are not supported",
@@ -358,6 +591,14 @@ impl OpenAiAgent {
                     continue;
                 }
             }
+            if let Some(overflow) = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| overflow_error(&text, &v["error"]))
+                .or_else(|| overflow_error(&text, &Value::Null))
+                .filter(|_| matches!(status.as_u16(), 400 | 413 | 422 | 500))
+            {
+                return Err(overflow);
+            }
             return Err(http_error(status.as_u16(), &text));
         }
     }
@@ -369,11 +610,22 @@ impl OpenAiAgent {
         let mut step = Step::default();
         let mut think = ThinkSplitter::default();
         let mut finished = false;
+        // Whether anything of the answer (reasoning included) came.
+        let mut said = false;
         loop {
             let next = io.unless_stopped(reader.next()).await?;
             let event = match next {
                 Ok(Some(event)) => event,
                 Ok(None) if finished => break,
+                Ok(None) if step.content.is_empty() && step.calls.is_empty() && !said => {
+                    return Err(fail(
+                        "The model provider closed the stream before it answered.",
+                        "A local server does this when the request does not fit the model's \
+                         context. Set --context-tokens to the model's context size so that \
+                         older turns are left out, or start a new conversation."
+                            .to_owned(),
+                    ))
+                }
                 Ok(None) => {
                     return Err(fail(
                         "The model's answer was cut off: the provider closed the stream early.",
@@ -408,6 +660,9 @@ impl OpenAiAgent {
                     .as_str()
                     .map(str::to_owned)
                     .unwrap_or_else(|| error.to_string());
+                if let Some(overflow) = overflow_error(&message, error) {
+                    return Err(overflow);
+                }
                 return Err(fail(
                     format!("The model provider reported an error: {message}"),
                     "The partial answer is kept; send the message again to retry.".to_owned(),
@@ -426,6 +681,7 @@ impl OpenAiAgent {
                 .or_else(|| delta["reasoning"].as_str())
                 .unwrap_or_default();
             if !reasoning.is_empty() {
+                said = true;
                 io.emit(EventKind::Reasoning, json!({ "text": reasoning }))
                     .await?;
             }
@@ -483,8 +739,9 @@ impl OpenAiAgent {
                     }
                 }
             }
-            if choice["finish_reason"].is_string() {
+            if let Some(reason) = choice["finish_reason"].as_str() {
                 finished = true;
+                step.cut_off = reason == "length";
             }
         }
         if let Some((reasoning, piece)) = think.finish() {
@@ -779,7 +1036,185 @@ impl ThinkSplitter {
     }
 }
 
-/// A readable error for a non-2xx response.
+/// The smallest context window believed (a smaller number in an error is not one).
+const MIN_WINDOW: u32 = 256;
+/// The fewest tokens of answer a request must leave room for.
+const MIN_ANSWER: u64 = 16;
+
+/// A turn's request within the model's context.
+struct Fitted {
+    messages: Vec<Value>,
+    /// How many of the earlier messages were left out (the oldest).
+    left_out: usize,
+    /// The window they were fitted to.
+    window: Option<u64>,
+}
+
+impl Fitted {
+    /// The `context_status` event that says earlier messages were left out.
+    fn status(&self) -> Value {
+        let kept = self.messages.len().saturating_sub(2);
+        let window = self.window.unwrap_or_default();
+        let turns = if self.left_out == 1 {
+            "message".to_owned()
+        } else {
+            format!("{} messages", self.left_out)
+        };
+        json!({
+            "status": "trimmed",
+            "left_out": self.left_out,
+            "kept": kept,
+            "context_tokens": window,
+            "message": format!(
+                "Earlier context left out: the oldest {turns} of this conversation did not fit \
+                 the model's context ({} tokens), so the model did not see them.",
+                thousands(window)
+            ),
+        })
+    }
+}
+
+/// 4096 → "4,096".
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The bytes of text a message carries (images count as a fixed amount).
+fn message_bytes(message: &Value) -> u64 {
+    let content = &message["content"];
+    let text = match content {
+        Value::String(s) => s.len() as u64,
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match p["text"].as_str() {
+                Some(t) => t.len() as u64,
+                // An image part: providers count a few hundred to a thousand tokens.
+                None => 3_000,
+            })
+            .sum(),
+        _ => 0,
+    };
+    let calls = message
+        .get("tool_calls")
+        .map_or(0, |c| c.to_string().len() as u64);
+    text + calls
+}
+
+/// The bytes of a request's messages, as [`message_bytes`] counts them, and its tools.
+fn request_bytes(messages: &[Value]) -> u64 {
+    messages.iter().map(message_bytes).sum::<u64>() + tool_schemas().to_string().len() as u64
+}
+
+/// The context window a model list entry states (vLLM's `max_model_len`, OpenRouter's and
+/// LM Studio's `context_length`, llama.cpp's `meta.n_ctx`, …).
+fn listed_window(model: &Value) -> Option<u32> {
+    let stated = [
+        &model["context_length"],
+        &model["context_window"],
+        &model["max_model_len"],
+        &model["max_context_length"],
+        &model["loaded_context_length"],
+        &model["meta"]["n_ctx"],
+    ];
+    stated
+        .iter()
+        .find_map(|v| v.as_u64())
+        .and_then(|w| u32::try_from(w).ok())
+        .filter(|w| *w >= MIN_WINDOW)
+}
+
+/// The failure for a message that does not fit the model's context even alone.
+fn too_long(needed: u64, window: u64) -> Fail {
+    Fail::Overflow {
+        message: format!(
+            "Your message is too long for this model: it comes to about {} tokens, and the \
+             model's context holds {} in all, for the message and the answer together.",
+            thousands(needed),
+            thousands(window)
+        ),
+        hint: "Shorten the message, or send it in parts over several messages. Nothing was \
+               sent to the model."
+            .to_owned(),
+        window: None,
+    }
+}
+
+/// A provider's "the request does not fit the context" error, read from its message and
+/// error object (OpenAI's `context_length_exceeded`, llama.cpp's `exceed_context_size_error`,
+/// vLLM's and llama-cpp-python's wording); `None` for any other error.
+fn overflow_error(text: &str, error: &Value) -> Option<Fail> {
+    let lower = text.to_lowercase();
+    let code = error["code"].as_str().unwrap_or_default();
+    let kind = error["type"].as_str().unwrap_or_default();
+    let phrases = [
+        "context window",
+        "context length",
+        "context size",
+        "context_length_exceeded",
+        "exceed_context_size",
+        "prompt is too long",
+        "too many tokens",
+    ];
+    let matched = code == "context_length_exceeded"
+        || kind == "exceed_context_size_error"
+        || phrases.iter().any(|p| lower.contains(p));
+    if !matched {
+        return None;
+    }
+    let named = ["n_ctx", "context_length", "max_context_length"]
+        .iter()
+        .find_map(|k| error[*k].as_u64())
+        .or_else(|| {
+            [
+                "context window of ",
+                "maximum context length is ",
+                "context size (",
+                "context length of ",
+                "context length is ",
+            ]
+            .iter()
+            .find_map(|p| {
+                let at = lower.find(p)? + p.len();
+                let digits: String = lower[at..]
+                    .chars()
+                    .skip_while(|c| !c.is_ascii_digit())
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                digits.parse().ok()
+            })
+        })
+        .and_then(|w| u32::try_from(w).ok())
+        .filter(|w| *w >= MIN_WINDOW);
+    let detail: String = error["message"]
+        .as_str()
+        .unwrap_or(text)
+        .trim()
+        .chars()
+        .take(300)
+        .collect();
+    let size = named.map_or_else(String::new, |w| {
+        format!(" of {} tokens", thousands(u64::from(w)))
+    });
+    Some(Fail::Overflow {
+        message: format!(
+            "The conversation no longer fits the model's context{size}. The provider said: \
+             {detail}"
+        ),
+        hint: "Shorten your last message, or start a new conversation. With --context-tokens \
+               set to the model's context size, Anchorage leaves the oldest turns out by itself."
+            .to_owned(),
+        window: named,
+    })
+}
+
 /// The content of a user message that carries files: its text with a line per file (where a
 /// text file is in the workspace), then the images as image parts (those given with their
 /// bytes; the others are named only). `placed` is where each file went (see `place_files`).
@@ -838,6 +1273,7 @@ fn without_images(message: &Value) -> Value {
     json!({"role": message["role"], "content": text.join("\n")})
 }
 
+/// A readable error for a non-2xx response.
 fn http_error(status: u16, body: &str) -> Fail {
     let detail = serde_json::from_str::<Value>(body)
         .ok()
@@ -941,6 +1377,7 @@ mod tests {
     fn message(f: Fail) -> (String, Option<String>) {
         match f {
             Fail::Error { message, hint } => (message, hint),
+            Fail::Overflow { message, hint, .. } => (message, Some(hint)),
             Fail::Stopped => panic!("not an error"),
         }
     }

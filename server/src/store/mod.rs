@@ -189,6 +189,9 @@ pub struct Message {
     pub terminal_state: Option<TerminalState>,
     /// Token usage of the assistant's turn.
     pub usage: Option<Value>,
+    /// The provider stopped the answer at a length limit: `content` is as far as it got.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cut_off: bool,
     /// Seconds since the epoch.
     pub created_at: f64,
     /// The files a user message carries, as they were sent.
@@ -363,6 +366,8 @@ pub struct SettledAnswer {
     pub content: String,
     /// Token usage.
     pub usage: Option<Value>,
+    /// The provider stopped the answer at a length limit.
+    pub cut_off: bool,
 }
 
 /// Why a store operation failed.

@@ -248,6 +248,7 @@ fn message_from(row: &AnyRow) -> Message {
         content: row.get("content"),
         run_id: row.get("run_id"),
         partial: row.get::<i64, _>("partial") != 0,
+        cut_off: row.get::<i64, _>("cut_off") != 0,
         client_id: row.get("client_id"),
         terminal_state: terminal_state_from(row),
         usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
@@ -1563,8 +1564,8 @@ impl Store for SqlStore {
                     };
                     let partial = !completed && !content.is_empty();
                     sqlx::query(
-                        "INSERT INTO messages (id, session_id, position, role, content, partial, run_id, terminal_state, usage, created_at) \
-                         VALUES ($1, $2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = $2), 'assistant', $3, $4, $5, $6, $7, $8)",
+                        "INSERT INTO messages (id, session_id, position, role, content, partial, run_id, terminal_state, usage, created_at, cut_off) \
+                         VALUES ($1, $2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = $2), 'assistant', $3, $4, $5, $6, $7, $8, $9)",
                     )
                     .bind(&answer.message_id)
                     .bind(&session_id)
@@ -1574,6 +1575,7 @@ impl Store for SqlStore {
                     .bind(terminal.terminal_state.map(TerminalState::as_str))
                     .bind(&usage)
                     .bind(terminal.created_at)
+                    .bind(i64::from(answer.cut_off))
                     .execute(&mut *tx)
                     .await?;
                     let mut payload = Map::new();
@@ -1582,6 +1584,9 @@ impl Store for SqlStore {
                     payload.insert("content".into(), Value::from(content));
                     if partial {
                         payload.insert("partial".into(), Value::Bool(true));
+                    }
+                    if answer.cut_off {
+                        payload.insert("cut_off".into(), Value::Bool(true));
                     }
                     if let Some(usage) = &answer.usage {
                         payload.insert("usage".into(), usage.clone());

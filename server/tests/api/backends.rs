@@ -45,6 +45,8 @@ fn openai_at(
                 model: "scripted-model".into(),
                 max_iterations,
                 idle,
+                max_tokens: None,
+                context_tokens: None,
             },
             Workspace::open(workspace).unwrap(),
         )

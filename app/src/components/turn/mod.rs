@@ -579,6 +579,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             None
         }
     });
+    let notices = Memo::new(move |_| turn.state.with(|s| s.notices()));
     let usage = Memo::new(move |_| {
         turn.state
             .with(|s| s.usage_tokens())
@@ -651,6 +652,9 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                     Mode::HideAllActivity => EitherOf3::B(()),
                     Mode::CompactWorklog => EitherOf3::C(view! { <Worklog turn=turn_for_worklog.clone() process=process turn_over=turn_over /> }),
                 }}
+                {move || notices.with(|n| n.left_out.clone()).map(|text| view! {
+                    <p class="turn-notice" role="note" data-notice="left-out">{text}</p>
+                })}
                 {move || has_answer.get().then(|| view! {
                     <div
                         class="answer"
@@ -660,6 +664,24 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                         {move || partial.get().then(|| view! {
                             <p class="partial-note">"Partial answer: the turn ended before it finished."</p>
                         })}
+                    </div>
+                })}
+                {move || notices.with(|n| n.cut_off.clone()).map(|text| view! {
+                    <div class="turn-notice cut-off" role="status" data-notice="cut-off">
+                        <p>{text}</p>
+                        <button
+                            type="button"
+                            class="secondary"
+                            data-continue=""
+                            title="Ask the model to go on from where the answer stopped"
+                            disabled=dynamic(move || !can_retry.get())
+                            on:click=move |_| {
+                                #[cfg(feature = "hydrate")]
+                                crate::routes::send(use_chat(), "Continue".to_owned());
+                            }
+                        >
+                            "Continue"
+                        </button>
                     </div>
                 })}
                 {move || terminal.get().map(|(state, message, hint)| view! {

@@ -1,0 +1,2 @@
+-- An assistant message the provider stopped at a length limit (finish_reason "length").
+ALTER TABLE messages ADD COLUMN cut_off INTEGER NOT NULL DEFAULT 0;

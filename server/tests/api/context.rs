@@ -1,0 +1,300 @@
+//! What the `openai` backend does about length: the answer limit it sends (`max_tokens`), an
+//! answer the provider cut off, a conversation kept within the model's context, and a request
+//! that does not fit. Against a scripted provider, so that what is sent can be read back; the
+//! same behaviours against a real model are in `real_model`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
+use server::runtime::tools::Workspace;
+
+use crate::backends::{say, COMPLETIONS};
+use crate::helpers::{spawn_app_with_adapter, SseEvent, TestApp};
+use crate::upstream::{delta, Piece, Reply, Upstream, DONE};
+
+struct Setup {
+    upstream: Upstream,
+    app: TestApp,
+    _workspace: tempfile::TempDir,
+}
+
+async fn setup(max_tokens: Option<u32>, context_tokens: Option<u32>) -> Setup {
+    let upstream = Upstream::start().await;
+    let workspace = tempfile::tempdir().unwrap();
+    let mut settings = OpenAiSettings::new(upstream.url("/v1"), "sk-test".into(), "scripted");
+    settings.max_tokens = max_tokens;
+    settings.context_tokens = context_tokens;
+    settings.idle = Duration::from_secs(10);
+    let agent = OpenAiAgent::new(settings, Workspace::open(workspace.path()).unwrap()).unwrap();
+    let app = spawn_app_with_adapter(Arc::new(agent)).await;
+    Setup {
+        upstream,
+        app,
+        _workspace: workspace,
+    }
+}
+
+fn stream(parts: &[String]) -> Reply {
+    Reply::Stream(
+        parts
+            .iter()
+            .map(|p| Piece::Bytes(p.clone().into_bytes()))
+            .collect(),
+    )
+}
+
+/// A reply of `text` that the provider stopped at its length limit.
+fn cut(text: &str) -> Reply {
+    stream(&[
+        delta(json!({ "content": text }), None),
+        delta(json!({}), Some("length")),
+        DONE.to_owned(),
+    ])
+}
+
+async fn run_turn(app: &TestApp, session: &str, message: &str) -> (Value, Vec<SseEvent>) {
+    let run = app.start(session, message).await;
+    let status = app.wait_finished(&run).await;
+    (status, app.stream(&run, None).await)
+}
+
+fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {
+    events.iter().filter(|e| e.event == kind).collect()
+}
+
+async fn messages_of(app: &TestApp, session: &str) -> Vec<Value> {
+    let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    s["session"]["messages"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn the_answer_limit_is_sent_and_a_cut_off_answer_says_so_in_the_turn_and_the_message() {
+    let s = setup(Some(300), None).await;
+    s.upstream
+        .script(COMPLETIONS, cut("Once upon a time there was"));
+    s.upstream.script(COMPLETIONS, say("The end."));
+    let session = s.app.new_session().await;
+    let (status, events) = run_turn(&s.app, &session, "Tell me a story").await;
+    assert_eq!(
+        s.upstream.requests(COMPLETIONS)[0].body["max_tokens"],
+        300,
+        "the limit is sent"
+    );
+    assert_eq!(status["terminal_state"], "completed", "not an error");
+    let done = &of_kind(&events, "done")[0].data;
+    assert_eq!(done["finish_reason"], "length");
+    assert_eq!(done["cut_off"]["limit"], 300);
+    assert!(done["cut_off"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("300 tokens"));
+    let settled = &of_kind(&events, "settled_message")[0].data;
+    assert_eq!(settled["cut_off"], true);
+    assert_eq!(settled["content"], "Once upon a time there was");
+    let answer = messages_of(&s.app, &session).await[1].clone();
+    assert_eq!(answer["cut_off"], true);
+    assert_eq!(
+        answer["partial"], false,
+        "what came is the answer, not a fragment"
+    );
+    // An answer that ended by itself is not.
+    let (_, events) = run_turn(&s.app, &session, "Continue").await;
+    let done = &of_kind(&events, "done")[0].data;
+    assert!(done.get("cut_off").is_none(), "{done}");
+    assert!(of_kind(&events, "settled_message")[0]
+        .data
+        .get("cut_off")
+        .is_none());
+    assert!(messages_of(&s.app, &session).await[3]
+        .get("cut_off")
+        .is_none());
+    // Continue sends the cut-off answer back as it was.
+    let sent = s.upstream.requests(COMPLETIONS)[1].body["messages"].clone();
+    assert_eq!(sent[2]["content"], "Once upon a time there was");
+}
+
+#[tokio::test]
+async fn no_limit_is_sent_when_none_is_set_and_a_provider_that_wants_the_newer_name_gets_it() {
+    let s = setup(None, None).await;
+    s.upstream.script(COMPLETIONS, say("Hi."));
+    let session = s.app.new_session().await;
+    run_turn(&s.app, &session, "Hello").await;
+    let body = &s.upstream.requests(COMPLETIONS)[0].body;
+    assert!(body.get("max_tokens").is_none() && body.get("max_completion_tokens").is_none());
+
+    let s = setup(Some(500), None).await;
+    s.upstream.script(
+        COMPLETIONS,
+        Reply::Json(
+            400,
+            json!({"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "type": "invalid_request_error"}}),
+        ),
+    );
+    s.upstream.script(COMPLETIONS, say("Hi."));
+    s.upstream.script(COMPLETIONS, say("Again."));
+    let session = s.app.new_session().await;
+    let (status, _) = run_turn(&s.app, &session, "Hello").await;
+    assert_eq!(status["terminal_state"], "completed");
+    run_turn(&s.app, &session, "Hello again").await;
+    let requests = s.upstream.requests(COMPLETIONS);
+    assert_eq!(requests.len(), 3);
+    for later in &requests[1..] {
+        assert_eq!(later.body["max_completion_tokens"], 500);
+        assert!(later.body.get("max_tokens").is_none());
+    }
+}
+
+/// `n` bytes of text (its words start with `letter`).
+fn text(n: usize, letter: char) -> String {
+    let mut out = String::with_capacity(n);
+    while out.len() < n {
+        out.push(letter);
+        out.push_str("bcd ");
+    }
+    out.truncate(n - 1);
+    out.push('.');
+    out
+}
+
+#[tokio::test]
+async fn a_long_conversation_leaves_out_its_oldest_turns_never_the_system_prompt_or_the_message() {
+    // 2,000 tokens of context, 200 kept for the answer.
+    let s = setup(Some(200), Some(2000)).await;
+    let session = s.app.new_session().await;
+    let mut history: Vec<Value> = Vec::new();
+    let mut most_left_out = 0;
+    for (i, letter) in "abcdefgh".chars().enumerate() {
+        let answer = format!("Answer {i}.");
+        s.upstream.script(COMPLETIONS, say(&answer));
+        let message = text(900, letter);
+        let (status, events) = run_turn(&s.app, &session, &message).await;
+        assert_eq!(status["terminal_state"], "completed");
+        let sent = s.upstream.requests(COMPLETIONS)[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let left_out = of_kind(&events, "context_status")
+            .first()
+            .map_or(0, |e| e.data["left_out"].as_u64().unwrap() as usize);
+        // The system prompt, the newest earlier messages (whole turns), the message itself.
+        assert_eq!(sent[0]["role"], "system", "turn {i}");
+        assert_eq!(left_out % 2, 0, "turn {i}: whole turns");
+        assert_eq!(&sent[1..sent.len() - 1], &history[left_out..], "turn {i}");
+        assert_eq!(sent.last().unwrap()["content"], json!(message));
+        assert!(
+            left_out >= most_left_out,
+            "turn {i}: never more than before"
+        );
+        most_left_out = left_out;
+        let bytes: usize = sent
+            .iter()
+            .map(|m| m["content"].as_str().map_or(0, str::len))
+            .sum();
+        assert!(bytes <= 3 * 1_800, "turn {i}: {bytes} bytes sent");
+        if left_out > 0 {
+            let status = &of_kind(&events, "context_status")[0].data;
+            assert_eq!(status["context_tokens"], 2000);
+            assert!(status["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("{left_out} messages")));
+        }
+        history.push(json!({"role": "user", "content": message}));
+        history.push(json!({"role": "assistant", "content": answer}));
+    }
+    assert!(most_left_out >= 2, "the conversation outgrew the context");
+    assert!(
+        most_left_out < history.len() - 2,
+        "and the latest turns stayed"
+    );
+}
+
+#[tokio::test]
+async fn a_message_that_cannot_fit_is_refused_before_the_provider_is_asked() {
+    let s = setup(Some(200), Some(1000)).await;
+    let session = s.app.new_session().await;
+    let (status, events) = run_turn(&s.app, &session, &text(20_000, 'x')).await;
+    assert_eq!(status["terminal_state"], "compression_exhausted");
+    let end = &of_kind(&events, "apperror")[0].data;
+    assert_eq!(end["type"], "context_overflow");
+    assert!(end["message"].as_str().unwrap().contains("1,000"), "{end}");
+    assert!(s.upstream.requests(COMPLETIONS).is_empty());
+    // The user's message is kept, to edit and send again.
+    let messages = messages_of(&s.app, &session).await;
+    assert_eq!(messages[0]["content"], json!(text(20_000, 'x')));
+}
+
+#[tokio::test]
+async fn a_providers_context_overflow_teaches_the_window_and_the_turn_is_asked_again_within_it() {
+    let s = setup(Some(100), None).await;
+    let session = s.app.new_session().await;
+    s.upstream.script(COMPLETIONS, say("First."));
+    s.upstream.script(COMPLETIONS, say("Second."));
+    run_turn(&s.app, &session, &text(3_000, 'a')).await;
+    run_turn(&s.app, &session, &text(3_000, 'b')).await;
+    // The provider refuses the third: its window is smaller than the conversation.
+    s.upstream.script(
+        COMPLETIONS,
+        Reply::Json(
+            400,
+            json!({"error": {"message": "This model's maximum context length is 2048 tokens. However, you requested 3120 tokens (3020 in the messages, 100 in the completion).", "type": "invalid_request_error", "code": "context_length_exceeded"}}),
+        ),
+    );
+    s.upstream.script(COMPLETIONS, say("Third."));
+    let (status, events) = run_turn(&s.app, &session, &text(3_000, 'c')).await;
+    assert_eq!(status["terminal_state"], "completed", "{events:?}");
+    let requests = s.upstream.requests(COMPLETIONS);
+    assert_eq!(requests.len(), 4, "asked once more");
+    let again = requests[3].body["messages"].as_array().unwrap().clone();
+    assert!(again.len() < requests[2].body["messages"].as_array().unwrap().len());
+    assert_eq!(again.last().unwrap()["content"], json!(text(3_000, 'c')));
+    let said = of_kind(&events, "context_status");
+    assert_eq!(said.len(), 1);
+    assert_eq!(said[0].data["context_tokens"], 2048);
+
+    // An overflow the window cannot avoid ends with the card, whatever the wording.
+    s.upstream.script(
+        COMPLETIONS,
+        Reply::Json(
+            400,
+            json!({"error": {"message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 9000, "n_ctx": 2048}}),
+        ),
+    );
+    let (status, events) = run_turn(&s.app, &session, "short").await;
+    assert_eq!(status["terminal_state"], "compression_exhausted");
+    let end = &of_kind(&events, "apperror")[0].data;
+    assert_eq!(end["type"], "context_overflow");
+    assert!(end["message"].as_str().unwrap().contains("2,048"), "{end}");
+    assert!(end["hint"].as_str().unwrap().contains("new conversation"));
+}
+
+#[tokio::test]
+async fn a_stream_closed_before_any_answer_says_what_usually_causes_it() {
+    let s = setup(Some(100), None).await;
+    s.upstream.script(
+        COMPLETIONS,
+        stream(&[delta(json!({"role": "assistant"}), None)]),
+    );
+    let session = s.app.new_session().await;
+    let (status, events) = run_turn(&s.app, &session, "Hello").await;
+    assert_eq!(status["terminal_state"], "error");
+    let end = &of_kind(&events, "apperror")[0].data;
+    assert!(end["message"]
+        .as_str()
+        .unwrap()
+        .contains("before it answered"));
+    assert!(end["hint"].as_str().unwrap().contains("--context-tokens"));
+    // One that had begun to answer keeps it and says it was cut.
+    s.upstream.script(
+        COMPLETIONS,
+        stream(&[delta(json!({"content": "Half an"}), None)]),
+    );
+    let (_, events) = run_turn(&s.app, &session, "Hello").await;
+    let end = &of_kind(&events, "apperror")[0].data;
+    assert!(
+        end["message"].as_str().unwrap().contains("cut off"),
+        "{end}"
+    );
+}
