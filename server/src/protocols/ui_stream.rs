@@ -14,6 +14,8 @@ use crate::store::JournalRow;
 /// Turns a run's journal rows, in order, into UI message chunks.
 pub struct UiChunks {
     turn: Turn,
+    // The provider stopped the answer at a length limit.
+    cut_off: bool,
 }
 
 struct Chunks;
@@ -43,6 +45,7 @@ impl UiChunks {
     pub fn new(run_id: String) -> Self {
         UiChunks {
             turn: Turn::new(run_id),
+            cut_off: false,
         }
     }
 
@@ -114,7 +117,7 @@ impl UiChunks {
                         out.push(json!({"type": "abort", "reason": "Stopped by the user"}));
                     }
                     Closing::Finished(state) => {
-                        let reason = if state == "tool_limit_reached" {
+                        let reason = if state == "tool_limit_reached" || self.cut_off {
                             "length"
                         } else {
                             "stop"
@@ -126,7 +129,10 @@ impl UiChunks {
                     }
                 }
             }
-            _ if row.terminal => self.turn.end(row),
+            _ if row.terminal => {
+                self.cut_off = p.get("cut_off").is_some_and(Value::is_object);
+                self.turn.end(row);
+            }
             _ => {}
         }
         out

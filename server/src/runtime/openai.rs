@@ -95,8 +95,10 @@ pub struct OpenAiAgent {
 /// What this provider told of a model's context.
 #[derive(Clone, Copy, Debug, Default)]
 struct ContextInfo {
-    /// Its window in tokens (from the model list, or an error that named it).
-    window: Option<u32>,
+    /// Its window in tokens as the model list states it.
+    listed: Option<u32>,
+    /// Its window in tokens as an overflow error named it.
+    learned: Option<u32>,
     /// Request bytes per prompt token, from the usage of earlier requests.
     bytes_per_token: Option<f64>,
 }
@@ -185,9 +187,13 @@ impl OpenAiAgent {
                     .collect()
             })
             .unwrap_or_default();
-        for (id, window) in &listed {
-            if window.is_some() {
-                self.learn_window(id, *window);
+        {
+            let mut contexts = self.lock_contexts();
+            for (id, window) in &listed {
+                if window.is_some() && (contexts.len() < MODELS_LIMIT || contexts.contains_key(id))
+                {
+                    contexts.entry(id.clone()).or_default().listed = *window;
+                }
             }
         }
         let mut ids: Vec<String> = listed.into_iter().map(|(id, _)| id).collect();
@@ -250,20 +256,33 @@ impl OpenAiAgent {
                 said_left_out = fitted.left_out;
             }
             let sent_bytes = request_bytes(&messages);
-            let step = match self.step(&messages, model, io).await {
+            // The answer limit, lowered to what the window leaves room for (a provider that
+            // checks prompt plus limit against its window would refuse the request).
+            let limit = match (self.settings.max_tokens, fitted.room) {
+                (Some(limit), Some(room)) => Some(limit.min(u32::try_from(room).unwrap_or(limit))),
+                (limit, _) => limit,
+            };
+            let step = match self.step(&messages, model, limit, io).await {
                 Ok(step) => step,
                 // The provider named a window smaller than the one the request was fitted
                 // to (or none was known): fitted to that, the turn is asked again, once.
-                Err(Fail::Overflow {
-                    window: Some(window),
-                    ..
-                }) if !learned
+                Err(
+                    overflow @ Fail::Overflow {
+                        window: Some(window),
+                        ..
+                    },
+                ) if !learned
                     && iterations == 0
                     && fitted.window.is_none_or(|w| u64::from(window) < w) =>
                 {
                     learned = true;
                     self.learn_window(model, Some(window));
-                    fitted = self.fit(model, &system, &history, &current)?;
+                    let refitted = self.fit(model, &system, &history, &current)?;
+                    if refitted.left_out == fitted.left_out && refitted.room == fitted.room {
+                        // The same request again would be refused again.
+                        return Err(overflow);
+                    }
+                    fitted = refitted;
                     messages = fitted.messages.clone();
                     continue;
                 }
@@ -284,16 +303,17 @@ impl OpenAiAgent {
                     return Ok(RunEnd::NoResponse);
                 }
                 if step.cut_off {
-                    let limit = self.settings.max_tokens;
-                    let by_limit = match (limit, step.usage) {
-                        (Some(limit), Some((_, output))) => output >= u64::from(limit),
-                        (Some(_), None) => true,
-                        (None, _) => false,
-                    };
+                    // Stopped at the configured limit, or by the room the context left.
+                    let configured = self.settings.max_tokens;
+                    let by_limit = configured.is_some()
+                        && limit == configured
+                        && step.usage.is_none_or(|(_, output)| {
+                            configured.is_some_and(|c| output >= u64::from(c))
+                        });
                     return Ok(RunEnd::CutOff {
                         answer: step.content,
                         usage,
-                        limit: if by_limit { limit } else { None },
+                        limit: if by_limit { configured } else { None },
                     });
                 }
                 return Ok(RunEnd::Completed {
@@ -339,18 +359,21 @@ impl OpenAiAgent {
     /// The context window of `model`: the configured one, or what the provider told (the
     /// smaller, when both are known).
     fn window(&self, model: &str) -> Option<u32> {
-        let told = self.lock_contexts().get(model).and_then(|c| c.window);
-        match (self.settings.context_tokens, told) {
-            (Some(set), Some(told)) => Some(set.min(told)),
-            (set, told) => set.or(told),
-        }
+        let (listed, learned) = self
+            .lock_contexts()
+            .get(model)
+            .map_or((None, None), |c| (c.listed, c.learned));
+        [self.settings.context_tokens, listed, learned]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn learn_window(&self, model: &str, window: Option<u32>) {
         if let Some(window) = window.filter(|w| *w >= MIN_WINDOW) {
             let mut contexts = self.lock_contexts();
             if contexts.len() < MODELS_LIMIT || contexts.contains_key(model) {
-                contexts.entry(model.to_owned()).or_default().window = Some(window);
+                contexts.entry(model.to_owned()).or_default().learned = Some(window);
             }
         }
     }
@@ -358,10 +381,13 @@ impl OpenAiAgent {
     /// Keeps how many bytes of request a prompt token was, from a usage report (for
     /// requests large enough to tell).
     fn learn_bytes_per_token(&self, model: &str, bytes: u64, prompt_tokens: u64) {
-        if prompt_tokens < 32 {
+        // Only from requests whose messages far outweigh the tools (which a provider may or
+        // may not count): their ratio is the text's, give or take a fifth.
+        let tools = tool_schemas().to_string().len() as u64;
+        if prompt_tokens < 32 || bytes < 4 * tools {
             return;
         }
-        let ratio = (bytes as f64 / prompt_tokens as f64).clamp(1.0, 8.0);
+        let ratio = (bytes as f64 / prompt_tokens as f64).clamp(2.0, 5.0);
         let mut contexts = self.lock_contexts();
         if contexts.len() < MODELS_LIMIT || contexts.contains_key(model) {
             contexts
@@ -389,6 +415,7 @@ impl OpenAiAgent {
             messages.push(current.clone());
             return Ok(Fitted {
                 messages,
+                room: None,
                 left_out: 0,
                 window: None,
             });
@@ -416,6 +443,7 @@ impl OpenAiAgent {
         }
         let budget = window.saturating_sub(reserve).max(needed);
         let mut used = needed;
+        let mut kept = needed;
         // Walk back from the newest earlier message; keep whole turns.
         let mut start = history.len();
         let mut at = history.len();
@@ -431,12 +459,17 @@ impl OpenAiAgent {
             }
             if history[at]["role"] == "user" {
                 start = at;
+                kept = used;
             }
+        }
+        if start == 0 {
+            kept = used.min(budget);
         }
         messages.extend(history[start..].iter().cloned());
         messages.push(current.clone());
         Ok(Fitted {
             messages,
+            room: Some(window.saturating_sub(kept).max(MIN_ANSWER)),
             left_out: start,
             window: Some(window),
         })
@@ -462,6 +495,7 @@ impl OpenAiAgent {
         &self,
         messages: &[Value],
         model: &str,
+        limit: Option<u32>,
         io: &RunIo,
     ) -> Result<reqwest::Response, Fail> {
         let with_images = messages.iter().any(has_image);
@@ -493,7 +527,7 @@ impl OpenAiAgent {
             if !no_usage {
                 body["stream_options"] = json!({"include_usage": true});
             }
-            if let Some(limit) = self.settings.max_tokens {
+            if let Some(limit) = limit {
                 let name = if completion_tokens_name {
                     "max_completion_tokens"
                 } else {
@@ -542,6 +576,14 @@ impl OpenAiAgent {
                 .ok()
                 .and_then(Result::ok)
                 .unwrap_or_default();
+            if let Some(overflow) = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| overflow_error(&text, &v["error"]))
+                .or_else(|| overflow_error(&text, &Value::Null))
+                .filter(|_| matches!(status.as_u16(), 400 | 413 | 422 | 500))
+            {
+                return Err(overflow);
+            }
             if status.as_u16() == 400 {
                 let lower = text.to_lowercase();
                 let mut q = self.lock_quirks();
@@ -553,6 +595,7 @@ impl OpenAiAgent {
                 if !q.completion_tokens_name
                     && self.settings.max_tokens.is_some()
                     && lower.contains("max_completion_tokens")
+                    && (lower.contains("unsupported") || lower.contains("instead"))
                 {
                     tracing::warn!("the provider wants max_completion_tokens; asking with it");
                     q.completion_tokens_name = true;
@@ -591,21 +634,19 @@ impl OpenAiAgent {
                     continue;
                 }
             }
-            if let Some(overflow) = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| overflow_error(&text, &v["error"]))
-                .or_else(|| overflow_error(&text, &Value::Null))
-                .filter(|_| matches!(status.as_u16(), 400 | 413 | 422 | 500))
-            {
-                return Err(overflow);
-            }
             return Err(http_error(status.as_u16(), &text));
         }
     }
 
     /// One streamed call to the model.
-    async fn step(&self, messages: &[Value], model: &str, io: &RunIo) -> Result<Step, Fail> {
-        let response = self.request(messages, model, io).await?;
+    async fn step(
+        &self,
+        messages: &[Value],
+        model: &str,
+        limit: Option<u32>,
+        io: &RunIo,
+    ) -> Result<Step, Fail> {
+        let response = self.request(messages, model, limit, io).await?;
         let mut reader = EventReader::new(response, self.settings.idle);
         let mut step = Step::default();
         let mut think = ThinkSplitter::default();
@@ -617,7 +658,7 @@ impl OpenAiAgent {
             let event = match next {
                 Ok(Some(event)) => event,
                 Ok(None) if finished => break,
-                Ok(None) if step.content.is_empty() && step.calls.is_empty() && !said => {
+                Ok(None) if !said => {
                     return Err(fail(
                         "The model provider closed the stream before it answered.",
                         "A local server does this when the request does not fit the model's \
@@ -660,8 +701,10 @@ impl OpenAiAgent {
                     .as_str()
                     .map(str::to_owned)
                     .unwrap_or_else(|| error.to_string());
-                if let Some(overflow) = overflow_error(&message, error) {
-                    return Err(overflow);
+                if !said {
+                    if let Some(overflow) = overflow_error(&message, error) {
+                        return Err(overflow);
+                    }
                 }
                 return Err(fail(
                     format!("The model provider reported an error: {message}"),
@@ -686,11 +729,13 @@ impl OpenAiAgent {
                     .await?;
             }
             if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                said = true;
                 for (reasoning, piece) in think.push(text) {
                     self.emit_text(&mut step, reasoning, &piece, io).await?;
                 }
             }
             if let Some(calls) = delta["tool_calls"].as_array() {
+                said |= !calls.is_empty();
                 for piece in calls {
                     let piece_id = piece["id"].as_str().filter(|s| !s.is_empty());
                     let index = match piece["index"].as_u64() {
@@ -1044,6 +1089,8 @@ const MIN_ANSWER: u64 = 16;
 /// A turn's request within the model's context.
 struct Fitted {
     messages: Vec<Value>,
+    /// The tokens of answer the window leaves room for, by the estimate.
+    room: Option<u64>,
     /// How many of the earlier messages were left out (the oldest).
     left_out: usize,
     /// The window they were fitted to.
@@ -1079,7 +1126,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -1108,9 +1155,11 @@ fn message_bytes(message: &Value) -> u64 {
     text + calls
 }
 
-/// The bytes of a request's messages, as [`message_bytes`] counts them, and its tools.
+/// The bytes of a request's messages, as [`message_bytes`] counts them (its tools left out:
+/// not every provider counts them in the prompt, and a ratio that included them could make a
+/// later estimate too small).
 fn request_bytes(messages: &[Value]) -> u64 {
-    messages.iter().map(message_bytes).sum::<u64>() + tool_schemas().to_string().len() as u64
+    messages.iter().map(message_bytes).sum()
 }
 
 /// The context window a model list entry states (vLLM's `max_model_len`, OpenRouter's and
@@ -1161,7 +1210,6 @@ fn overflow_error(text: &str, error: &Value) -> Option<Fail> {
         "context_length_exceeded",
         "exceed_context_size",
         "prompt is too long",
-        "too many tokens",
     ];
     let matched = code == "context_length_exceeded"
         || kind == "exceed_context_size_error"
@@ -1183,11 +1231,9 @@ fn overflow_error(text: &str, error: &Value) -> Option<Fail> {
             .iter()
             .find_map(|p| {
                 let at = lower.find(p)? + p.len();
-                let digits: String = lower[at..]
-                    .chars()
-                    .skip_while(|c| !c.is_ascii_digit())
-                    .take_while(char::is_ascii_digit)
-                    .collect();
+                // The number right after the phrase (a space or a parenthesis between).
+                let rest = lower[at..].trim_start_matches([' ', '(']);
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
                 digits.parse().ok()
             })
         })

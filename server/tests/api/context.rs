@@ -298,3 +298,26 @@ async fn a_stream_closed_before_any_answer_says_what_usually_causes_it() {
         "{end}"
     );
 }
+
+#[tokio::test]
+async fn an_ai_sdk_client_reads_a_cut_off_answer_as_finished_for_length() {
+    let s = setup(Some(50), None).await;
+    s.upstream.script(COMPLETIONS, cut("The first chapter"));
+    s.upstream.script(COMPLETIONS, say("Done."));
+    let finish = |chunks: &[Value]| {
+        chunks
+            .iter()
+            .find(|c| c["type"] == "finish")
+            .map(|c| c["finishReason"].clone())
+    };
+    let body = |text: &str, id: &str| {
+        json!({"id": "chat-len", "trigger": "submit-message",
+               "messages": [{"id": id, "role": "user", "parts": [{"type": "text", "text": text}]}]})
+    };
+    let (_, chunks) =
+        crate::protocols::post_stream(&s.app, "/api/ai-sdk/chat", body("A story", "u1")).await;
+    assert_eq!(finish(&chunks), Some(json!("length")), "{chunks:?}");
+    let (_, chunks) =
+        crate::protocols::post_stream(&s.app, "/api/ai-sdk/chat", body("Go on", "u2")).await;
+    assert_eq!(finish(&chunks), Some(json!("stop")), "{chunks:?}");
+}

@@ -289,7 +289,7 @@ fn data_frames(body: &str) -> Vec<Value> {
         .collect()
 }
 
-async fn post_stream(
+pub(crate) async fn post_stream(
     app: &TestApp,
     path: &str,
     body: Value,
