@@ -315,6 +315,19 @@ impl ModelInfo {
     }
 }
 
+/// `n` with thousands separated ("12,345").
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
 /// A model's readable name: a local server that names its model by the file it loaded
 /// (`/models/gemma-3-270m-it-Q4_K_M.gguf`) is shown by the file's stem; any other id as it is
 /// (`gpt-4o-mini`, `meta-llama/Llama-3.1-8B-Instruct`).

@@ -1115,23 +1115,10 @@ impl Fitted {
             "message": format!(
                 "Earlier context left out: the oldest {turns} of this conversation did not fit \
                  the model's context ({} tokens), so the model did not see them.",
-                thousands(window)
+                app::api::grouped(window)
             ),
         })
     }
-}
-
-/// 4096 → "4,096".
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The bytes of text a message carries (images count as a fixed amount).
@@ -1186,8 +1173,8 @@ fn too_long(needed: u64, window: u64) -> Fail {
         message: format!(
             "Your message is too long for this model: it comes to about {} tokens, and the \
              model's context holds {} in all, for the message and the answer together.",
-            thousands(needed),
-            thousands(window)
+            app::api::grouped(needed),
+            app::api::grouped(window)
         ),
         hint: "Shorten the message, or send it in parts over several messages. Nothing was \
                sent to the model."
@@ -1247,7 +1234,7 @@ fn overflow_error(text: &str, error: &Value) -> Option<Fail> {
         .take(300)
         .collect();
     let size = named.map_or_else(String::new, |w| {
-        format!(" of {} tokens", thousands(u64::from(w)))
+        format!(" of {} tokens", app::api::grouped(u64::from(w)))
     });
     Some(Fail::Overflow {
         message: format!(

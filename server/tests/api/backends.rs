@@ -103,7 +103,7 @@ fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {
     events.iter().filter(|e| e.event == kind).collect()
 }
 
-fn stream(parts: &[String]) -> Reply {
+pub(crate) fn stream(parts: &[String]) -> Reply {
     Reply::Stream(
         parts
             .iter()

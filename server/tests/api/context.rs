@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
 use server::runtime::tools::Workspace;
 
-use crate::backends::{say, COMPLETIONS};
+use crate::backends::{say, stream, COMPLETIONS};
 use crate::helpers::{spawn_app_with_adapter, SseEvent, TestApp};
-use crate::upstream::{delta, Piece, Reply, Upstream, DONE};
+use crate::upstream::{delta, Reply, Upstream, DONE};
 
 struct Setup {
     upstream: Upstream,
@@ -34,15 +34,6 @@ async fn setup(max_tokens: Option<u32>, context_tokens: Option<u32>) -> Setup {
         app,
         _workspace: workspace,
     }
-}
-
-fn stream(parts: &[String]) -> Reply {
-    Reply::Stream(
-        parts
-            .iter()
-            .map(|p| Piece::Bytes(p.clone().into_bytes()))
-            .collect(),
-    )
 }
 
 /// A reply of `text` that the provider stopped at its length limit.

@@ -366,7 +366,7 @@ pub async fn read_sse(res: reqwest::Response) -> Vec<SseEvent> {
     events
 }
 
-fn parse_block(block: &str) -> Option<SseEvent> {
+pub fn parse_block(block: &str) -> Option<SseEvent> {
     let mut id = None;
     let mut event = None;
     let mut data = String::new();

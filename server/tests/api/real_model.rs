@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
 use server::runtime::tools::Workspace;
 
-use crate::helpers::{spawn_app_with_adapter, SseEvent, TestApp};
+use crate::helpers::{parse_block, spawn_app_with_adapter, SseEvent, TestApp};
 
 /// The model server's `/v1` URL.
 fn llama_url() -> String {
@@ -78,7 +78,7 @@ async fn follow(app: &TestApp, run: &str, after: Option<u64>, stop_after: usize)
         buffer.push_str(std::str::from_utf8(&chunk.expect("a body chunk")).expect("utf-8"));
         while let Some(end) = buffer.find("\n\n") {
             let block: String = buffer.drain(..end + 2).collect();
-            if let Some(event) = parse(&block) {
+            if let Some(event) = parse_block(&block) {
                 out.push(Arrived {
                     at: Instant::now(),
                     event,
@@ -90,24 +90,6 @@ async fn follow(app: &TestApp, run: &str, after: Option<u64>, stop_after: usize)
         }
     }
     out
-}
-
-fn parse(block: &str) -> Option<SseEvent> {
-    let (mut id, mut event, mut data) = (None, None, String::new());
-    for line in block.lines() {
-        if let Some(v) = line.strip_prefix("id: ") {
-            id = Some(v.to_owned());
-        } else if let Some(v) = line.strip_prefix("event: ") {
-            event = Some(v.to_owned());
-        } else if let Some(v) = line.strip_prefix("data: ") {
-            data.push_str(v);
-        }
-    }
-    Some(SseEvent {
-        id,
-        event: event?,
-        data: serde_json::from_str(&data).ok()?,
-    })
 }
 
 fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {

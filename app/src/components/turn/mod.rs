@@ -39,21 +39,9 @@ fn counted(n: usize, noun: &str) -> String {
     }
 }
 
-/// `n` with thousands separated ("12,345").
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
-
 /// The turn's token usage, as shown under the answer.
 fn usage_label(input: u64, output: u64) -> String {
+    use crate::api::grouped;
     format!("{} tokens in · {} out", grouped(input), grouped(output))
 }
 
