@@ -576,13 +576,13 @@ impl OpenAiAgent {
                 .ok()
                 .and_then(Result::ok)
                 .unwrap_or_default();
-            if let Some(overflow) = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| overflow_error(&text, &v["error"]))
-                .or_else(|| overflow_error(&text, &Value::Null))
-                .filter(|_| matches!(status.as_u16(), 400 | 413 | 422 | 500))
-            {
-                return Err(overflow);
+            if matches!(status.as_u16(), 400 | 413 | 422 | 500) {
+                let error = serde_json::from_str::<Value>(&text)
+                    .map(|v| v["error"].clone())
+                    .unwrap_or(Value::Null);
+                if let Some(overflow) = overflow_error(&text, &error) {
+                    return Err(overflow);
+                }
             }
             if status.as_u16() == 400 {
                 let lower = text.to_lowercase();
