@@ -1,6 +1,7 @@
 // Prints what CI needs from Playwright's JSON report: one count line, and for each failed test
-// its project, file:line, title and the first lines of its error, so the end of a CI log says
-// what broke even when the list reporter's output scrolled away.
+// its project, file:line, title and the first lines of its error (enough for a short diff's
+// received lines), so the end of a CI log says what broke even when the list reporter's output
+// scrolled away.
 const fs = require("fs");
 const path = require("path");
 
@@ -23,7 +24,7 @@ function walk(suite, titles) {
         where: `${spec.file}:${spec.line}`,
         title: [...here.slice(1), spec.title].join(" › "),
         project: test.projectName,
-        message: message.split("\n").slice(0, 6).join("\n    "),
+        message: message.split("\n").slice(0, 24).join("\n    "),
       });
     }
   }

@@ -4,7 +4,7 @@ import { tmpdir } from "os";
 import { join } from "path";
 import { kill9, startServer, waitHealthy } from "./own_server";
 import { provider } from "./provider";
-import { hydrated, lastTurn, send } from "./support";
+import { hydrated, lastTurn, layoutShifts, send, watchLayout } from "./support";
 
 // The model picker with the `openai` backend, against a scripted provider that lists three
 // models (one named by its file, as llama.cpp's server does) and answers with the model it
@@ -65,6 +65,86 @@ test("the composer offers the provider's models; a choice holds for the conversa
     await page.getByRole("button", { name: "Refresh the list of models" }).click();
     await expect.poll(() => upstream.listings).toBe(asked + 1);
     await page.screenshot({ path: testInfo.outputPath("turns.png") });
+  } finally {
+    await kill9(server);
+    upstream.server.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test("an answer's footer fills in once, when it settles: its model name and usage do not jump aside", async ({ page, request }, testInfo) => {
+  test.setTimeout(90_000);
+  const port = 3470 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 20 : 0);
+  const base = `http://127.0.0.1:${port}`;
+  const dataDir = mkdtempSync(join(tmpdir(), "anchorage-footer-"));
+  // Word by word, 40 ms apart: the answer streams over many frames, with its model known.
+  const words = Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ");
+  const upstream = await provider(["scripted"], () => words, 40);
+  const server = startServer(port, dataDir, {
+    ANCHORAGE_BACKEND: "openai",
+    OPENAI_BASE_URL: upstream.url,
+    OPENAI_API_KEY: "test-key",
+    ANCHORAGE_MODEL: "scripted",
+    ANCHORAGE_WORKSPACE: join(dataDir, "workspace"),
+  });
+  try {
+    await waitHealthy(request, base);
+    await page.goto(`${base}/new`);
+    await hydrated(page);
+    await watchLayout(page);
+    // Every frame, where each thing in the last answer's footer is, from the first it shows.
+    await page.evaluate(() => {
+      const w = window as any;
+      w.__footer = { streaming: 0, moves: [] as string[], first: {} as Record<string, { x: number; y: number }> };
+      const tick = () => {
+        const turn = document.querySelector("article.turn:last-of-type");
+        const running = turn?.querySelector(".assistant")?.getAttribute("data-state") !== "settled";
+        if (turn && running && turn.querySelector("[data-final-answer='streaming']")) w.__footer.streaming += 1;
+        // Within the footer (which moves down as the answer grows, as it should).
+        const box = turn?.querySelector(".turn-footer")?.getBoundingClientRect();
+        for (const el of (box && turn?.querySelectorAll(".turn-footer > *")) || []) {
+          const key = `${el.className || el.tagName} ${el.getAttribute("aria-label") ?? el.getAttribute("title") ?? ""}`.trim();
+          const r = el.getBoundingClientRect();
+          const at = { x: r.left - box!.left, y: r.top - box!.top };
+          const first = w.__footer.first[key];
+          if (!first) w.__footer.first[key] = at;
+          else if (Math.abs(first.x - at.x) > 0.5 || Math.abs(first.y - at.y) > 0.5) {
+            const move = `${key}: ${JSON.stringify(first)} -> ${JSON.stringify(at)}`;
+            if (!w.__footer.moves.includes(move)) w.__footer.moves.push(move);
+          }
+        }
+        requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+    });
+    await send(page, "hello");
+    const turn = lastTurn(page);
+    await expect(turn.locator("[data-final-answer='true']")).toHaveText(words, { timeout: 30_000 });
+    await expect(turn.locator(".assistant")).toHaveAttribute("data-state", "settled");
+    await page.waitForTimeout(400);
+    // What a reader sees under the settled answer: when, which model, how many tokens.
+    const footer = turn.locator(".turn-footer");
+    await expect(footer.locator(".timestamp")).toBeVisible();
+    await expect(footer.locator(".turn-model")).toHaveText("scripted");
+    await expect(footer.locator(".usage")).toContainText("34");
+    await expect(footer.getByRole("button", { name: "Copy answer" })).toBeVisible();
+    // On one line, at 390 px too: every button whole and inside the screen.
+    const lines = await footer.evaluate((f) => {
+      const tallest = Math.max(...[...f.children].map((c) => c.getBoundingClientRect().height));
+      return f.getBoundingClientRect().height / tallest;
+    });
+    expect(lines).toBeLessThan(1.5);
+    for (const button of await footer.getByRole("button").all()) {
+      await expect(button).toBeInViewport({ ratio: 1 });
+      expect(await button.evaluate((b) => b.scrollWidth <= b.clientWidth + 1)).toBe(true);
+    }
+    const seen = await page.evaluate(() => (window as any).__footer);
+    expect(seen.streaming, "the answer streamed over many frames").toBeGreaterThan(10);
+    expect(seen.moves).toEqual([]);
+    const { shifts } = await layoutShifts(page);
+    const footerShifts = shifts.filter((s: any) => s.sources.some((x: string) => /usage|turn-model|timestamp|copy|message-action|menu/i.test(x)));
+    expect(footerShifts).toEqual([]);
+    await page.screenshot({ path: testInfo.outputPath("footer.png") });
   } finally {
     await kill9(server);
     upstream.server.close();

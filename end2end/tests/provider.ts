@@ -2,11 +2,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 
 /**
  * A scripted OpenAI-compatible provider on loopback: `GET /v1/models` lists `models`; a chat
- * completion streams the text `answer` gives for its request (kept in `completions`).
+ * completion streams the text `answer` gives for its request (kept in `completions`): in one
+ * chunk, or word by word `pace` ms apart, and then a usage report.
  */
 export type Provider = { server: Server; url: string; completions: any[]; listings: number };
 
-export function provider(models: string[], answer: (request: any) => string): Promise<Provider> {
+export function provider(models: string[], answer: (request: any) => string, pace = 0): Promise<Provider> {
   const state: Provider = { server: null as unknown as Server, url: "", completions: [], listings: 0 };
   state.server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = "";
@@ -23,9 +24,26 @@ export function provider(models: string[], answer: (request: any) => string): Pr
       res.writeHead(200, { "content-type": "text/event-stream" });
       const chunk = (delta: object, finish: string | null = null) =>
         `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      res.write(chunk({ content: answer(parsed) }));
-      res.write(chunk({}, "stop"));
-      res.end("data: [DONE]\n\n");
+      const text = answer(parsed);
+      const end = () => {
+        res.write(chunk({}, "stop"));
+        res.write(`data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 12, completion_tokens: 34 } })}\n\n`);
+        res.end("data: [DONE]\n\n");
+      };
+      if (pace <= 0) {
+        res.write(chunk({ content: text }));
+        end();
+        return;
+      }
+      const words = text.match(/\S+\s*/g) ?? [text];
+      let i = 0;
+      const next = () => {
+        if (res.destroyed) return;
+        if (i === words.length) return end();
+        res.write(chunk({ content: words[i++] }));
+        setTimeout(next, pace);
+      };
+      next();
     });
   });
   return new Promise((done) =>

@@ -127,10 +127,11 @@ export async function watchLayout(page: Page): Promise<void> {
     const tick = () => {
       const answer = document.querySelector("article.turn:last-of-type .answer");
       const state = answer?.getAttribute("data-final-answer") ?? null;
-      // Where the answer is laid out in the conversation (its place on screen, less what the
-      // transcript scrolled: following the bottom scrolls, and scrolling is not moving).
-      const scrolled = document.querySelector(".transcript")?.scrollTop ?? 0;
-      const top = answer ? answer.getBoundingClientRect().top + scrolled : null;
+      // Where the answer is laid out in the conversation: from where the transcript's content
+      // begins, so that following the bottom (scrolling is not moving) does not count, and
+      // exactly (scrollTop is rounded to a whole pixel, a box's edge is not).
+      const origin = document.querySelector(".transcript > *")?.getBoundingClientRect().top ?? 0;
+      const top = answer ? answer.getBoundingClientRect().top - origin : null;
       if (w.__settle === null && previous?.state === "streaming" && state && state !== "streaming") {
         w.__settle = { before: previous.top, after: top, state };
       }

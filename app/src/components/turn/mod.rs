@@ -40,9 +40,13 @@ fn counted(n: usize, noun: &str) -> String {
 }
 
 /// The turn's token usage, as shown under the answer.
-fn usage_label(input: u64, output: u64) -> String {
+/// What a turn used: in full, and in short for a phone's footer.
+fn usage_label(input: u64, output: u64) -> (String, String) {
     use crate::api::grouped;
-    format!("{} tokens in · {} out", grouped(input), grouped(output))
+    (
+        format!("{} tokens in · {} out", grouped(input), grouped(output)),
+        format!("{} tokens", grouped(input.saturating_add(output))),
+    )
 }
 
 /// Where a tool call stands, for its wording.
@@ -678,12 +682,20 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                     </TerminalCard>
                 })}
                 {move || evidence.get().map(|evidence| view! { <EvidenceCard evidence=evidence /> })}
+                // The footer fills in once, when the turn is over: its height is kept from the
+                // first token on, and nothing in it is there before the timestamp that leads it
+                // (a model name or usage shown earlier would be pushed aside at the settle).
                 <div class="turn-footer">
                     {move || ended_at.get().map(|at| view! { <Timestamp at=at verb="Answered" /> })}
-                    {turn_model.map(|model| view! {
+                    {move || turn_over.get().then(|| turn_model.clone()).flatten().map(|model| view! {
                         <span class="turn-model" title=model.clone()>{crate::api::model_name(&model).to_owned()}</span>
                     })}
-                    {move || usage.get().map(|u| view! { <span class="usage">{u}</span> })}
+                    {move || turn_over.get().then(|| usage.get()).flatten().map(|(long, short)| view! {
+                        <span class="usage" title=long.clone()>
+                            <span class="usage-long">{long.clone()}</span>
+                            <span class="usage-short">{short}</span>
+                        </span>
+                    })}
                     {move || (turn_over.get() && has_answer.get()).then(|| view! {
                         <CopyButton label="Copy answer" text=answer_for_copy />
                     })}
@@ -705,11 +717,19 @@ mod tests {
 
     #[test]
     fn usage_reads_as_tokens_with_thousands_grouped() {
-        assert_eq!(usage_label(1200, 4), "1,200 tokens in · 4 out");
-        assert_eq!(usage_label(0, 999), "0 tokens in · 999 out");
+        let full = |i, o| usage_label(i, o).0;
+        let short = |i, o| usage_label(i, o).1;
+        assert_eq!(full(1200, 4), "1,200 tokens in · 4 out");
+        assert_eq!(full(0, 999), "0 tokens in · 999 out");
         assert_eq!(
-            usage_label(1_234_567, 100_000),
+            full(1_234_567, 100_000),
             "1,234,567 tokens in · 100,000 out"
+        );
+        assert_eq!(short(1200, 4), "1,204 tokens");
+        assert_eq!(short(1_234_567, 100_000), "1,334,567 tokens");
+        assert_eq!(
+            short(u64::MAX, 1),
+            format!("{} tokens", crate::api::grouped(u64::MAX))
         );
     }
 
