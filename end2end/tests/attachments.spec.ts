@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
 import { deflateSync } from "zlib";
-import { kill9, startServer, waitHealthy } from "./own_server";
+import { kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { provider } from "./provider";
 import { hydrated, lastTurn, openNewSession } from "./support";
 
@@ -188,13 +188,7 @@ test("with the openai backend, an attached picture reaches the model as an image
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-files-"));
   const upstream = await provider(["scripted"], () => "A small red square.");
-  const server = startServer(port, dataDir, {
-    ANCHORAGE_BACKEND: "openai",
-    OPENAI_BASE_URL: upstream.url,
-    OPENAI_API_KEY: "test-key",
-    ANCHORAGE_MODEL: "scripted",
-    ANCHORAGE_WORKSPACE: join(dataDir, "workspace"),
-  });
+  const server = startServer(port, dataDir, openAiEnv(upstream.url, dataDir));
   try {
     await waitHealthy(request, base);
     await page.goto(`${base}/new`);

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, startServer, waitHealthy } from "./own_server";
+import { kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { hydrated, lastTurn, send } from "./support";
 
 // The page with the `openai` backend, against a scripted OpenAI-compatible provider that speaks
@@ -82,13 +82,7 @@ test("a turn on the openai backend streams, asks before writing a file and settl
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-openai-"));
   const workspace = join(dataDir, "workspace");
   const upstream = await provider();
-  const server = startServer(port, dataDir, {
-    ANCHORAGE_BACKEND: "openai",
-    OPENAI_BASE_URL: upstream.url,
-    OPENAI_API_KEY: "test-key",
-    ANCHORAGE_MODEL: "scripted",
-    ANCHORAGE_WORKSPACE: workspace,
-  });
+  const server = startServer(port, dataDir, openAiEnv(upstream.url, dataDir));
   let dialogs = 0;
   page.on("dialog", (d) => {
     dialogs += 1;

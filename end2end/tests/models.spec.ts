@@ -2,7 +2,7 @@ import { test, expect } from "./fixtures";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, startServer, waitHealthy } from "./own_server";
+import { kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { provider } from "./provider";
 import { hydrated, lastTurn, layoutShifts, send, watchLayout } from "./support";
 
@@ -16,13 +16,7 @@ test("the composer offers the provider's models; a choice holds for the conversa
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-models-"));
   const upstream = await provider(["scripted", "b-model", "/models/gemma-3-270m-it-Q4_K_M.gguf"], (r) => `Answered by ${r.model}.`);
-  const server = startServer(port, dataDir, {
-    ANCHORAGE_BACKEND: "openai",
-    OPENAI_BASE_URL: upstream.url,
-    OPENAI_API_KEY: "test-key",
-    ANCHORAGE_MODEL: "scripted",
-    ANCHORAGE_WORKSPACE: join(dataDir, "workspace"),
-  });
+  const server = startServer(port, dataDir, openAiEnv(upstream.url, dataDir));
   try {
     await waitHealthy(request, base);
     await page.goto(`${base}/new`);
@@ -80,13 +74,7 @@ test("an answer's footer fills in once, when it settles: its model name and usag
   // Word by word, 40 ms apart: the answer streams over many frames, with its model known.
   const words = Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ");
   const upstream = await provider(["scripted"], () => words, 40);
-  const server = startServer(port, dataDir, {
-    ANCHORAGE_BACKEND: "openai",
-    OPENAI_BASE_URL: upstream.url,
-    OPENAI_API_KEY: "test-key",
-    ANCHORAGE_MODEL: "scripted",
-    ANCHORAGE_WORKSPACE: join(dataDir, "workspace"),
-  });
+  const server = startServer(port, dataDir, openAiEnv(upstream.url, dataDir));
   try {
     await waitHealthy(request, base);
     await page.goto(`${base}/new`);

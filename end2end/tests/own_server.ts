@@ -41,6 +41,17 @@ export function startServer(
   });
 }
 
+/** The environment of a server on the `openai` backend against `url`, its workspace in `dataDir`. */
+export function openAiEnv(url: string, dataDir: string, model = "scripted", key = "test-key"): Record<string, string> {
+  return {
+    ANCHORAGE_BACKEND: "openai",
+    OPENAI_BASE_URL: url,
+    OPENAI_API_KEY: key,
+    ANCHORAGE_MODEL: model,
+    ANCHORAGE_WORKSPACE: join(dataDir, "workspace"),
+  };
+}
+
 export async function waitHealthy(request: APIRequestContext, base: string): Promise<void> {
   await expect
     .poll(async () => (await request.get(`${base}/healthz`).catch(() => null))?.ok() ?? false, { timeout: 30_000 })

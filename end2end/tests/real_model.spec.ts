@@ -4,7 +4,7 @@ import type { ChildProcess } from "child_process";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, startServer, waitHealthy } from "./own_server";
+import { kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { hydrated, lastTurn, layoutShifts, send, watchLayout } from "./support";
 
 // The page on the `openai` backend against a real model: llama.cpp's server with Gemma 3 270M,
@@ -31,14 +31,7 @@ async function own(request: APIRequestContext, testInfo: TestInfo, slot: number,
   const server = startServer(
     port,
     dataDir,
-    {
-      ANCHORAGE_BACKEND: "openai",
-      OPENAI_BASE_URL: LLAMA!,
-      OPENAI_API_KEY: "local",
-      ANCHORAGE_MODEL: await modelId(request),
-      ANCHORAGE_WORKSPACE: join(dataDir, "workspace"),
-      ANCHORAGE_MAX_ITERATIONS: "2",
-    },
+    { ...openAiEnv(LLAMA!, dataDir, await modelId(request), "local"), ANCHORAGE_MAX_ITERATIONS: "2" },
     args,
   );
   await waitHealthy(request, base);
