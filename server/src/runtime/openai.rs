@@ -277,7 +277,11 @@ impl OpenAiAgent {
                 {
                     learned = true;
                     self.learn_window(model, Some(window));
-                    let refitted = self.fit(model, &system, &history, &current)?;
+                    // The provider was asked: a message too long for the window it named was
+                    // sent once, and refused.
+                    let refitted = self
+                        .fit(model, &system, &history, &current)
+                        .map_err(refused)?;
                     if refitted.left_out == fitted.left_out && refitted.room == fitted.room {
                         // The same request again would be refused again.
                         return Err(overflow);
@@ -1167,6 +1171,9 @@ fn listed_window(model: &Value) -> Option<u32> {
         .filter(|w| *w >= MIN_WINDOW)
 }
 
+/// What to do about a message too long for the model's context.
+const TOO_LONG_HINT: &str = "Shorten the message, or send it in parts over several messages.";
+
 /// The failure for a message that does not fit the model's context even alone.
 fn too_long(needed: u64, window: u64) -> Fail {
     Fail::Overflow {
@@ -1176,10 +1183,23 @@ fn too_long(needed: u64, window: u64) -> Fail {
             app::api::grouped(needed),
             app::api::grouped(window)
         ),
-        hint: "Shorten the message, or send it in parts over several messages. Nothing was \
-               sent to the model."
-            .to_owned(),
+        hint: format!("{TOO_LONG_HINT} Nothing was sent to the model."),
         window: None,
+    }
+}
+
+/// [`too_long`] for a message the provider was sent once and refused: its hint no longer says
+/// that nothing was sent.
+fn refused(fail: Fail) -> Fail {
+    match fail {
+        Fail::Overflow {
+            message, window, ..
+        } => Fail::Overflow {
+            message,
+            hint: format!("The model refused it as too long. {TOO_LONG_HINT}"),
+            window,
+        },
+        other => other,
     }
 }
 

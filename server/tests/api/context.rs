@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
+use server::runtime::openai::{tool_schemas, OpenAiAgent, OpenAiSettings};
 use server::runtime::tools::Workspace;
 
 use crate::backends::{say, stream, COMPLETIONS};
 use crate::helpers::{spawn_app_with_adapter, SseEvent, TestApp};
-use crate::upstream::{delta, Reply, Upstream, DONE};
+use crate::upstream::{delta, usage, Reply, Upstream, DONE};
 
 struct Setup {
     upstream: Upstream,
@@ -259,6 +259,96 @@ async fn a_providers_context_overflow_teaches_the_window_and_the_turn_is_asked_a
     assert_eq!(end["type"], "context_overflow");
     assert!(end["message"].as_str().unwrap().contains("2,048"), "{end}");
     assert!(end["hint"].as_str().unwrap().contains("new conversation"));
+}
+
+#[tokio::test]
+async fn a_message_the_provider_refused_as_too_long_does_not_say_it_was_never_sent() {
+    let s = setup(Some(100), None).await;
+    let session = s.app.new_session().await;
+    // No window known: the 3,000-byte message is sent, and refused by a 512-token model.
+    s.upstream.script(
+        COMPLETIONS,
+        Reply::Json(
+            400,
+            json!({"error": {"message": "This model's maximum context length is 512 tokens. However, you requested 1200 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}}),
+        ),
+    );
+    let (status, events) = run_turn(&s.app, &session, &text(3_000, 'a')).await;
+    assert_eq!(status["terminal_state"], "compression_exhausted");
+    assert_eq!(s.upstream.requests(COMPLETIONS).len(), 1, "not asked again");
+    let end = &of_kind(&events, "apperror")[0].data;
+    assert_eq!(end["type"], "context_overflow");
+    assert!(end["message"].as_str().unwrap().contains("512"), "{end}");
+    let hint = end["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("refused") && hint.contains("Shorten"),
+        "{hint}"
+    );
+    assert!(!hint.contains("Nothing was sent"), "{hint}");
+    // Now that the window is known, the next such message is refused before it is sent, and
+    // says so.
+    let (_, events) = run_turn(&s.app, &session, &text(3_000, 'b')).await;
+    assert_eq!(s.upstream.requests(COMPLETIONS).len(), 1);
+    let end = &of_kind(&events, "apperror")[0].data;
+    assert!(
+        end["hint"].as_str().unwrap().contains("Nothing was sent"),
+        "{end}"
+    );
+}
+
+/// A reply of `text` with a usage report of `prompt` tokens.
+fn say_with_usage(text: &str, prompt: u64) -> Reply {
+    stream(&[
+        delta(json!({ "content": text }), None),
+        delta(json!({}), Some("stop")),
+        usage(prompt, 3),
+        DONE.to_owned(),
+    ])
+}
+
+#[tokio::test]
+async fn a_providers_usage_reports_teach_how_long_a_token_is_and_more_of_the_conversation_fits() {
+    // Two conversations of the same two long messages, on providers that differ only in their
+    // usage reports: one counts the first request as few tokens (a long token, 5 bytes at
+    // most is believed), the other reports nothing (3 bytes a token is assumed). The window
+    // holds both messages at 5 bytes a token, not at 3.
+    let tools = tool_schemas().to_string().len();
+    let long = 4 * tools + 1_000;
+    let window = u32::try_from(tools * 12 / 5 + 1_000).unwrap();
+    let mut left_out = Vec::new();
+    for reports in [true, false] {
+        let s = setup(Some(200), Some(window)).await;
+        let session = s.app.new_session().await;
+        s.upstream.script(
+            COMPLETIONS,
+            if reports {
+                say_with_usage("First.", 40)
+            } else {
+                say("First.")
+            },
+        );
+        s.upstream.script(COMPLETIONS, say("Second."));
+        let (status, events) = run_turn(&s.app, &session, &text(long, 'a')).await;
+        assert_eq!(status["terminal_state"], "completed", "{events:?}");
+        let (status, events) = run_turn(&s.app, &session, &text(long, 'b')).await;
+        assert_eq!(status["terminal_state"], "completed", "{events:?}");
+        let sent = s.upstream.requests(COMPLETIONS)[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(sent.last().unwrap()["content"], json!(text(long, 'b')));
+        let said = of_kind(&events, "context_status")
+            .first()
+            .map_or(0, |e| e.data["left_out"].as_u64().unwrap());
+        // What the turn said it left out is what it left out.
+        assert_eq!(sent.len() as u64, 4 - said, "reports usage: {reports}");
+        left_out.push(said);
+    }
+    assert_eq!(
+        left_out,
+        [0, 2],
+        "the first turn is kept only where usage taught better"
+    );
 }
 
 #[tokio::test]
