@@ -39,8 +39,7 @@ fn counted(n: usize, noun: &str) -> String {
     }
 }
 
-/// The turn's token usage, as shown under the answer.
-/// What a turn used: in full, and in short for a phone's footer.
+/// The turn's token usage, as shown under the answer: in full, and in short for a phone.
 fn usage_label(input: u64, output: u64) -> (String, String) {
     use crate::api::grouped;
     (
