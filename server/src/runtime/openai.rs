@@ -243,7 +243,9 @@ impl OpenAiAgent {
         let system = json!({"role": "system", "content": SYSTEM_PROMPT});
         // The conversation as far back as the model's context holds it; asked again with the
         // window an overflow error names, once, when it was not known before.
-        let mut fitted = self.fit(model, &system, &history, &current)?;
+        let mut fitted = self
+            .fit(model, &system, &history, &current)
+            .map_err(|t| t.fail(false))?;
         let mut learned = false;
         let mut said_left_out = 0;
         let mut usage: Option<(u64, u64)> = None;
@@ -277,11 +279,10 @@ impl OpenAiAgent {
                 {
                     learned = true;
                     self.learn_window(model, Some(window));
-                    // The provider was asked: a message too long for the window it named was
-                    // sent once, and refused.
+                    // Too long for the window it named: sent once, and refused.
                     let refitted = self
                         .fit(model, &system, &history, &current)
-                        .map_err(refused)?;
+                        .map_err(|t| t.fail(true))?;
                     if refitted.left_out == fitted.left_out && refitted.room == fitted.room {
                         // The same request again would be refused again.
                         return Err(overflow);
@@ -411,7 +412,7 @@ impl OpenAiAgent {
         system: &Value,
         history: &[Value],
         current: &Value,
-    ) -> Result<Fitted, Fail> {
+    ) -> Result<Fitted, TooLong> {
         let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(system.clone());
         let Some(window) = self.window(model) else {
@@ -443,7 +444,7 @@ impl OpenAiAgent {
             .min(window / 2);
         let needed = tokens(system) + tokens(current) + tools;
         if needed + MIN_ANSWER > window {
-            return Err(too_long(needed, window));
+            return Err(TooLong { needed, window });
         }
         let budget = window.saturating_sub(reserve).max(needed);
         let mut used = needed;
@@ -1171,35 +1172,32 @@ fn listed_window(model: &Value) -> Option<u32> {
         .filter(|w| *w >= MIN_WINDOW)
 }
 
-/// What to do about a message too long for the model's context.
-const TOO_LONG_HINT: &str = "Shorten the message, or send it in parts over several messages.";
-
-/// The failure for a message that does not fit the model's context even alone.
-fn too_long(needed: u64, window: u64) -> Fail {
-    Fail::Overflow {
-        message: format!(
-            "Your message is too long for this model: it comes to about {} tokens, and the \
-             model's context holds {} in all, for the message and the answer together.",
-            app::api::grouped(needed),
-            app::api::grouped(window)
-        ),
-        hint: format!("{TOO_LONG_HINT} Nothing was sent to the model."),
-        window: None,
-    }
+/// A message that does not fit the model's context even alone: about `needed` tokens, for a
+/// context of `window`.
+struct TooLong {
+    needed: u64,
+    window: u64,
 }
 
-/// [`too_long`] for a message the provider was sent once and refused: its hint no longer says
-/// that nothing was sent.
-fn refused(fail: Fail) -> Fail {
-    match fail {
+impl TooLong {
+    /// The failure that ends the turn; `refused`: the provider was sent it once and refused
+    /// it (otherwise nothing was sent).
+    fn fail(self, refused: bool) -> Fail {
+        let advice = "Shorten the message, or send it in parts over several messages.";
         Fail::Overflow {
-            message, window, ..
-        } => Fail::Overflow {
-            message,
-            hint: format!("The model refused it as too long. {TOO_LONG_HINT}"),
-            window,
-        },
-        other => other,
+            message: format!(
+                "Your message is too long for this model: it comes to about {} tokens, and the \
+                 model's context holds {} in all, for the message and the answer together.",
+                app::api::grouped(self.needed),
+                app::api::grouped(self.window)
+            ),
+            hint: if refused {
+                format!("The model refused it as too long. {advice}")
+            } else {
+                format!("{advice} Nothing was sent to the model.")
+            },
+            window: None,
+        }
     }
 }
 
