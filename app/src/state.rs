@@ -421,6 +421,11 @@ impl ChatState {
         if self.session_id.get_untracked().as_deref() != Some(session.id.as_str()) {
             return;
         }
+        if session.earlier {
+            // More came than one window holds: the latest window, afresh.
+            self.load(page);
+            return;
+        }
         self.take_sidebar(page);
         self.title.set(session.title.clone());
         let new = self.unknown_turns(session);

@@ -208,6 +208,7 @@ async fn replay_benchmark(db: &Db) -> Value {
                 instance: state.runner.instance(),
                 until: f64::MAX,
             },
+            max_running: None,
             now: 0.0,
         })
         .await
@@ -539,6 +540,7 @@ async fn journal_benchmark(db: &Db) -> Value {
                         instance: &instance,
                         until: f64::MAX,
                     },
+                    max_running: None,
                     now: 0.0,
                 })
                 .await

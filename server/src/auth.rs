@@ -12,11 +12,10 @@
 //! Passwords are stored as argon2id hashes. Failed sign-ins are counted per name and per client
 //! address: the sixth within a minute answers 429 with `Retry-After`.
 
-use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Instant;
 
 use argon2::password_hash::rand_core::{OsRng, RngCore as _};
 use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
@@ -35,6 +34,7 @@ use app::markdown::escape;
 
 use crate::error::ApiError;
 use crate::store::{Run, Session, StoreError, User};
+use crate::throttle::Refused;
 use crate::AppState;
 
 /// The sign-in cookie.
@@ -49,10 +49,6 @@ pub const MIN_PASSWORD_CHARS: usize = 10;
 pub const MAX_PASSWORD_BYTES: usize = 1024;
 /// The longest account name, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
-/// Failed sign-ins allowed per name and per address within [`THROTTLE_WINDOW`].
-pub const THROTTLE_LIMIT: usize = 5;
-/// The window failed sign-ins are counted in.
-pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
 
 /// Whether `name` can name an account: 1 to 64 letters, digits, `.`, `_` or `-`.
 pub fn check_name(name: &str) -> Result<&str, String> {
@@ -359,71 +355,6 @@ impl FromRequestParts<AppState> for ClientIp {
     }
 }
 
-/// Failed sign-ins per key (`name:…`, `ip:…`) within the last minute.
-#[derive(Debug, Default)]
-pub struct Throttle {
-    failures: Mutex<HashMap<String, VecDeque<Instant>>>,
-}
-
-/// Keys beyond which the oldest counts are dropped (a flood of names cannot grow it forever).
-const THROTTLE_MAX_KEYS: usize = 100_000;
-
-impl Throttle {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Instant>>> {
-        self.failures.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// How long until any of `keys` may try again, when one is at its limit.
-    pub fn blocked(&self, keys: &[String], now: Instant) -> Option<Duration> {
-        let mut failures = self.lock();
-        keys.iter()
-            .filter_map(|key| {
-                let times = failures.get_mut(key)?;
-                while times
-                    .front()
-                    .is_some_and(|t| now.duration_since(*t) >= THROTTLE_WINDOW)
-                {
-                    times.pop_front();
-                }
-                if times.len() >= THROTTLE_LIMIT {
-                    times
-                        .front()
-                        .map(|first| THROTTLE_WINDOW.saturating_sub(now.duration_since(*first)))
-                } else {
-                    None
-                }
-            })
-            .max()
-    }
-
-    /// Counts a failure against each key.
-    pub fn failed(&self, keys: &[String], now: Instant) {
-        let mut failures = self.lock();
-        if failures.len() >= THROTTLE_MAX_KEYS {
-            failures.retain(|_, times| {
-                times
-                    .back()
-                    .is_some_and(|t| now.duration_since(*t) < THROTTLE_WINDOW)
-            });
-            if failures.len() >= THROTTLE_MAX_KEYS {
-                failures.clear();
-            }
-        }
-        for key in keys {
-            let times = failures.entry(key.clone()).or_default();
-            times.push_back(now);
-            while times.len() > THROTTLE_LIMIT {
-                times.pop_front();
-            }
-        }
-    }
-
-    /// Forgets the failures of `key` (its account signed in).
-    pub fn forget(&self, key: &str) {
-        self.lock().remove(key);
-    }
-}
-
 /// A 303 to `location`.
 fn see_other(location: &str) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();
@@ -556,6 +487,29 @@ pub struct LoginBody {
     next: Option<String>,
 }
 
+/// The answer to a sign-in held back: 429 for a name or address that tried too often, 503
+/// for a server too busy to check; both say when to come back.
+fn throttled(refused: Refused, refuse: impl Fn(StatusCode, &str) -> Response) -> Response {
+    let (status, wait, message) = match refused {
+        Refused::TooMany(wait) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            wait,
+            "too many failed sign-ins: try again in",
+        ),
+        Refused::Busy(wait) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            wait,
+            "too many sign-ins at once: try again in",
+        ),
+    };
+    let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    let mut response = refuse(status, &format!("{message} {secs} s"));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    response
+}
+
 /// One message for an unknown name and a wrong password.
 const WRONG: &str = "wrong name or password";
 
@@ -592,19 +546,12 @@ pub async fn login(
             ApiError::refusal(status, message).into_response()
         }
     };
-    let keys = [format!("name:{}", name.to_lowercase()), format!("ip:{ip}")];
-    if let Some(wait) = state.throttle.blocked(&keys, Instant::now()) {
-        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        let secs = secs.max(1);
-        let mut response = refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!("too many failed sign-ins: try again in {secs} s"),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        return response;
-    }
+    // Counted before the password is checked; a success gives the place back.
+    let keys = crate::throttle::keys(name, &ip);
+    let reservation = match state.throttle.reserve(&keys, Instant::now()) {
+        Ok(reservation) => reservation,
+        Err(refused) => return throttled(refused, refuse),
+    };
     let found = if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
         None
     } else {
@@ -618,18 +565,23 @@ pub async fn login(
     let hash = found
         .as_ref()
         .map_or_else(|| decoy_hash().to_owned(), |(_, h)| h.clone());
-    let matches = password.len() <= MAX_PASSWORD_BYTES
-        && tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+    let matches = if password.len() <= MAX_PASSWORD_BYTES {
+        match state
+            .throttle
+            .hash(move || verify_password(&password, &hash))
             .await
-            .unwrap_or(false);
+        {
+            Ok(matches) => matches,
+            Err(refused) => return throttled(refused, refuse),
+        }
+    } else {
+        false
+    };
     let user = match found {
         Some((user, _)) if matches => user,
-        _ => {
-            state.throttle.failed(&keys, Instant::now());
-            return refuse(StatusCode::UNAUTHORIZED, WRONG);
-        }
+        _ => return refuse(StatusCode::UNAUTHORIZED, WRONG),
     };
-    state.throttle.forget(&keys[0]);
+    state.throttle.succeeded(reservation);
     let token = new_token();
     let now = crate::journal::now();
     if let Err(e) = state
@@ -754,30 +706,6 @@ mod tests {
             assert_eq!(safe_next(Some(bad)), "/", "{bad:?}");
         }
         assert_eq!(safe_next(None), "/");
-    }
-
-    #[test]
-    fn the_throttle_counts_failures_per_key_within_a_minute() {
-        let throttle = Throttle::default();
-        let t0 = Instant::now();
-        let keys = ["name:alice".to_owned(), "ip:1.2.3.4".to_owned()];
-        for i in 0..THROTTLE_LIMIT {
-            assert_eq!(throttle.blocked(&keys, t0), None, "failure {i}");
-            throttle.failed(&keys, t0 + Duration::from_secs(i as u64));
-        }
-        let wait = throttle
-            .blocked(&keys, t0 + Duration::from_secs(10))
-            .expect("blocked after five failures");
-        assert_eq!(wait, Duration::from_secs(50));
-        // Another name from the same address is blocked too; the address was.
-        assert!(throttle
-            .blocked(&["name:bob".into(), "ip:1.2.3.4".into()], t0)
-            .is_some());
-        assert_eq!(
-            throttle.blocked(&["name:bob".into(), "ip:5.6.7.8".into()], t0),
-            None
-        );
-        assert_eq!(throttle.blocked(&keys, t0 + Duration::from_secs(61)), None);
     }
 
     #[test]

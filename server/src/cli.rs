@@ -17,12 +17,29 @@ use crate::store::StoreError;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// Where the server these commands manage can be reached from, when others can: its
+/// `--addr` or `--public-url` as given here (flags or environment), or as the data
+/// directory's lock file records the server that runs (or last ran) on it.
+pub fn exposure(config: &crate::Config) -> Option<String> {
+    if let Some(public) = &config.public_url {
+        return Some(public.origin.clone());
+    }
+    if let Some(addr) = config.addr.filter(|a| !a.ip().is_loopback()) {
+        return Some(addr.to_string());
+    }
+    crate::Listening::recorded(&config.data_dir)
+        .filter(crate::Listening::exposed)
+        .map(|l| l.public_url.unwrap_or_else(|| l.addr.to_string()))
+}
+
 /// Runs a `user` command against the database (PostgreSQL at `database_url`, else the SQLite
-/// file under `data_dir`); `out` gets what it reports.
+/// file under `data_dir`); `out` gets what it reports. `exposed` says where others reach the
+/// server, if they do (see [`exposure`]).
 pub async fn user(
     command: &UserCommand,
     database_url: Option<&str>,
     data_dir: &std::path::Path,
+    exposed: Option<&str>,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
     let store = crate::store::open(database_url, data_dir).await?;
@@ -75,7 +92,17 @@ pub async fn user(
                 user.name
             )?;
         }
-        UserCommand::Remove { name } => {
+        UserCommand::Remove { name, force } => {
+            let last = store.count_users().await? == 1
+                && store.user_credentials(name.trim()).await.is_ok();
+            if let (true, Some(exposed), false) = (last, exposed, *force) {
+                return Err(usage(format!(
+                    "{:?} is the last account. Without one the server has no sign-in, so it \
+                     answers only this machine: whoever reaches it at {exposed} is refused. \
+                     Add another account first, or remove this one with --force",
+                    name.trim()
+                )));
+            }
             match store.remove_user(name.trim()).await {
                 Ok(()) => {}
                 Err(StoreError::NotFound) => return Err(unknown(name)),
@@ -85,7 +112,7 @@ pub async fn user(
             if store.count_users().await? == 0 {
                 writeln!(
                     out,
-                    "no accounts are left: the server is open to whoever reaches it on loopback"
+                    "no accounts are left: the server answers this machine only, with no sign-in"
                 )?;
             }
         }

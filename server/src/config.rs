@@ -243,7 +243,17 @@ pub struct Config {
     )]
     pub max_attachment_mb: u64,
 
-    /// What one account's attached files may take in all, in MiB
+    /// Uploads one account may have in progress at once
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_UPLOADS_PER_USER",
+        default_value_t = 4
+    )]
+    pub max_uploads_per_user: usize,
+
+    /// What one account's attached files may take in all, in MiB (its workspace on disk is
+    /// held to the same size)
     #[arg(
         long,
         global = true,
@@ -260,6 +270,25 @@ pub struct Config {
         default_value_t = 10
     )]
     pub header_timeout_secs: u64,
+
+    /// Connections the server holds open at once (one past it is closed at once)
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_CONNECTIONS",
+        default_value_t = 4096
+    )]
+    pub max_connections: usize,
+
+    /// Connections one address may hold open at once (loopback, where a proxy connects
+    /// from, is not held to it)
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 128
+    )]
+    pub max_connections_per_address: usize,
 }
 
 /// What the server binary does instead of serving.
@@ -290,6 +319,10 @@ pub enum UserCommand {
     Remove {
         /// The account
         name: String,
+        /// Remove the last account even though the server listens where others reach it
+        /// (it then answers this machine only)
+        #[arg(long)]
+        force: bool,
     },
     /// List the accounts
     List,
@@ -304,8 +337,11 @@ impl Config {
             max_streams_per_user: self.max_streams_per_user,
             max_streams: self.max_streams,
             max_attachment_bytes: self.max_attachment_mb.saturating_mul(1 << 20),
+            max_uploads_per_user: self.max_uploads_per_user.max(1),
             max_attachment_storage: self.max_attachment_storage_mb.saturating_mul(1 << 20),
             header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
+            max_connections: self.max_connections.max(1),
+            max_connections_per_address: self.max_connections_per_address.max(1),
         }
     }
 

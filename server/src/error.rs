@@ -163,6 +163,14 @@ impl From<StoreError> for ApiError {
                 ),
             )
             .with("limit", "max_attachment_storage"),
+            StoreError::TooManyRunning { limit } => ApiError::too_many(format!(
+                "{limit} turns are running, the limit: wait for one to end, or stop one"
+            ))
+            .with("limit", "max_runs_per_user"),
+            StoreError::QueueFull { limit } => ApiError::too_many(format!(
+                "{limit} follow-ups are already waiting in this conversation, the limit"
+            ))
+            .with("limit", "max_queued"),
             StoreError::Unattachable { id } => ApiError::bad_request(format!(
                 "attachment {id} cannot be sent: it does not exist, is not yours, or was sent already"
             ))

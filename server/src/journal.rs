@@ -519,8 +519,9 @@ mod tests {
         async fn queue_message(
             &self,
             message: &QueuedMessage,
+            limit: usize,
         ) -> Result<QueuedMessage, StoreError> {
-            self.inner.queue_message(message).await
+            self.inner.queue_message(message, limit).await
         }
 
         async fn queued_messages(
@@ -681,6 +682,7 @@ mod tests {
                     instance: "test",
                     until: f64::MAX,
                 },
+                max_running: None,
                 now: 0.0,
             })
             .await

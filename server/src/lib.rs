@@ -41,6 +41,7 @@ pub mod security;
 pub mod snapshots;
 pub mod store;
 pub mod telemetry;
+pub mod throttle;
 pub mod wire;
 
 pub use config::Config;
@@ -68,12 +69,18 @@ pub struct AppState {
     pub heartbeat: Duration,
     /// Where people reach the server through a proxy, if it says.
     pub public_url: Option<security::PublicUrl>,
-    /// Failed sign-ins of the last minute.
-    pub throttle: Arc<auth::Throttle>,
+    /// Sign-in attempts of the last minute, and the password hashing places.
+    pub throttle: Arc<throttle::Throttle>,
     /// What one account, and everyone, may hold at once.
     pub limits: limits::Limits,
     /// Open event streams.
     pub streams: Arc<limits::StreamGate>,
+    /// Uploads in progress.
+    #[from_ref(skip)]
+    pub uploads: Arc<limits::Gate>,
+    /// Open connections, per address.
+    #[from_ref(skip)]
+    pub connections: Arc<limits::Gate>,
     /// Counters about the server itself.
     pub stats: Arc<limits::Stats>,
 }
@@ -153,6 +160,8 @@ impl AppState {
             throttle: Arc::default(),
             limits: limits::Limits::default(),
             streams: Arc::default(),
+            uploads: Arc::default(),
+            connections: Arc::default(),
             stats,
         }
     }
@@ -293,8 +302,12 @@ pub async fn run(
         .await
         .with_context(|| format!("binding {addr}"))?;
     // One process owns a SQLite file; PostgreSQL is shared by design.
+    let listening = Listening {
+        addr: listener.local_addr()?,
+        public_url: config.public_url.as_ref().map(|p| p.origin.clone()),
+    };
     let _lock = match config.database_url {
-        None => Some(DataDirLock::acquire(&config.data_dir)?),
+        None => Some(DataDirLock::acquire(&config.data_dir, &listening)?),
         Some(_) => None,
     };
     let token = CancellationToken::new();
@@ -318,14 +331,25 @@ pub async fn run(
     }
     let state = AppState::open(&config, leptos_options, token.clone()).await?;
     let local = listener.local_addr()?;
-    if !local.ip().is_loopback() && state.store.count_users().await? == 0 {
-        return Err(cli::UsageError(format!(
-            "refusing to serve {local} with no account: anyone who can reach it would use \
-             the agent. Add one first (server --data-dir {} user add NAME --admin), or \
-             listen on 127.0.0.1",
-            config.data_dir.display()
-        ))
-        .into());
+    if state.store.count_users().await? == 0 {
+        // With no account whoever reaches the server uses it: only this machine may.
+        let exposed = if !local.ip().is_loopback() {
+            Some(local.to_string())
+        } else {
+            config
+                .public_url
+                .as_ref()
+                .map(|p| format!("{} (--public-url)", p.origin))
+        };
+        if let Some(exposed) = exposed {
+            return Err(cli::UsageError(format!(
+                "refusing to serve {exposed} with no account: anyone who can reach it would \
+                 use the agent. Add one first (server --data-dir {} user add NAME --admin), \
+                 or listen on 127.0.0.1 without --public-url",
+                config.data_dir.display()
+            ))
+            .into());
+        }
     }
     tracing::info!(
         "listening on http://{} (agent: {}, database: {}, instance {})",
@@ -337,6 +361,36 @@ pub async fn run(
     serve(listener, state, shutdown).await
 }
 
+/// Where a server listens, as its data directory's lock file records it (for `server user
+/// remove`, which warns before the last account of a server others reach goes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listening {
+    /// The address it is bound to.
+    pub addr: std::net::SocketAddr,
+    /// `--public-url`'s origin, if given.
+    pub public_url: Option<String>,
+}
+
+impl Listening {
+    /// What the lock file of `data_dir` says of the server that holds (or last held) it.
+    pub fn recorded(data_dir: &std::path::Path) -> Option<Listening> {
+        let text = std::fs::read_to_string(data_dir.join("anchorage.lock")).ok()?;
+        let mut lines = text.lines().skip(1);
+        let addr = lines.next()?.trim().parse().ok()?;
+        let public_url = lines
+            .next()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned);
+        Some(Listening { addr, public_url })
+    }
+
+    /// Whether anyone but this machine can reach it.
+    pub fn exposed(&self) -> bool {
+        !self.addr.ip().is_loopback() || self.public_url.is_some()
+    }
+}
+
 /// The claim of one server process on a data directory, held while it runs: a lock on
 /// `anchorage.lock` inside it, which the operating system releases when the process ends, however
 /// it ends.
@@ -346,8 +400,9 @@ pub struct DataDirLock {
 }
 
 impl DataDirLock {
-    /// Creates the directory if needed and locks it, or says which process holds it.
-    pub fn acquire(data_dir: &std::path::Path) -> anyhow::Result<Self> {
+    /// Creates the directory if needed and locks it, or says which process holds it; the
+    /// file then records the process and where it listens.
+    pub fn acquire(data_dir: &std::path::Path, listening: &Listening) -> anyhow::Result<Self> {
         use std::io::{Read as _, Seek as _, Write as _};
         std::fs::create_dir_all(data_dir)
             .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
@@ -364,7 +419,7 @@ impl DataDirLock {
             Err(std::fs::TryLockError::WouldBlock) => {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
+                let holder = holder.lines().next().unwrap_or_default().trim();
                 let who = if holder.is_empty() {
                     "another Anchorage server".to_owned()
                 } else {
@@ -383,7 +438,13 @@ impl DataDirLock {
         // Who holds it, for the message above.
         file.set_len(0)?;
         file.rewind()?;
-        write!(file, "{}", std::process::id())?;
+        write!(
+            file,
+            "{}\n{}\n{}\n",
+            std::process::id(),
+            listening.addr,
+            listening.public_url.as_deref().unwrap_or_default()
+        )?;
         file.flush()?;
         Ok(DataDirLock { _file: file })
     }
@@ -392,8 +453,12 @@ impl DataDirLock {
 /// Serves the app on an already bound listener until `shutdown` resolves. Open streams end
 /// then; runs in progress stop and are reported interrupted by the next start.
 ///
-/// Each connection must send a request's headers within the header timeout (a client that
-/// trickles them, slowloris, is cut off); every request knows its peer address.
+/// Connections speak HTTP/1.1 (a proxy in front may speak HTTP/2 to browsers). Each must send
+/// a request's headers within the header timeout, counted from when it connects (a client that
+/// sends nothing, or trickles its headers, slowloris, is cut off), and carries one request.
+/// At most `max_connections` are open at once, and `max_connections_per_address` from one
+/// address (but loopback, where a proxy connects from); one past a limit is closed at once.
+/// Every request knows its peer address.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
@@ -404,9 +469,22 @@ pub async fn serve(
 
     let token = state.shutdown.clone();
     let runner = state.runner.clone();
-    let header_timeout = state.limits.header_timeout;
+    let limits = state.limits.clone();
+    let connections = Arc::clone(&state.connections);
     let app = router(state);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // HTTP/1 only: detecting HTTP/2 would read the first bytes with no timer at all.
+    let mut builder = Builder::new(TokioExecutor::new()).http1_only();
+    // One request per connection: hyper's header timeout also runs while a kept-alive
+    // connection waits for its next request, and a client that sends on such a
+    // connection just as the server closes it loses that request (a POST is not retried).
+    // Answering `Connection: close` means no client ever reuses a connection the server
+    // may close; a proxy in front keeps its clients' connections alive on its own.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -422,31 +500,33 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let per_address = if peer.ip().is_loopback() {
+            usize::MAX
+        } else {
+            limits.max_connections_per_address
+        };
+        let Ok(permit) =
+            connections.take(&peer.ip().to_string(), per_address, limits.max_connections)
+        else {
+            tracing::debug!("refused a connection from {peer}: too many open");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let service = tower_http::add_extension::AddExtension::new(
             app.clone(),
             axum::extract::ConnectInfo(peer),
         );
         let service = hyper_util::service::TowerToHyperService::new(service);
-        let mut builder = Builder::new(TokioExecutor::new());
-        // One request per connection: hyper's header timeout also runs while a kept-alive
-        // connection waits for its next request, and a client that sends on such a
-        // connection just as the server closes it loses that request (a POST is not retried).
-        // Answering `Connection: close` means no client ever reuses a connection the server
-        // may close; a proxy in front keeps its clients' connections alive on its own.
-        builder
-            .http1()
-            .timer(TokioTimer::new())
-            .header_read_timeout(header_timeout)
-            .keep_alive(false);
         let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .serve_connection(TokioIo::new(stream), service)
             .into_owned();
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::trace!("connection from {peer} ended: {e}");
             }
+            drop(permit);
         });
     }
     drop(listener);

@@ -1,6 +1,7 @@
 //! What one person, or everyone together, may hold at once: follow-ups waiting in a
-//! conversation, turns running, event streams open. Past a limit the answer is a 429 (this
-//! person) or a 503 (the server) with a JSON error saying which limit and how to go on.
+//! conversation, turns running, event streams open, uploads in progress. Past a limit the
+//! answer is a 429 (this person) or a 503 (the server) with a JSON error saying which limit
+//! and how to go on.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,10 +23,16 @@ pub struct Limits {
     pub max_streams: usize,
     /// The largest file one may attach, in bytes.
     pub max_attachment_bytes: u64,
+    /// Uploads one account may have in progress at once.
+    pub max_uploads_per_user: usize,
     /// What one account's attached files may take in all, in bytes.
     pub max_attachment_storage: u64,
     /// How long a connection may take to send a request's headers.
     pub header_timeout: Duration,
+    /// Connections open at once on the server.
+    pub max_connections: usize,
+    /// Connections open at once from one address (loopback, a proxy's, is not held to it).
+    pub max_connections_per_address: usize,
 }
 
 impl Default for Limits {
@@ -36,74 +43,107 @@ impl Default for Limits {
             max_streams_per_user: 64,
             max_streams: 1024,
             max_attachment_bytes: 10 << 20,
+            max_uploads_per_user: 4,
             max_attachment_storage: 1 << 30,
             header_timeout: Duration::from_secs(10),
+            max_connections: 4096,
+            max_connections_per_address: 128,
         }
     }
 }
 
-/// Counts open event streams, per account and in total.
+/// Counts what is held at once (open streams, uploads in progress, connections), per holder
+/// and in total; a [`Permit`] frees its place when dropped.
 #[derive(Debug, Default)]
-pub struct StreamGate {
+pub struct Gate {
     open: Mutex<(usize, HashMap<String, usize>)>,
 }
 
-/// One open stream; dropping it (the stream ended) frees its place.
+/// Event streams: per account (`max_streams_per_user`) and on the server (`max_streams`).
+pub type StreamGate = Gate;
+
+/// One place taken at a [`Gate`]; dropping it frees the place.
 #[derive(Debug)]
-pub struct StreamPermit {
-    gate: Arc<StreamGate>,
-    owner: String,
+pub struct Permit {
+    gate: Arc<Gate>,
+    holder: String,
 }
 
-impl StreamGate {
+/// Why a [`Gate`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Full {
+    /// The holder holds `mine`, its limit.
+    Mine(usize),
+    /// Everyone together holds the total limit.
+    All,
+}
+
+impl Gate {
     fn lock(&self) -> std::sync::MutexGuard<'_, (usize, HashMap<String, usize>)> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A place for one more stream of `owner` (`""` in open mode), or why there is none.
-    pub fn acquire(
-        self: &Arc<Self>,
-        owner: &str,
-        limits: &Limits,
-    ) -> Result<StreamPermit, ApiError> {
+    /// A place for one more of `holder`'s, at most `mine` each and `all` in total.
+    pub fn take(self: &Arc<Self>, holder: &str, mine: usize, all: usize) -> Result<Permit, Full> {
         let mut open = self.lock();
-        if open.0 >= limits.max_streams {
-            return Err(ApiError::unavailable(format!(
-                "the server has {} event streams open, its limit; try again shortly",
-                limits.max_streams
-            ))
-            .with("limit", "max_streams"));
+        if open.0 >= all {
+            return Err(Full::All);
         }
-        let mine = open.1.get(owner).copied().unwrap_or(0);
-        if mine >= limits.max_streams_per_user {
-            return Err(ApiError::too_many(format!(
-                "you have {mine} event streams open, the limit; close a tab or two and \
-                     try again"
-            ))
-            .with("limit", "max_streams_per_user"));
+        let held = open.1.get(holder).copied().unwrap_or(0);
+        if held >= mine {
+            return Err(Full::Mine(held));
         }
         open.0 += 1;
-        *open.1.entry(owner.to_owned()).or_default() += 1;
-        Ok(StreamPermit {
+        *open.1.entry(holder.to_owned()).or_default() += 1;
+        Ok(Permit {
             gate: Arc::clone(self),
-            owner: owner.to_owned(),
+            holder: holder.to_owned(),
         })
     }
 
-    /// Streams open now, in total.
+    /// A place for one more stream of `owner` (`""` in open mode), or why there is none.
+    pub fn acquire(self: &Arc<Self>, owner: &str, limits: &Limits) -> Result<Permit, ApiError> {
+        self.take(owner, limits.max_streams_per_user, limits.max_streams)
+            .map_err(|full| match full {
+                Full::All => ApiError::unavailable(format!(
+                    "the server has {} event streams open, its limit; try again shortly",
+                    limits.max_streams
+                ))
+                .with("limit", "max_streams"),
+                Full::Mine(mine) => ApiError::too_many(format!(
+                    "you have {mine} event streams open, the limit; close a tab or two and \
+                     try again"
+                ))
+                .with("limit", "max_streams_per_user"),
+            })
+    }
+
+    /// A place for one more upload of `owner` (`""` in open mode), or a 429.
+    pub fn upload(self: &Arc<Self>, owner: &str, limits: &Limits) -> Result<Permit, ApiError> {
+        self.take(owner, limits.max_uploads_per_user, usize::MAX)
+            .map_err(|_| {
+                ApiError::too_many(format!(
+                    "{} of your files are uploading, the most at once: wait for one to finish",
+                    limits.max_uploads_per_user
+                ))
+                .with("limit", "max_uploads_per_user")
+            })
+    }
+
+    /// Places held now, in total.
     pub fn open(&self) -> usize {
         self.lock().0
     }
 }
 
-impl Drop for StreamPermit {
+impl Drop for Permit {
     fn drop(&mut self) {
         let mut open = self.gate.lock();
         open.0 = open.0.saturating_sub(1);
-        if let Some(n) = open.1.get_mut(&self.owner) {
+        if let Some(n) = open.1.get_mut(&self.holder) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                open.1.remove(&self.owner);
+                open.1.remove(&self.holder);
             }
         }
     }

@@ -12,7 +12,9 @@ async fn main() -> ExitCode {
     let result = match &config.command {
         Some(Command::User(command)) => {
             let url = config.database_url.as_ref().map(|u| u.expose());
-            server::cli::user(command, url, &config.data_dir, &mut std::io::stdout()).await
+            let exposed = server::cli::exposure(&config);
+            let out = &mut std::io::stdout();
+            server::cli::user(command, url, &config.data_dir, exposed.as_deref(), out).await
         }
         None => server::run(config, server::shutdown_signal()).await,
     };

@@ -171,8 +171,19 @@ impl PageBackend {
             })
             .collect();
         let (range, earlier) = match which {
-            // Only the turns after one the page has (one it does not know: all of them).
-            Turns::After(id) => (position(id).map_or(0, |i| i + 1)..runs.len(), false),
+            // Only the turns after one the page has, at most a window of them: when more came,
+            // the latest window, said to leave turns out (the page then shows it afresh). A run
+            // of the session on another branch: the latest window.
+            Turns::After(id) => {
+                let (latest, earlier) = window(&costs, end);
+                match position(id) {
+                    Some(i) => {
+                        let start = (i + 1).max(latest.start);
+                        (start..runs.len(), start > i + 1)
+                    }
+                    None => (latest, earlier),
+                }
+            }
             Turns::Latest => window(&costs, end),
             Turns::Before(id) => match position(id) {
                 Some(_) => window(&costs, end),
@@ -454,6 +465,14 @@ pub async fn data(
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<SessionPage>, ApiError> {
     let id = q.session_id.as_deref().filter(|s| !s.is_empty());
+    // Turns after a run must be after one of the viewer's, in the session asked for: any
+    // other id answers 404 (never the whole history).
+    if let Some(after) = q.after_run_id.as_deref().filter(|s| !s.is_empty()) {
+        let run = crate::auth::owned_run(&state, &viewer, after).await?;
+        if id.is_some_and(|id| id != run.session_id) {
+            return Err(ApiError::not_found("run"));
+        }
+    }
     let which = match (
         q.after_run_id.as_deref().filter(|s| !s.is_empty()),
         q.before_run_id.as_deref().filter(|s| !s.is_empty()),

@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use crate::hub::Hub;
 use crate::journal::{self, Journal, JournalError};
 use crate::runtime::{
-    redact_secrets, AttachedFile, ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnRequest, Waiters,
-    HISTORY_IMAGES,
+    redact_secrets, AttachedFile, ChatMessage, RunEnd, RunIo, RuntimeAdapter, TurnBudget,
+    TurnRequest, Waiters, HISTORY_IMAGES,
 };
 use crate::store::{
     Claim, Command, CommandKind, Interaction, Lease, Message, NewTurn, Place, QueuedMessage, Run,
@@ -186,8 +186,12 @@ impl Runner {
     }
 
     /// The models a session may ask for (see [`RuntimeAdapter::models`]).
+    /// Why it cannot be had is upstream text, shown to people: never a credential in it.
     pub async fn models(&self, refresh: bool) -> Result<Vec<String>, String> {
-        self.adapter.models(refresh).await
+        self.adapter
+            .models(refresh)
+            .await
+            .map_err(|e| redact_secrets(&e))
     }
 
     /// Prompts an empty conversation offers (see [`RuntimeAdapter::examples`]).
@@ -197,24 +201,34 @@ impl Runner {
 
     /// Stores the user message, creates the run and starts the agent on it. A `client_id`
     /// sent before starts nothing and reports the run it started then.
+    /// `max_running` is the most turns the session's account may run at once, this one
+    /// included (`TooManyRunning` past it; see [`NewTurn::max_running`]).
     pub async fn start(
         &self,
         session_id: &str,
         message: &str,
         attachments: &[String],
         client_id: Option<&str>,
+        max_running: Option<u64>,
     ) -> Result<Started, RunError> {
         let turn = TurnText {
             message,
             attachments,
             client_id,
         };
-        self.start_turn(session_id, turn, None, Place::Next).await
+        self.start_turn(session_id, turn, None, Place::Next, max_running)
+            .await
     }
 
     /// Answers the user message of `run_id` again: a new version of that turn, beside it.
-    pub async fn retry(&self, session_id: &str, run_id: &str) -> Result<Started, RunError> {
-        self.start_turn(session_id, TurnText::default(), None, Place::Retry(run_id))
+    pub async fn retry(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        max_running: Option<u64>,
+    ) -> Result<Started, RunError> {
+        let place = Place::Retry(run_id);
+        self.start_turn(session_id, TurnText::default(), None, place, max_running)
             .await
     }
 
@@ -226,26 +240,40 @@ impl Runner {
         run_id: &str,
         message: &str,
         client_id: Option<&str>,
+        max_running: Option<u64>,
     ) -> Result<Started, RunError> {
         let turn = TurnText {
             message,
             attachments: &[],
             client_id,
         };
-        self.start_turn(session_id, turn, None, Place::Edit(run_id))
+        self.start_turn(session_id, turn, None, Place::Edit(run_id), max_running)
             .await
     }
 
     /// Starts a queued follow-up: it leaves the queue in the transaction that stores it as the
     /// turn's user message, so a reader sees it either queued or started, never neither.
-    pub async fn start_queued(&self, queued: &QueuedMessage) -> Result<Started, RunError> {
+    /// `max_running` as for [`Runner::start`] (`None` when it takes the place of the turn
+    /// that just ended).
+    pub async fn start_queued(
+        &self,
+        queued: &QueuedMessage,
+        max_running: Option<u64>,
+    ) -> Result<Started, RunError> {
         let turn = TurnText {
             message: &queued.content,
             attachments: &queued.attachments,
             client_id: queued.client_id.as_deref(),
         };
-        self.start_turn(&queued.session_id, turn, Some(&queued.id), Place::Next)
-            .await
+        let queued_id = Some(queued.id.as_str());
+        self.start_turn(
+            &queued.session_id,
+            turn,
+            queued_id,
+            Place::Next,
+            max_running,
+        )
+        .await
     }
 
     /// The run an earlier send of the same message started.
@@ -274,6 +302,7 @@ impl Runner {
         text: TurnText<'_>,
         queued_id: Option<&str>,
         place: Place<'_>,
+        max_running: Option<u64>,
     ) -> Result<Started, RunError> {
         let TurnText {
             message,
@@ -309,6 +338,7 @@ impl Runner {
                 place,
                 default_model: default_model.as_deref(),
                 lease: self.lease_from(clock),
+                max_running,
                 now: journal::now(),
             })
             .await;
@@ -371,6 +401,7 @@ impl Runner {
             attempt,
             model: model.clone(),
         };
+        let budget = Arc::new(std::sync::Mutex::new(TurnBudget::default()));
         let io = RunIo {
             session_id: session_id.to_owned(),
             run_id: run_id.clone(),
@@ -380,6 +411,7 @@ impl Runner {
             cancel: active.cancel.clone(),
             waiters: Arc::clone(&active.waiters),
             pending: Default::default(),
+            budget: Arc::clone(&budget),
         };
         let runner = self.clone();
         let adapter = Arc::clone(&self.adapter);
@@ -387,10 +419,23 @@ impl Runner {
         tokio::spawn(async move {
             // The adapter runs in its own task so that a panic in it still ends the run.
             let outcome = tokio::spawn(async move { adapter.run(turn, io).await }).await;
-            let end = outcome.unwrap_or_else(|e| RunEnd::Failed {
+            let mut end = outcome.unwrap_or_else(|e| RunEnd::Failed {
                 message: "The agent stopped unexpectedly.".into(),
                 hint: Some(format!("{e}")),
             });
+            // Stopped for streaming more than a turn may: an error that says which bound
+            // (not a Stop the person made).
+            let exceeded = budget
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .exceeded()
+                .map(str::to_owned);
+            if let Some(message) = exceeded {
+                end = RunEnd::Failed {
+                    message,
+                    hint: Some("What streamed before it is kept.".to_owned()),
+                };
+            }
             runner.finish(&id, end).await;
         });
         Ok(Started {
@@ -547,7 +592,7 @@ impl Runner {
             return;
         }
         match self.store.next_queued(session_id).await {
-            Ok(Some(next)) => match self.start_queued(&next).await {
+            Ok(Some(next)) => match self.start_queued(&next, None).await {
                 // Started by someone else meanwhile, or the session runs a turn already.
                 Ok(_) | Err(RunError::Store(StoreError::NotFound | StoreError::Busy { .. })) => {}
                 Err(e) => tracing::warn!(session_id, "queued follow-up not started: {e}"),

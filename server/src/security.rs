@@ -86,8 +86,7 @@ pub const FORM_PATH: &str = "/api/auth/login";
 /// The one route that takes a body that is not JSON: an attachment's bytes.
 pub const UPLOAD_PATH: &str = "/api/attachments";
 
-/// Whether the request names this machine, or the `--public-url` host. Only open mode (no
-/// accounts) holds requests to it: a rebound name carries no sign-in cookie of this server.
+/// Whether the request names this machine, or the `--public-url` host.
 pub fn known_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
         return true;
@@ -95,6 +94,16 @@ pub fn known_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
     let host = host.to_ascii_lowercase();
     let name = host_name(&host);
     LOOPBACK.contains(&name) || public_url.is_some_and(|p| p.host.as_str() == name)
+}
+
+/// Whether only someone on this machine can have sent the request: it came from loopback,
+/// names this machine (not a rebound name of another site, not the public address) and
+/// passed through no proxy. Open mode (no account) answers only such requests.
+pub fn from_this_machine(headers: &HeaderMap, peer: Option<std::net::IpAddr>) -> bool {
+    let proxied = ["x-forwarded-for", "forwarded", "x-real-ip"]
+        .iter()
+        .any(|h| headers.contains_key(*h));
+    peer.is_some_and(|ip| ip.is_loopback()) && known_host(headers, None) && !proxied
 }
 
 /// Why a request that changes something is refused, if it is: not JSON (but the sign-in
@@ -160,16 +169,20 @@ pub fn check_write(
     Ok(())
 }
 
-/// The checks of [`known_host`] (in open mode) and [`check_write`], as a layer.
+/// The checks of [`from_this_machine`] (in open mode) and [`check_write`], as a layer.
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let public_url = state.public_url.as_ref();
-    if !known_host(request.headers(), public_url) {
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip());
+    if !from_this_machine(request.headers(), peer) {
         match state.store.count_users().await {
             Ok(0) => {
                 return refuse(
                     StatusCode::FORBIDDEN,
-                    "this server answers to localhost only (set --public-url to reach it by \
-                     another name, or add an account: server user add NAME)",
+                    "this server has no account, so it answers only on this machine (at \
+                     localhost); add one to reach it from elsewhere: server user add NAME",
                 )
             }
             Ok(_) => {}
@@ -265,6 +278,18 @@ mod tests {
         ] {
             assert_eq!(get(host, None), Err(StatusCode::FORBIDDEN), "{host}");
         }
+        // Open mode: only loopback, by a loopback name, through no proxy.
+        let lo = Some(std::net::IpAddr::from([127, 0, 0, 1]));
+        let lan = Some(std::net::IpAddr::from([192, 168, 1, 9]));
+        let host = |h: &'static str| headers(&[("host", h)]);
+        assert!(super::from_this_machine(&host("127.0.0.1:3000"), lo));
+        assert!(!super::from_this_machine(&host("127.0.0.1:3000"), lan));
+        assert!(!super::from_this_machine(&host("127.0.0.1:3000"), None));
+        assert!(!super::from_this_machine(&host("chat.example.org"), lo));
+        assert!(!super::from_this_machine(
+            &headers(&[("host", "localhost"), ("x-forwarded-for", "203.0.113.7")]),
+            lo
+        ));
         let public = PublicUrl::parse("https://Chat.Example.org/").unwrap();
         assert_eq!(public.origin, "https://chat.example.org");
         assert_eq!(get("chat.example.org", Some(&public)), Ok(()));

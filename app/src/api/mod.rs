@@ -237,7 +237,9 @@ pub struct SessionDetail {
     /// Queued follow-ups.
     pub queued: Vec<QueuedData>,
     /// Older turns exist than these (the page shows a window; "Show earlier" loads the one
-    /// before, through `/api/page?before_run_id=`).
+    /// before, through `/api/page?before_run_id=`). Fetched with `after_run_id`: more turns
+    /// came after that run than a window holds, and these are the latest window, to be shown
+    /// in place of the page's turns.
     #[serde(default)]
     pub earlier: bool,
     /// The model it asks for (`None`: the server's default).

@@ -109,6 +109,10 @@ pub async fn upload(
     if let Some(session_id) = &q.session_id {
         owned_session(&state, &viewer, session_id).await?;
     }
+    // Each upload in progress holds up to its size in memory: so many at once per account.
+    let _uploading = state
+        .uploads
+        .upload(viewer.owner().unwrap_or_default(), &state.limits)?;
     let bytes = axum::body::to_bytes(body, usize::try_from(limit).unwrap_or(usize::MAX))
         .await
         .map_err(|_| too_large())?;
@@ -221,10 +225,10 @@ pub async fn download(
     )) {
         h.insert(header::CONTENT_DISPOSITION, v);
     }
-    // An id always names the same bytes.
+    // Never kept by the browser: on a shared device a file must not outlive its sign-out.
     h.insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static("private, max-age=31536000, immutable"),
+        HeaderValue::from_static("private, no-store"),
     );
     h.insert(
         header::CONTENT_SECURITY_POLICY,

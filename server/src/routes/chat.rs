@@ -12,6 +12,7 @@ use crate::auth::{owned_run, owned_session, Viewer};
 use crate::error::{ApiError, ApiJson};
 use crate::journal;
 use crate::runtime::ApprovalChoice;
+use crate::store::StoreError;
 use crate::AppState;
 
 /// The largest message accepted, in bytes.
@@ -84,10 +85,7 @@ pub(crate) async fn check_running(
             return Ok(());
         }
     }
-    Err(ApiError::too_many(format!(
-        "{limit} turns are running, the limit: wait for one to end, or stop one"
-    ))
-    .with("limit", "max_runs_per_user"))
+    Err(StoreError::TooManyRunning { limit }.into())
 }
 
 /// What a start answers: the new turn, with the stored user message.
@@ -129,7 +127,13 @@ pub async fn start(
     }
     let started = state
         .runner
-        .start(&body.session_id, message, &body.attachments, client_id)
+        .start(
+            &body.session_id,
+            message,
+            &body.attachments,
+            client_id,
+            Some(state.limits.max_runs_per_user),
+        )
         .await?;
     Ok(Json(started_answer(started)))
 }
@@ -200,7 +204,8 @@ pub async fn retry(
 ) -> Result<Json<StartedAnswer>, ApiError> {
     let run = owned_run(&state, &viewer, &body.run_id).await?;
     check_running(&state, &viewer, &run.session_id, None).await?;
-    let started = state.runner.retry(&run.session_id, &run.id).await?;
+    let limit = Some(state.limits.max_runs_per_user);
+    let started = state.runner.retry(&run.session_id, &run.id, limit).await?;
     fork_json(&state, started).await
 }
 
@@ -217,7 +222,13 @@ pub async fn edit(
     check_running(&state, &viewer, &run.session_id, client_id).await?;
     let started = state
         .runner
-        .edit(&run.session_id, &run.id, message, client_id)
+        .edit(
+            &run.session_id,
+            &run.id,
+            message,
+            client_id,
+            Some(state.limits.max_runs_per_user),
+        )
         .await?;
     fork_json(&state, started).await
 }
@@ -309,7 +320,8 @@ pub async fn queue(
         let queued_before =
             client_id.and_then(|c| waiting.iter().find(|q| q.client_id.as_deref() == Some(c)));
         if let Some(queued) = queued_before {
-            match state.runner.start_queued(queued).await {
+            // It waited its turn: it takes the place of the one that ended.
+            match state.runner.start_queued(queued, None).await {
                 // Sent before: the answer of a retry.
                 Ok(run) => {
                     return Ok(started(crate::runner::Started {
@@ -327,18 +339,21 @@ pub async fn queue(
         return Ok(started(
             state
                 .runner
-                .start(&session.id, message, &body.attachments, client_id)
+                .start(
+                    &session.id,
+                    message,
+                    &body.attachments,
+                    client_id,
+                    Some(state.limits.max_runs_per_user),
+                )
                 .await?,
         ));
     }
     let again =
         client_id.is_some_and(|c| waiting.iter().any(|q| q.client_id.as_deref() == Some(c)));
-    if waiting.len() >= state.limits.max_queued && !again {
-        return Err(ApiError::too_many(format!(
-            "{} follow-ups are already waiting in this conversation, the limit",
-            waiting.len()
-        ))
-        .with("limit", "max_queued"));
+    let limit = state.limits.max_queued;
+    if waiting.len() >= limit && !again {
+        return Err(StoreError::QueueFull { limit }.into());
     }
     let item = crate::store::QueuedMessage {
         id: format!("q-{}", uuid::Uuid::new_v4().simple()),
@@ -348,14 +363,20 @@ pub async fn queue(
         created_at: journal::now(),
         attachments: body.attachments.clone(),
     };
-    let queued = match state.store.queue_message(&item).await {
+    let queued = match state.store.queue_message(&item, limit).await {
         Ok(queued) => queued,
         // Sent before and started since: the run it became.
         Err(crate::store::StoreError::Duplicate { .. }) => {
             return Ok(started(
                 state
                     .runner
-                    .start(&session.id, message, &body.attachments, client_id)
+                    .start(
+                        &session.id,
+                        message,
+                        &body.attachments,
+                        client_id,
+                        Some(state.limits.max_runs_per_user),
+                    )
                     .await?,
             ));
         }
@@ -365,7 +386,7 @@ pub async fn queue(
     let session = state.store.session(&session.id).await?;
     if session.active_run_id.is_none() {
         if let Some(next) = state.store.next_queued(&session.id).await? {
-            match state.runner.start_queued(&next).await {
+            match state.runner.start_queued(&next, None).await {
                 Ok(run) if next.id == queued.id => return Ok(started(run)),
                 Ok(_) => {}
                 // The queue worker started it meanwhile.

@@ -89,7 +89,13 @@ async fn start_turn(
     super::chat::check_running(state, viewer, &session.id, client_id).await?;
     let started = state
         .runner
-        .start(&session.id, message, &[], client_id)
+        .start(
+            &session.id,
+            message,
+            &[],
+            client_id,
+            Some(state.limits.max_runs_per_user),
+        )
         .await?;
     Ok(started.run_id)
 }
@@ -329,7 +335,11 @@ pub async fn ai_sdk_chat(
             return Err(ApiError::bad_request("there is no answer to regenerate"));
         };
         super::chat::check_running(&state, &viewer, &session.id, None).await?;
-        state.runner.retry(&session.id, &last.id).await?.run_id
+        state
+            .runner
+            .retry(&session.id, &last.id, Some(state.limits.max_runs_per_user))
+            .await?
+            .run_id
     } else {
         let Some(last) = body.messages.iter().rev().find(|m| m.role == "user") else {
             return Err(ApiError::bad_request("messages holds no user message"));

@@ -44,6 +44,16 @@ pub struct AguiAgent {
 const MAX_ARGS_BYTES: usize = 1024 * 1024;
 /// The most tool calls one turn may have open at once.
 const MAX_OPEN_CALLS: usize = 256;
+/// The most tool calls one turn may make.
+const MAX_CALLS: usize = 1_000;
+/// The most text messages (or reasoning messages) one turn may have open at once.
+const MAX_OPEN_MESSAGES: usize = 256;
+/// The most bytes the agent's state may take, as JSON (about).
+const MAX_STATE_BYTES: usize = 1 << 20;
+/// The most operations one state delta may carry.
+const MAX_DELTA_OPS: usize = 1_000;
+/// The most bytes of a tool's result the tool row keeps.
+const MAX_RESULT_BYTES: usize = 64 * 1024;
 /// The most events of other kinds one turn keeps, and the largest kept.
 const MAX_KEPT: u32 = 500;
 const MAX_KEPT_BYTES: usize = 16 * 1024;
@@ -75,6 +85,8 @@ impl AguiAgent {
         messages.push(
             json!({"id": format!("{}-user", turn.run_id), "role": "user", "content": turn.message}),
         );
+        // The account, so that the agent can keep users apart (opaque and stable).
+        let account = super::account_tag(turn.owner.as_deref());
         let input = json!({
             "threadId": turn.session_id,
             "runId": turn.run_id,
@@ -82,25 +94,29 @@ impl AguiAgent {
             "messages": messages,
             "tools": [],
             "context": [],
-            "forwardedProps": {},
+            "forwardedProps": {"anchorage": {"account": account}},
         });
         let mut request = self
             .client
             .post(&self.settings.url)
             .header("accept", "text/event-stream")
+            .header(super::ACCOUNT_HEADER, &account)
             .json(&input);
         if let Some(key) = &self.settings.api_key {
             request = request.bearer_auth(key.expose());
         }
         let response = io.unless_stopped(request.send()).await?.map_err(|e| {
             fail(
-                format!("Cannot reach the AG-UI agent at {}.", self.settings.url),
+                format!(
+                    "Cannot reach the AG-UI agent at {}.",
+                    super::shown_url(&self.settings.url)
+                ),
                 format!("{e}. Start the agent, or check --agui-url."),
             )
         })?;
         let status = response.status().as_u16();
         if !response.status().is_success() {
-            let body = response.text().await.unwrap_or_default();
+            let body = super::body_prefix(response, super::ERROR_BODY_BYTES).await;
             let shown: String = body.trim().chars().take(200).collect();
             let hint = match status {
                 401 | 403 => Some("Check AGUI_API_KEY.".to_owned()),
@@ -118,7 +134,7 @@ impl AguiAgent {
             ));
         }
         let mut reader = EventReader::new(response, self.settings.idle);
-        let mut run = AguiTurn::default();
+        let mut run = AguiTurn::new();
         loop {
             let event = super::next_event(&mut reader, io, "the AG-UI agent").await?;
             let data = event.data.trim();
@@ -156,8 +172,23 @@ struct AguiTurn {
     /// Calls opened by `TOOL_CALL_CHUNK`s: they end when another kind of event arrives.
     chunked: Vec<String>,
     state: Value,
+    /// The state's size as JSON, at least (it is measured again when it seems too large).
+    state_bytes: usize,
     todos: Option<Value>,
     kept: u32,
+    /// Text and reasoning messages started and not yet ended.
+    open_messages: std::collections::HashSet<String>,
+}
+
+impl AguiTurn {
+    /// A turn whose agent starts from the empty state the run's input gives it.
+    fn new() -> Self {
+        AguiTurn {
+            state: json!({}),
+            state_bytes: 2,
+            ..AguiTurn::default()
+        }
+    }
 }
 
 fn str_field<'a>(event: &'a Map<String, Value>, key: &str) -> &'a str {
@@ -231,11 +262,19 @@ impl AguiTurn {
                     .get(&id)
                     .cloned()
                     .unwrap_or_else(|| ("tool".to_owned(), json!({})));
-                let content = match event.get("content") {
+                let mut content = match event.get("content") {
                     Some(Value::String(s)) => s.clone(),
                     None | Some(Value::Null) => String::new(),
                     Some(other) => other.to_string(),
                 };
+                if content.len() > MAX_RESULT_BYTES {
+                    let mut cut = MAX_RESULT_BYTES;
+                    while !content.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    content.truncate(cut);
+                    content.push_str(" …");
+                }
                 io.emit(
                     EventKind::ToolComplete,
                     json!({"event_type": "tool.completed", "name": name, "tid": id, "args": args,
@@ -244,14 +283,26 @@ impl AguiTurn {
                 .await?;
             }
             "STATE_SNAPSHOT" => {
-                self.state = event.get("snapshot").cloned().unwrap_or(Value::Null);
+                let snapshot = event.get("snapshot").unwrap_or(&Value::Null);
+                let size = json_size(snapshot, MAX_STATE_BYTES);
+                if size > MAX_STATE_BYTES {
+                    return Err(state_too_large());
+                }
+                self.state = snapshot.clone();
+                self.state_bytes = size;
                 self.state_changed(io).await?;
             }
             "STATE_DELTA" => {
                 let ops = event.get("delta").and_then(Value::as_array);
-                for op in ops.into_iter().flatten() {
-                    // An operation that does not apply is skipped, as the client does.
-                    let _ = json_patch(&mut self.state, op);
+                let ops = ops.map_or(&[][..], Vec::as_slice);
+                if ops.len() > MAX_DELTA_OPS {
+                    return Err(too_much(format!(
+                        "sent a state delta of {} operations, more than {MAX_DELTA_OPS}",
+                        ops.len()
+                    )));
+                }
+                for op in ops {
+                    self.patch(op)?;
                 }
                 self.state_changed(io).await?;
             }
@@ -275,13 +326,22 @@ impl AguiTurn {
                     }),
                 }));
             }
+            "TEXT_MESSAGE_START" | "REASONING_MESSAGE_START" => {
+                let id = str_field(event, "messageId");
+                if self.open_messages.len() >= MAX_OPEN_MESSAGES && !self.open_messages.contains(id)
+                {
+                    return Err(too_much(format!(
+                        "opened more than {MAX_OPEN_MESSAGES} messages at once"
+                    )));
+                }
+                self.open_messages.insert(id.to_owned());
+            }
+            "TEXT_MESSAGE_END" | "REASONING_MESSAGE_END" => {
+                self.open_messages.remove(str_field(event, "messageId"));
+            }
             "RUN_STARTED"
-            | "TEXT_MESSAGE_START"
-            | "TEXT_MESSAGE_END"
             | "REASONING_START"
             | "REASONING_END"
-            | "REASONING_MESSAGE_START"
-            | "REASONING_MESSAGE_END"
             | "THINKING_START"
             | "THINKING_END"
             | "THINKING_TEXT_MESSAGE_START"
@@ -344,12 +404,43 @@ impl AguiTurn {
         } else {
             call.name
         };
+        if self.started.len() >= MAX_CALLS {
+            return Err(too_much(format!(
+                "made more than {MAX_CALLS} tool calls in one turn"
+            )));
+        }
         io.emit(
             EventKind::Tool,
             json!({"event_type": "tool.started", "name": name, "tid": id, "args": args, "preview": null}),
         )
         .await?;
         self.started.insert(id.to_owned(), (name, args));
+        Ok(())
+    }
+
+    /// Applies one operation of a state delta, keeping the state within [`MAX_STATE_BYTES`].
+    /// What would grow it is measured before it is applied (a `copy` of the whole state into
+    /// itself doubles it: twenty of those would be a million times the size).
+    fn patch(&mut self, op: &Value) -> Result<(), Fail> {
+        let added = match op["op"].as_str() {
+            Some("add" | "replace") => op.get("value").map_or(0, |v| json_size(v, MAX_STATE_BYTES)),
+            Some("copy") => op["from"]
+                .as_str()
+                .and_then(|from| self.state.pointer(from))
+                .map_or(0, |v| json_size(v, MAX_STATE_BYTES)),
+            _ => 0,
+        } + op["path"].as_str().map_or(0, str::len);
+        if self.state_bytes + added > MAX_STATE_BYTES {
+            // The estimate only grows; measure what the state really takes now.
+            self.state_bytes = json_size(&self.state, MAX_STATE_BYTES);
+            if self.state_bytes + added > MAX_STATE_BYTES {
+                return Err(state_too_large());
+            }
+        }
+        // An operation that does not apply is skipped, as the client does.
+        if json_patch(&mut self.state, op).is_ok() {
+            self.state_bytes += added;
+        }
         Ok(())
     }
 
@@ -427,6 +518,48 @@ impl AguiTurn {
             usage,
         }
     }
+}
+
+/// A turn that ends because the agent sent more than a turn takes.
+fn too_much(what: String) -> Fail {
+    fail(
+        format!("The AG-UI agent {what}, more than this server takes."),
+        "The partial answer is kept.".to_owned(),
+    )
+}
+
+fn state_too_large() -> Fail {
+    too_much(format!("grew its state past {} MiB", MAX_STATE_BYTES >> 20))
+}
+
+/// About how many bytes `value` takes as JSON; counting stops a little past `limit` (so that
+/// measuring a huge value costs no more than measuring one of the limit's size).
+fn json_size(value: &Value, limit: usize) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        if total > limit {
+            break;
+        }
+        total += match value {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 8,
+            Value::String(s) => s.len() + 2,
+            Value::Array(items) => {
+                if items.len() <= limit {
+                    stack.extend(items.iter());
+                }
+                2 + items.len()
+            }
+            Value::Object(map) => {
+                if map.len() <= limit {
+                    stack.extend(map.values());
+                }
+                2 + map.keys().map(|k| k.len() + 4).sum::<usize>()
+            }
+        };
+    }
+    total
 }
 
 /// A task of the agent's state in our shape (`id`, `content`, `status`).
@@ -595,6 +728,59 @@ mod tests {
         .is_err());
         assert!(json_patch(&mut doc, &json!({"op": "jump", "path": "/k~1x"})).is_err());
         assert_eq!(doc, before);
+    }
+
+    #[test]
+    fn a_state_that_doubles_itself_stops_at_the_bound() {
+        let mut turn = AguiTurn::new();
+        let snapshot = json!({"a": "x".repeat(1000)});
+        turn.state_bytes = json_size(&snapshot, MAX_STATE_BYTES);
+        turn.state = snapshot;
+        let double = json!({"op": "copy", "from": "", "path": "/b"});
+        let mut applied = 0;
+        let refused = loop {
+            // Each copy nests the whole state under a new key.
+            let op = json!({"op": "copy", "from": "", "path": format!("/k{applied}")});
+            match turn.patch(if applied == 0 { &double } else { &op }) {
+                Ok(()) => applied += 1,
+                Err(e) => break e,
+            }
+            assert!(applied < 64, "never refused");
+        };
+        assert!(matches!(refused, Fail::Error { ref message, .. } if message.contains("state")));
+        assert!(
+            json_size(&turn.state, usize::MAX) <= MAX_STATE_BYTES,
+            "{applied}"
+        );
+        assert!(
+            applied >= 8,
+            "a state of 1 KB doubles about ten times within 1 MiB"
+        );
+        // Replacing a value again and again is measured again, not refused.
+        let mut turn = AguiTurn::new();
+        for i in 0..3000 {
+            let op = json!({"op": "add", "path": "/v", "value": "y".repeat(1000 + i % 7)});
+            assert!(turn.patch(&op).is_ok());
+        }
+        assert!(turn.state_bytes <= MAX_STATE_BYTES);
+        assert_eq!(
+            turn.state["v"].as_str().map(str::len),
+            Some(1000 + 2999 % 7)
+        );
+    }
+
+    #[test]
+    fn sizes_are_counted_up_to_a_little_past_the_limit() {
+        assert_eq!(json_size(&json!("abc"), 100), 5);
+        assert_eq!(
+            json_size(&json!({"k": [1, true]}), 100),
+            2 + 5 + 2 + 2 + 8 + 5
+        );
+        let big = json!(vec!["z".repeat(100); 10_000]);
+        let measured = json_size(&big, 100_000);
+        assert!(measured > 100_000 && measured < 100_300, "{measured}");
+        // A list longer than the limit is not walked at all.
+        assert!(json_size(&json!(vec![0; 5000]), 1000) > 1000);
     }
 
     #[test]

@@ -72,7 +72,9 @@ impl HermesAgent {
         let Ok(response) = response else {
             return false;
         };
-        let caps: Value = response.json().await.unwrap_or(Value::Null);
+        let caps = super::json_body(response, super::ERROR_BODY_BYTES)
+            .await
+            .unwrap_or(Value::Null);
         caps["features"]["run_approval_response"].as_bool() == Some(true)
     }
 
@@ -84,7 +86,11 @@ impl HermesAgent {
             .send()
             .await;
         if let Err(e) = sent {
-            tracing::warn!(run_id, "could not stop the gateway run: {e}");
+            tracing::warn!(
+                run_id,
+                "could not stop the gateway run: {}",
+                super::redact_secrets(&e.to_string())
+            );
         }
     }
 
@@ -97,27 +103,36 @@ impl HermesAgent {
             .await?;
         }
         let approvals = self.accepts_approvals().await;
+        // The account, so that the gateway's agent can keep users apart (opaque and stable).
+        let account = super::account_tag(turn.owner.as_deref());
         let body = json!({
             "model": self.settings.model,
             "input": turn.message,
             "conversation_history": turn.history,
             "session_id": turn.session_id,
+            "user": account,
         });
         let started = io
             .unless_stopped(
                 self.request(reqwest::Method::POST, "/v1/runs")
+                    .header(super::ACCOUNT_HEADER, &account)
                     .json(&body)
                     .send(),
             )
             .await?;
         let started = started.map_err(|e| {
             fail(
-                format!("Cannot reach the Hermes gateway at {}.", self.settings.url),
+                format!(
+                    "Cannot reach the Hermes gateway at {}.",
+                    super::shown_url(&self.settings.url)
+                ),
                 format!("{e}. Start it with `hermes gateway run`, or check --hermes-url."),
             )
         })?;
         let status = started.status().as_u16();
-        let reply: Value = started.json().await.unwrap_or(Value::Null);
+        let reply = super::json_body(started, super::JSON_BODY_BYTES)
+            .await
+            .unwrap_or(Value::Null);
         if !(200..300).contains(&status) {
             return Err(gateway_error(status, &reply));
         }
@@ -155,7 +170,9 @@ impl HermesAgent {
         })?;
         if !response.status().is_success() {
             let status = response.status().as_u16();
-            let body: Value = response.json().await.unwrap_or(Value::Null);
+            let body = super::json_body(response, super::ERROR_BODY_BYTES)
+                .await
+                .unwrap_or(Value::Null);
             return Err(gateway_error(status, &body));
         }
         let mut reader = EventReader::new(response, self.settings.idle);

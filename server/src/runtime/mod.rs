@@ -3,26 +3,28 @@
 //! user's approval or clarification, and returns how the turn ended. It never touches the
 //! journal, the store or HTTP itself.
 
-use anchor::EventKind;
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
-use serde_json::{json, Value};
-use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
+use serde_json::Value;
 
-use crate::journal::{self, Journal, JournalError, Queued};
-use crate::store::{Interaction, Role, Store, TitleSource};
+use crate::store::Role;
 
 pub mod agui;
 pub mod demo;
 pub mod hermes;
+pub mod io;
 pub mod openai;
+pub mod redact;
 pub mod sse;
 pub mod tools;
+pub mod workspaces;
+
+pub use io::{RunIo, Stopped, TurnBudget, Waiters, IN_FLIGHT};
+pub(crate) use redact::host_of;
+pub use redact::{redact_secrets, shown_url};
 
 /// The longest model id accepted, in bytes.
 pub const MAX_MODEL_ID_BYTES: usize = 256;
@@ -182,244 +184,6 @@ impl ApprovalChoice {
     }
 }
 
-/// The run stopped (cancelled, or ended elsewhere); the adapter should return.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the run was stopped")]
-pub struct Stopped;
-
-/// Waiters for the user's answers, shared by a run and the HTTP handlers.
-#[derive(Default)]
-pub struct Waiters {
-    pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
-}
-
-impl Waiters {
-    fn register(&self, id: &str) -> oneshot::Receiver<Value> {
-        let (tx, rx) = oneshot::channel();
-        self.lock().insert(id.to_owned(), tx);
-        rx
-    }
-
-    /// Delivers an answer to the waiting agent, if it still waits.
-    pub fn deliver(&self, id: &str, answer: Value) {
-        if let Some(tx) = self.lock().remove(id) {
-            let _ = tx.send(answer);
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Value>>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// What an adapter can do while it runs a turn.
-#[derive(Clone)]
-pub struct RunIo {
-    pub(crate) session_id: String,
-    pub(crate) run_id: String,
-    // The account the session belongs to (`None`: open mode); standing permissions are its.
-    pub(crate) owner: Option<String>,
-    pub(crate) journal: Journal,
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) waiters: Arc<Waiters>,
-    // What was emitted and is not yet known to be committed, oldest first.
-    pub(crate) pending: Arc<tokio::sync::Mutex<VecDeque<Queued>>>,
-}
-
-/// The most events of one turn that wait to be committed at once.
-pub const IN_FLIGHT: usize = 256;
-
-impl RunIo {
-    /// Journals an event of the turn, in order after the ones before it. It returns once the
-    /// event is queued, not committed, so that an agent streaming faster than one commit per
-    /// token is not slowed to it: what it queues meanwhile is committed together. At most
-    /// [`IN_FLIGHT`] events wait; a refused one (the run ended, the store failed) stops the
-    /// turn at a later call or at [`RunIo::flush`].
-    pub async fn emit(&self, kind: EventKind, payload: Value) -> Result<(), Stopped> {
-        if self.cancel.is_cancelled() {
-            return Err(Stopped);
-        }
-        let title = (kind == EventKind::Title)
-            .then(|| payload["title"].as_str().map(str::trim).map(str::to_owned))
-            .flatten()
-            .filter(|t| !t.is_empty());
-        let mut pending = self.pending.lock().await;
-        while let Some(front) = pending.front_mut() {
-            let Some(outcome) = front.try_outcome() else {
-                break;
-            };
-            pending.pop_front();
-            self.check(outcome)?;
-        }
-        if pending.len() >= IN_FLIGHT {
-            if let Some(oldest) = pending.pop_front() {
-                self.check(oldest.outcome().await)?;
-            }
-        }
-        let queued = self
-            .journal
-            .enqueue(&self.run_id, journal::event(kind, payload, None))
-            .await;
-        pending.push_back(queued.map_err(|e| self.stopped_by(e))?);
-        if let Some(title) = title {
-            while let Some(queued) = pending.pop_front() {
-                self.check(queued.outcome().await)?;
-            }
-            // The agent's title replaces a default or prompt title, never the user's.
-            let _ = self
-                .store
-                .rename_session(&self.session_id, &title, TitleSource::Agent, journal::now())
-                .await;
-        }
-        Ok(())
-    }
-
-    /// Waits until everything emitted so far is committed.
-    pub async fn flush(&self) -> Result<(), Stopped> {
-        let mut pending = self.pending.lock().await;
-        while let Some(queued) = pending.pop_front() {
-            self.check(queued.outcome().await)?;
-        }
-        Ok(())
-    }
-
-    fn check(&self, outcome: Result<(), JournalError>) -> Result<(), Stopped> {
-        outcome.map_err(|e| self.stopped_by(e))
-    }
-
-    fn stopped_by(&self, e: JournalError) -> Stopped {
-        if !matches!(e, JournalError::Finished | JournalError::Closed) {
-            tracing::error!(run_id = %self.run_id, "journal append failed: {e}");
-        }
-        Stopped
-    }
-
-    /// Waits, unless the run is stopped first.
-    pub async fn sleep(&self, duration: Duration) -> Result<(), Stopped> {
-        tokio::select! {
-            () = tokio::time::sleep(duration) => Ok(()),
-            () = self.cancel.cancelled() => Err(Stopped),
-        }
-    }
-
-    /// Whether the run was stopped.
-    pub fn is_stopped(&self) -> bool {
-        self.cancel.is_cancelled()
-    }
-
-    /// Resolves when the run is stopped.
-    pub async fn stopped(&self) {
-        self.cancel.cancelled().await;
-    }
-
-    /// `work`'s output, or [`Stopped`] as soon as the run is stopped (dropping `work`, which
-    /// aborts an upstream request in flight).
-    pub async fn unless_stopped<F: std::future::Future>(
-        &self,
-        work: F,
-    ) -> Result<F::Output, Stopped> {
-        tokio::select! {
-            out = work => Ok(out),
-            () = self.cancel.cancelled() => Err(Stopped),
-        }
-    }
-
-    async fn ask(&self, kind: EventKind, id: String, payload: Value) -> Result<Value, Stopped> {
-        let interaction = Interaction {
-            run_id: self.run_id.clone(),
-            id: id.clone(),
-            kind: kind.name().to_owned(),
-            status: "pending".into(),
-            request: payload.clone(),
-            response: None,
-        };
-        self.store
-            .open_interaction(&interaction)
-            .await
-            .map_err(|_| Stopped)?;
-        let answer = self.waiters.register(&id);
-        self.emit(kind, payload).await?;
-        // Asked only once the person can see the question.
-        self.flush().await?;
-        tokio::select! {
-            answer = answer => answer.map_err(|_| Stopped),
-            () = self.cancel.cancelled() => Err(Stopped),
-        }
-    }
-
-    /// Whether a standing permission lets actions of kind `pattern` go ahead in this run's
-    /// session without asking: `Session` or `Always` (how it was given), `None` to ask.
-    pub async fn permitted(&self, pattern: &str) -> Option<ApprovalChoice> {
-        match self
-            .store
-            .granted(self.owner.as_deref(), &self.session_id, pattern)
-            .await
-        {
-            Ok(Some("always")) => Some(ApprovalChoice::Always),
-            Ok(Some(_)) => Some(ApprovalChoice::Session),
-            Ok(None) => None,
-            Err(e) => {
-                // Asking again is the safe side.
-                tracing::warn!(run_id = %self.run_id, "reading grants failed: {e}");
-                None
-            }
-        }
-    }
-
-    /// Asks the user to approve an action and waits for the answer. "This session" and
-    /// "always" are kept as standing permissions for `pattern` (see [`RunIo::permitted`];
-    /// Settings lists and revokes them).
-    pub async fn ask_approval(
-        &self,
-        command: &str,
-        description: &str,
-        pattern: &str,
-    ) -> Result<ApprovalChoice, Stopped> {
-        let id = format!("apr-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let payload = json!({
-            "approval_id": id,
-            "command": command,
-            "description": description,
-            "pattern_keys": [pattern],
-            "choices": ["once", "session", "always", "deny"],
-            "status": "pending",
-        });
-        let answer = self.ask(EventKind::Approval, id, payload).await?;
-        let choice =
-            serde_json::from_value(answer["choice"].clone()).unwrap_or(ApprovalChoice::Deny);
-        let scope = match choice {
-            ApprovalChoice::Session => Some(Some(self.session_id.as_str())),
-            ApprovalChoice::Always => Some(None),
-            ApprovalChoice::Once | ApprovalChoice::Deny => None,
-        };
-        if let Some(session) = scope {
-            if let Err(e) = self
-                .store
-                .add_grant(self.owner.as_deref(), session, pattern, journal::now())
-                .await
-            {
-                tracing::warn!(run_id = %self.run_id, "keeping a grant failed: {e}");
-            }
-        }
-        Ok(choice)
-    }
-
-    /// Asks the user a question (with optional choices) and waits for the answer.
-    pub async fn ask_clarify(&self, question: &str, choices: &[&str]) -> Result<String, Stopped> {
-        let id = format!("clr-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let payload = json!({
-            "clarify_id": id,
-            "question": question,
-            "choices_offered": choices,
-            "kind": "clarify",
-            "status": "pending",
-        });
-        let answer = self.ask(EventKind::Clarify, id, payload).await?;
-        Ok(answer["response"].as_str().unwrap_or_default().to_owned())
-    }
-}
-
 /// Why a backend's turn did not end normally: stopped by the user, or an error to report.
 pub(crate) enum Fail {
     Stopped,
@@ -468,11 +232,49 @@ pub(crate) async fn next_event(
             format!("{capitalized} closed the event stream before the run finished."),
             "The partial answer is kept; send the message again to retry.".to_owned(),
         )),
+        Err(sse::ReadError::Decode(e)) => Err(fail(
+            format!("{capitalized} sent more than this server takes: {e}."),
+            "The partial answer is kept.".to_owned(),
+        )),
         Err(e) => Err(fail(
             format!("The connection to {who} was lost mid-run."),
             format!("{e}. The partial answer is kept."),
         )),
     }
+}
+
+/// The most bytes of an upstream's error body read for what it says (the rest is dropped).
+pub(crate) const ERROR_BODY_BYTES: usize = 64 * 1024;
+/// The most bytes of an upstream's JSON answer (a model list, a started run) accepted.
+pub(crate) const JSON_BODY_BYTES: usize = 8 << 20;
+
+/// The first `limit` bytes of a response's body, as text (an error's body, read for what it
+/// says; what lies beyond is never read into memory).
+pub(crate) async fn body_prefix(mut response: reqwest::Response, limit: usize) -> String {
+    let mut bytes = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = limit - bytes.len();
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if bytes.len() >= limit {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A response's body as JSON; refused once it passes `limit` bytes.
+pub(crate) async fn json_body(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Value, String> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if bytes.len() + chunk.len() > limit {
+            return Err(format!("the answer passed {} KiB", limit >> 10));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
 }
 
 /// How a turn that returned `result` ended.
@@ -483,63 +285,6 @@ pub(crate) fn end_of(result: Result<RunEnd, Fail>) -> RunEnd {
         Err(Fail::Error { message, hint }) => RunEnd::Failed { message, hint },
         Err(Fail::Overflow { message, hint, .. }) => RunEnd::ContextOverflow { message, hint },
     }
-}
-
-/// `text` (an upstream error, a hint built from one) with anything that looks like a credential
-/// replaced by `[redacted]`: a bearer token, an `sk-…` key, a `key=`/`token=` parameter, or a
-/// long run of letters and digits (a hex or base64 key). Such text is journaled into the turn
-/// and shown to whoever reads the conversation.
-pub fn redact_secrets(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    let token_char =
-        |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '+' | '=');
-    while !rest.is_empty() {
-        let lower = rest.to_ascii_lowercase();
-        // A bearer token or a key parameter: keep the label, drop what follows it.
-        let label = [
-            "bearer ",
-            "api_key=",
-            "apikey=",
-            "key=",
-            "token=",
-            "access_token=",
-        ]
-        .iter()
-        .find(|l| lower.starts_with(**l))
-        .filter(|_| {
-            out.chars()
-                .last()
-                .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
-        });
-        if let Some(label) = label {
-            let (head, tail) = rest.split_at(label.len());
-            let end = tail.find(|c: char| !token_char(c)).unwrap_or(tail.len());
-            out.push_str(head);
-            if end > 0 {
-                out.push_str("[redacted]");
-            }
-            rest = &tail[end..];
-            continue;
-        }
-        let end = rest.find(|c: char| !token_char(c)).unwrap_or(rest.len());
-        if end == 0 {
-            let c = rest.chars().next().unwrap_or(' ');
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
-            continue;
-        }
-        let word = &rest[..end];
-        let looks_like_key = (word.starts_with("sk-") || word.starts_with("sk_"))
-            && word.len() >= 11
-            || (word.len() >= 32
-                && word.chars().any(|c| c.is_ascii_digit())
-                && word.chars().any(|c| c.is_ascii_alphabetic())
-                && !word.contains('/'));
-        out.push_str(if looks_like_key { "[redacted]" } else { word });
-        rest = &rest[end..];
-    }
-    out
 }
 
 /// (input, output) token counts of a provider's usage object, under either naming
@@ -611,7 +356,8 @@ pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAd
                      that takes no key accepts any value, e.g. OPENAI_API_KEY=local)"
                 );
             };
-            let workspace = tools::Workspace::open(&config.workspace)
+            let quota = config.limits().max_attachment_storage;
+            let workspace = workspaces::Workspaces::open(&config.workspace, quota)
                 .with_context(|| format!("opening the workspace {}", config.workspace.display()))?;
             Arc::new(openai::OpenAiAgent::new(
                 openai::OpenAiSettings {
@@ -646,52 +392,20 @@ pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAd
     })
 }
 
-/// `host[:port]` of a URL, for labels.
-pub(crate) fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?', '#']).next().unwrap_or(rest)
-}
+/// The header that tells an agent gateway which account a turn is for (see [`account_tag`]).
+pub const ACCOUNT_HEADER: &str = "x-anchorage-account";
 
-#[cfg(test)]
-mod tests {
-    use super::{host_of, redact_secrets};
-
-    #[test]
-    fn credentials_never_reach_a_turn() {
-        assert_eq!(
-            redact_secrets(
-                "401 Unauthorized: Incorrect API key provided: sk-proj-abc123DEF456ghi."
-            ),
-            "401 Unauthorized: Incorrect API key provided: [redacted]"
-        );
-        assert_eq!(
-            redact_secrets("sent Authorization: Bearer eyJhbGciOi.J9x-y_z and failed"),
-            "sent Authorization: Bearer [redacted] and failed"
-        );
-        assert_eq!(
-            redact_secrets("GET https://host/v1?key=AIzaSyA1b2C3&x=1 gave 403"),
-            "GET https://host/v1?key=[redacted]&x=1 gave 403"
-        );
-        assert_eq!(
-            redact_secrets("token 0123456789abcdef0123456789abcdef01 rejected"),
-            "token [redacted] rejected"
-        );
-        // Ordinary text, paths and short ids stay.
-        for plain in [
-            "The provider returned 500 Internal Server Error.",
-            "model gpt-4o-mini not found at http://127.0.0.1:11434/v1/chat/completions",
-            "monkey=1 donkey=2",
-            "Try again in a moment; the partial answer is kept.",
-        ] {
-            assert_eq!(redact_secrets(plain), plain);
+/// An opaque, stable name of the account a turn is for, sent to agent gateways (Hermes,
+/// AG-UI) so that their agents can keep each account's files and memory apart: the same for
+/// every turn of an account, and telling nothing of its id or its name. `"open"` with no
+/// accounts (one user on loopback).
+pub fn account_tag(owner: Option<&str>) -> String {
+    use sha2::Digest as _;
+    match owner {
+        Some(id) => {
+            let digest = sha2::Sha256::digest(format!("anchorage account {id}").as_bytes());
+            format!("acct-{}", &hex::encode(digest)[..32])
         }
-    }
-
-    #[test]
-    fn labels_name_the_host_of_a_url() {
-        assert_eq!(host_of("https://api.openai.com/v1"), "api.openai.com");
-        assert_eq!(host_of("http://127.0.0.1:11434/v1/"), "127.0.0.1:11434");
-        assert_eq!(host_of("http://localhost:8642"), "localhost:8642");
-        assert_eq!(host_of("gateway.local?x=1"), "gateway.local");
+        None => "open".to_owned(),
     }
 }

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::sse::EventReader;
 use super::tools::Workspace;
+use super::workspaces::Workspaces;
 use super::{fail, AttachedFile, Fail, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
 use crate::store::Role;
 
@@ -26,6 +27,10 @@ const MODELS_TTL: Duration = Duration::from_secs(600);
 const MODELS_REFRESH: Duration = Duration::from_secs(2);
 /// The most models a list keeps (a provider may list thousands).
 const MODELS_LIMIT: usize = 500;
+/// The most bytes of arguments one tool call may stream.
+const MAX_ARGS_BYTES: usize = 1 << 20;
+/// The longest tool name accepted, in bytes.
+const MAX_NAME_BYTES: usize = 256;
 /// Tool output shown in the tool row (the model gets all of it).
 const PREVIEW_LIMIT: usize = 4_000;
 /// The longest answer a model call may write, in tokens, unless configured (`--max-tokens`).
@@ -83,7 +88,7 @@ impl OpenAiSettings {
 /// The agent.
 pub struct OpenAiAgent {
     settings: OpenAiSettings,
-    workspace: Workspace,
+    workspaces: Workspaces,
     client: reqwest::Client,
     quirks: Mutex<Quirks>,
     // The provider's model list, and when it was asked for.
@@ -132,14 +137,15 @@ struct Call {
 }
 
 impl OpenAiAgent {
-    /// An agent over `settings` whose tools work in `workspace`.
-    pub fn new(settings: OpenAiSettings, workspace: Workspace) -> anyhow::Result<Self> {
+    /// An agent over `settings` whose tools work in the workspace of the account a turn is
+    /// for, one of `workspaces`.
+    pub fn new(settings: OpenAiSettings, workspaces: Workspaces) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
             .build()?;
         Ok(OpenAiAgent {
             settings,
-            workspace,
+            workspaces,
             client,
             quirks: Mutex::default(),
             models: Mutex::default(),
@@ -153,10 +159,12 @@ impl OpenAiAgent {
 
     /// `GET {base}/models`: the ids of the provider's models, sorted.
     async fn fetch_models(&self) -> Result<Vec<String>, String> {
-        let base = self.settings.base_url.trim_end_matches('/');
+        let url = format!("{}/models", self.settings.base_url.trim_end_matches('/'));
+        let shown = super::shown_url(&self.settings.base_url);
+        let base = shown.trim_end_matches('/');
         let response = self
             .client
-            .get(format!("{base}/models"))
+            .get(url)
             .bearer_auth(self.settings.api_key.expose())
             .timeout(Duration::from_secs(20))
             .send()
@@ -169,10 +177,9 @@ impl OpenAiAgent {
                 status.as_u16()
             ));
         }
-        let body: Value = response
-            .json()
+        let body = super::json_body(response, super::JSON_BODY_BYTES)
             .await
-            .map_err(|_| format!("The model list of {base} is not the JSON expected."))?;
+            .map_err(|e| format!("The model list of {base} is not the JSON expected ({e})."))?;
         let listed: Vec<(String, Option<u32>)> = body["data"]
             .as_array()
             .map(|models| {
@@ -230,7 +237,11 @@ impl OpenAiAgent {
                 }
             })
             .collect();
-        let placed = self.place_files(turn).await;
+        let workspace = self
+            .workspaces
+            .of(turn.owner.as_deref())
+            .map_err(|e| fail(e, None::<String>))?;
+        let placed = self.place_files(turn, &workspace).await;
         let current = json!({
             "role": "user",
             "content": if turn.attachments.is_empty() {
@@ -344,7 +355,7 @@ impl OpenAiAgent {
             let content = (!step.content.is_empty()).then_some(step.content.clone());
             messages.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
             for call in &step.calls {
-                let output = self.call_tool(call, io).await?;
+                let output = self.call_tool(call, &workspace, io).await?;
                 messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": output}));
             }
         }
@@ -555,7 +566,7 @@ impl OpenAiAgent {
                     format!(
                         "No response within {} s. Check that the server at {} is healthy.",
                         self.settings.idle.as_secs(),
-                        self.settings.base_url
+                        super::shown_url(&self.settings.base_url)
                     ),
                 ));
             };
@@ -563,7 +574,7 @@ impl OpenAiAgent {
                 fail(
                     format!(
                         "Cannot reach the model provider at {}.",
-                        self.settings.base_url
+                        super::shown_url(&self.settings.base_url)
                     ),
                     format!("{e}. Check --openai-base-url and that the server is running."),
                 )
@@ -575,11 +586,9 @@ impl OpenAiAgent {
             let text = io
                 .unless_stopped(tokio::time::timeout(
                     Duration::from_secs(10),
-                    response.text(),
+                    super::body_prefix(response, super::ERROR_BODY_BYTES),
                 ))
                 .await?
-                .ok()
-                .and_then(Result::ok)
                 .unwrap_or_default();
             if matches!(status.as_u16(), 400 | 413 | 422 | 500) {
                 let error = serde_json::from_str::<Value>(&text)
@@ -676,6 +685,12 @@ impl OpenAiAgent {
                     return Err(fail(
                         "The model's answer was cut off: the provider closed the stream early.",
                         "The partial answer is kept; send the message again to retry.".to_owned(),
+                    ))
+                }
+                Err(super::sse::ReadError::Decode(e)) => {
+                    return Err(fail(
+                        format!("The model provider sent more than this server takes: {e}."),
+                        "The partial answer is kept.".to_owned(),
                     ))
                 }
                 Err(e) => {
@@ -787,6 +802,16 @@ impl OpenAiAgent {
                         args @ Value::Object(_) => call.arguments = args.to_string(),
                         _ => {}
                     }
+                    if call.arguments.len() > MAX_ARGS_BYTES || call.name.len() > MAX_NAME_BYTES {
+                        return Err(fail(
+                            format!(
+                                "The model sent a tool call larger than {} MiB, the most one \
+                                 call may be.",
+                                MAX_ARGS_BYTES >> 20
+                            ),
+                            "The partial answer is kept.".to_owned(),
+                        ));
+                    }
                 }
             }
             if let Some(reason) = choice["finish_reason"].as_str() {
@@ -824,7 +849,12 @@ impl OpenAiAgent {
 
     /// Runs one tool call with its `tool` / `tool_complete` events; returns what the model
     /// reads.
-    async fn call_tool(&self, call: &Call, io: &RunIo) -> Result<String, Stopped> {
+    async fn call_tool(
+        &self,
+        call: &Call,
+        workspace: &Workspace,
+        io: &RunIo,
+    ) -> Result<String, Stopped> {
         let parsed: Result<Value, String> = if call.arguments.trim().is_empty() {
             Ok(json!({}))
         } else {
@@ -842,7 +872,7 @@ impl OpenAiAgent {
         .await?;
         let started = std::time::Instant::now();
         let result = match parsed {
-            Ok(args) => self.run_tool(&call.name, &args, io).await?,
+            Ok(args) => self.run_tool(&call.name, &args, workspace, io).await?,
             Err(e) => Err(e),
         };
         let (text, is_error) = match &result {
@@ -867,6 +897,7 @@ impl OpenAiAgent {
         &self,
         name: &str,
         args: &Value,
+        workspace: &Workspace,
         io: &RunIo,
     ) -> Result<Result<String, String>, Stopped> {
         let text = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
@@ -877,7 +908,7 @@ impl OpenAiAgent {
                 .unwrap_or(default)
                 .to_owned()
         };
-        let ws = self.workspace.clone();
+        let ws = workspace.clone();
         let blocking = |f: Box<dyn FnOnce() -> Result<String, String> + Send>| async move {
             tokio::task::spawn_blocking(f)
                 .await
@@ -913,7 +944,8 @@ impl OpenAiAgent {
                         return Ok(Err(format!("The user denied writing `{p}`.")));
                     }
                 }
-                blocking(Box::new(move || ws.write_file(&p, &content))).await
+                let all = self.workspaces.clone();
+                blocking(Box::new(move || all.write(&ws, &p, &content))).await
             }
             "ask_user" => {
                 let question = text("question");
@@ -938,23 +970,21 @@ impl OpenAiAgent {
         })
     }
 
-    /// Writes the text files of the turn's message into the workspace, under
-    /// `attachments/<run>/`, for the model to read: where each went (`None`: an image, or
-    /// a file that could not be written).
-    async fn place_files(&self, turn: &TurnRequest) -> Vec<Option<String>> {
-        let run: String = turn.run_id.chars().take(8).collect();
+    /// Puts the text files of the turn's message into the account's workspace for the model
+    /// to read (see [`Workspaces::place`]): where each went (`None`: an image, or a file that
+    /// could not be placed, which the model is told by name only).
+    async fn place_files(&self, turn: &TurnRequest, workspace: &Workspace) -> Vec<Option<String>> {
         let mut placed = Vec::with_capacity(turn.attachments.len());
         for file in &turn.attachments {
             let Some(text) = file.text() else {
                 placed.push(None);
                 continue;
             };
-            let rel = format!("attachments/{run}/{}", file.name);
-            let ws = self.workspace.clone();
-            let (path, text) = (rel.clone(), text.to_owned());
-            let written = tokio::task::spawn_blocking(move || ws.write_file(&path, &text)).await;
+            let (all, ws) = (self.workspaces.clone(), workspace.clone());
+            let (name, text) = (file.name.clone(), text.to_owned());
+            let written = tokio::task::spawn_blocking(move || all.place(&ws, &name, &text)).await;
             match written {
-                Ok(Ok(_)) => placed.push(Some(rel)),
+                Ok(Ok(rel)) => placed.push(Some(rel)),
                 Ok(Err(e)) => {
                     tracing::warn!(file = %file.name, "attachment not placed in the workspace: {e}");
                     placed.push(None);

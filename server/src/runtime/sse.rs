@@ -24,20 +24,24 @@ pub struct SseEvent {
 pub struct SseDecoder {
     started: bool,
     pending: Vec<u8>,
+    // How much of `pending` is known to hold no line end (not searched again).
+    scanned: usize,
     event: Option<String>,
     data: String,
     has_data: bool,
 }
 
-/// Upstream lines longer than this are an error rather than unbounded memory.
-const MAX_LINE: usize = 8 * 1024 * 1024;
+/// The largest event accepted, in bytes: its `data:` lines together, or one line of any
+/// field. An upstream that sends more (or a line that never ends) is an error, not memory
+/// that grows as long as it sends.
+pub const MAX_EVENT: usize = 4 << 20;
 
 /// What went wrong while decoding.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SseError {
-    /// A line grew past [`MAX_LINE`] without ending.
-    #[error("an event-stream line exceeded {MAX_LINE} bytes")]
-    LineTooLong,
+    /// An event (or a line) grew past [`MAX_EVENT`].
+    #[error("an event of the stream passed {} MiB, the most one event may be", MAX_EVENT >> 20)]
+    EventTooLarge,
 }
 
 impl SseDecoder {
@@ -56,12 +60,13 @@ impl SseDecoder {
         }
         let mut out = Vec::new();
         let mut start = 0;
+        let mut from = self.scanned;
         // Lines end in CRLF, LF or a lone CR.
-        while let Some(offset) = self.pending[start..]
+        while let Some(offset) = self.pending[from..]
             .iter()
             .position(|b| *b == b'\n' || *b == b'\r')
         {
-            let end = start + offset;
+            let end = from + offset;
             let next = match (self.pending[end], self.pending.get(end + 1)) {
                 (b'\r', Some(b'\n')) => end + 2,
                 // A CR at the end of what arrived: its LF may be in the next read.
@@ -69,14 +74,17 @@ impl SseDecoder {
                 _ => end + 1,
             };
             let line = String::from_utf8_lossy(&self.pending[start..end]).into_owned();
-            if let Some(event) = self.line(&line) {
+            if let Some(event) = self.line(&line)? {
                 out.push(event);
             }
             start = next;
+            from = next;
         }
         self.pending.drain(..start);
-        if self.pending.len() > MAX_LINE {
-            return Err(SseError::LineTooLong);
+        // What is left holds no line end but, perhaps, a CR waiting for its LF.
+        self.scanned = self.pending.len().saturating_sub(1);
+        if self.pending.len() + self.data.len() > MAX_EVENT {
+            return Err(SseError::EventTooLarge);
         }
         Ok(out)
     }
@@ -86,19 +94,19 @@ impl SseDecoder {
         if !self.pending.is_empty() {
             let line = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
             let line = line.strip_suffix('\r').unwrap_or(&line).to_owned();
-            if let Some(event) = self.line(&line) {
+            if let Ok(Some(event)) = self.line(&line) {
                 return Some(event);
             }
         }
         self.dispatch()
     }
 
-    fn line(&mut self, line: &str) -> Option<SseEvent> {
+    fn line(&mut self, line: &str) -> Result<Option<SseEvent>, SseError> {
         if line.is_empty() {
-            return self.dispatch();
+            return Ok(self.dispatch());
         }
         if line.starts_with(':') {
-            return None;
+            return Ok(None);
         }
         let (field, value) = match line.split_once(':') {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
@@ -107,6 +115,9 @@ impl SseDecoder {
         match field {
             "event" => self.event = Some(value.to_owned()),
             "data" => {
+                if self.data.len() + value.len() + 1 > MAX_EVENT {
+                    return Err(SseError::EventTooLarge);
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -115,7 +126,7 @@ impl SseDecoder {
             }
             _ => {}
         }
-        None
+        Ok(None)
     }
 
     fn dispatch(&mut self) -> Option<SseEvent> {
@@ -260,6 +271,48 @@ mod tests {
             events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(),
             ["one", "two\nx"]
         );
+    }
+
+    #[test]
+    fn an_event_that_never_ends_is_an_error_not_memory() {
+        // Many short data lines with no blank line: each line is small, the event is not.
+        let mut d = SseDecoder::default();
+        let line = format!("data: {}\n", "x".repeat(1000));
+        let mut fed = 0;
+        let refused = loop {
+            match d.push(line.as_bytes()) {
+                Ok(events) => assert!(events.is_empty()),
+                Err(e) => break e,
+            }
+            fed += line.len();
+            assert!(fed <= 2 * MAX_EVENT, "never refused");
+        };
+        assert_eq!(refused, SseError::EventTooLarge);
+        // One line that never ends, fed in small pieces.
+        let mut d = SseDecoder::default();
+        d.push(b"data: ").unwrap();
+        let piece = vec![b'y'; 64 * 1024];
+        let mut refused = None;
+        for _ in 0..(MAX_EVENT / piece.len() + 2) {
+            if let Err(e) = d.push(&piece) {
+                refused = Some(e);
+                break;
+            }
+        }
+        assert_eq!(refused, Some(SseError::EventTooLarge));
+        // An event just under the bound still arrives whole.
+        let mut d = SseDecoder::default();
+        let big = "z".repeat(MAX_EVENT - 16);
+        let events = d.push(format!("data: {big}\n\n").as_bytes()).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data.len(), big.len());
+    }
+
+    #[test]
+    fn a_line_end_split_between_reads_is_found() {
+        let events = feed(&[b"data: a", b"bc", b"\r", b"\n", b"\n"]);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data, "abc");
     }
 
     #[test]

@@ -39,6 +39,11 @@ impl Workspace {
         })
     }
 
+    /// The workspace at `root`, an existing directory given in canonical form.
+    pub(crate) fn at(root: PathBuf) -> Self {
+        Workspace { root }
+    }
+
     /// The workspace's absolute path.
     pub fn root(&self) -> &Path {
         &self.root

@@ -416,6 +416,19 @@ pub enum StoreError {
         /// Its id.
         id: String,
     },
+    /// The session's account runs `limit` turns already (decided in the transaction that
+    /// would start one more, so parallel starts cannot all pass).
+    #[error("too many turns running")]
+    TooManyRunning {
+        /// The limit.
+        limit: u64,
+    },
+    /// The conversation has `limit` follow-ups waiting already.
+    #[error("too many follow-ups waiting")]
+    QueueFull {
+        /// The limit.
+        limit: usize,
+    },
     /// The database failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -519,6 +532,10 @@ pub struct NewTurn<'a> {
     pub default_model: Option<&'a str>,
     /// The instance that will run it, and until when its lease holds.
     pub lease: Lease<'a>,
+    /// The most turns the session's account may run at once, this one included (`None`:
+    /// no limit, for a follow-up that takes the place of the turn that just ended). Counted
+    /// in the transaction that starts it, across every instance.
+    pub max_running: Option<u64>,
     /// Seconds since the epoch.
     pub now: f64,
 }
@@ -821,8 +838,13 @@ pub trait Store: Send + Sync + 'static {
     async fn interactions(&self, run_id: &str) -> Result<Vec<Interaction>, StoreError>;
 
     /// Queues a follow-up. With a client id sent before, the follow-up queued then (or
-    /// `Duplicate` with its run, once it started) and nothing new.
-    async fn queue_message(&self, message: &QueuedMessage) -> Result<QueuedMessage, StoreError>;
+    /// `Duplicate` with its run, once it started) and nothing new. `QueueFull` when `limit`
+    /// follow-ups wait already (counted in the same transaction).
+    async fn queue_message(
+        &self,
+        message: &QueuedMessage,
+        limit: usize,
+    ) -> Result<QueuedMessage, StoreError>;
     /// A session's queued follow-ups, oldest first.
     async fn queued_messages(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError>;
     /// The oldest queued follow-up (it stays queued until a turn starts it, see [`NewTurn`]).

@@ -48,7 +48,7 @@ pub struct SqlStore {
 /// instead of copied page by page and each connection keeps a larger page cache.
 const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
      PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; \
-     PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -32768;";
+     PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -8192;";
 
 /// A `sqlite://` address for a file (its path percent-encoded where a URL would misread it).
 fn sqlite_url(path: &Path) -> String {
@@ -390,6 +390,30 @@ async fn lock_session(
     .fetch_optional(&mut *conn)
     .await?;
     Ok(row.is_some())
+}
+
+/// The turns an account (`None`: open mode) runs now, counted with the account's starts held
+/// off until the transaction ends: on PostgreSQL by a lock of the account's own (taken after
+/// the session's row, as every start does), on SQLite by the write transaction itself.
+async fn running_count(
+    conn: &mut AnyConnection,
+    engine: Engine,
+    owner: Option<&str>,
+) -> Result<u64, sqlx::Error> {
+    if engine == Engine::Postgres {
+        sqlx::query("SELECT 1 AS one FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS held")
+            .bind(format!("running:{}", owner.unwrap_or_default()))
+            .fetch_one(&mut *conn)
+            .await?;
+    }
+    let n: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM runs r JOIN sessions s ON s.id = r.session_id \
+         WHERE r.status = 'running' AND s.owner_id IS NOT DISTINCT FROM $1",
+    )
+    .bind(owner)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(n.max(0) as u64)
 }
 
 /// The run a session is running, if any.
@@ -1242,6 +1266,7 @@ impl Store for SqlStore {
             place,
             default_model,
             lease,
+            max_running,
             now,
         } = turn;
         let mut tx = self.write_tx().await?;
@@ -1253,6 +1278,16 @@ impl Store for SqlStore {
         }
         if let Some(active_run_id) = running_run(&mut tx, session_id).await? {
             return Err(StoreError::Busy { active_run_id });
+        }
+        if let Some(limit) = max_running {
+            let owner: Option<String> = sqlx::query("SELECT owner_id FROM sessions WHERE id = $1")
+                .bind(session_id)
+                .fetch_one(&mut *tx)
+                .await?
+                .get("owner_id");
+            if running_count(&mut tx, self.engine, owner.as_deref()).await? >= limit {
+                return Err(StoreError::TooManyRunning { limit });
+            }
         }
         // Where the turn goes: after the turn shown last, or beside the one it retries or
         // edits (which must be a turn of this session).
@@ -1782,7 +1817,11 @@ impl Store for SqlStore {
         Ok(rows.iter().map(interaction_from).collect())
     }
 
-    async fn queue_message(&self, message: &QueuedMessage) -> Result<QueuedMessage, StoreError> {
+    async fn queue_message(
+        &self,
+        message: &QueuedMessage,
+        limit: usize,
+    ) -> Result<QueuedMessage, StoreError> {
         let mut tx = self.write_tx().await?;
         if !lock_session(&mut tx, self.engine, &message.session_id).await? {
             return Err(StoreError::NotFound);
@@ -1802,6 +1841,14 @@ impl Store for SqlStore {
             if let Some(row) = queued {
                 return Ok(queued_from(&row));
             }
+        }
+        let waiting: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM queued_messages WHERE session_id = $1")
+                .bind(&message.session_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        if waiting.max(0) as usize >= limit {
+            return Err(StoreError::QueueFull { limit });
         }
         sqlx::query(
             "INSERT INTO queued_messages (id, session_id, content, client_id, created_at, attachments) VALUES ($1, $2, $3, $4, $5, $6)",

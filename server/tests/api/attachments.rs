@@ -363,7 +363,10 @@ async fn openai_gets_images_as_image_parts_and_text_files_in_the_workspace() {
     assert_eq!(user["role"], "user");
     let parts = user["content"].as_array().unwrap();
     let text = parts[0]["text"].as_str().unwrap();
-    let placed = format!("attachments/{}/notes.txt", &run[..8]);
+    // Where the file's content puts it (a retry finds it there again).
+    use sha2::Digest as _;
+    let digest = hex::encode(sha2::Sha256::digest(NOTES.as_bytes()));
+    let placed = format!("attachments/{}/notes.txt", &digest[..16]);
     assert!(
         text.starts_with("Describe these\n\nAttached files:"),
         "{text}"

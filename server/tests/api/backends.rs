@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use server::runtime::hermes::{HermesAgent, HermesSettings};
 use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
-use server::runtime::tools::Workspace;
+use server::runtime::workspaces::Workspaces;
 use server::Config;
 
 use crate::helpers::{spawn_app_with_adapter, wait_for_event, SseEvent, TestApp};
@@ -48,7 +48,7 @@ fn openai_at(
                 max_tokens: None,
                 context_tokens: None,
             },
-            Workspace::open(workspace).unwrap(),
+            Workspaces::open(workspace, 1 << 30).unwrap(),
         )
         .unwrap(),
     )

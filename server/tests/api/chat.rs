@@ -595,7 +595,7 @@ async fn a_follow_up_left_waiting_with_no_turn_running_starts_by_itself() {
         created_at: server::journal::now(),
         attachments: Vec::new(),
     };
-    app.store.queue_message(&item).await.unwrap();
+    app.store.queue_message(&item, 20).await.unwrap();
     let mut run = None;
     for _ in 0..400 {
         let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use server::runtime::openai::{tool_schemas, OpenAiAgent, OpenAiSettings};
-use server::runtime::tools::Workspace;
+use server::runtime::workspaces::Workspaces;
 
 use crate::backends::{say, stream, COMPLETIONS};
 use crate::helpers::{spawn_app_with_adapter, SseEvent, TestApp};
@@ -27,7 +27,11 @@ async fn setup(max_tokens: Option<u32>, context_tokens: Option<u32>) -> Setup {
     settings.max_tokens = max_tokens;
     settings.context_tokens = context_tokens;
     settings.idle = Duration::from_secs(10);
-    let agent = OpenAiAgent::new(settings, Workspace::open(workspace.path()).unwrap()).unwrap();
+    let agent = OpenAiAgent::new(
+        settings,
+        Workspaces::open(workspace.path(), 1 << 30).unwrap(),
+    )
+    .unwrap();
     let app = spawn_app_with_adapter(Arc::new(agent)).await;
     Setup {
         upstream,

@@ -500,9 +500,20 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts the server binary on `db` with `args` and waits until it answers.
     pub async fn launch(db: &TestDb, site: &std::path::Path, args: &[&str]) -> ServerProcess {
-        let port = free_port();
+        let addr = format!("127.0.0.1:{}", free_port());
+        ServerProcess::launch_at(db, site, &addr, args).await
+    }
+
+    /// As [`ServerProcess::launch`], listening on `addr` (`0.0.0.0:PORT`, say).
+    pub async fn launch_at(
+        db: &TestDb,
+        site: &std::path::Path,
+        addr: &str,
+        args: &[&str],
+    ) -> ServerProcess {
+        let port = addr.rsplit(':').next().unwrap().to_owned();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
-            .args(["--addr", &format!("127.0.0.1:{port}")])
+            .args(["--addr", addr])
             .args(args)
             .args(db.args())
             .env_remove("DATABASE_URL")
@@ -547,5 +558,86 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A server in another process (a [`ServerProcess`]), driven over HTTP as a browser would.
+pub struct RemoteApp {
+    base: String,
+    client: reqwest::Client,
+}
+
+impl RemoteApp {
+    /// The server at `base` (`http://127.0.0.1:PORT`).
+    pub fn new(base: &str) -> Self {
+        RemoteApp {
+            base: base.to_owned(),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// POSTs JSON; the status and the JSON body.
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let res = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// GETs; the status and the JSON body.
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let res = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn new_session(&self) -> String {
+        let (status, body) = self.post("/api/session/new", json!({})).await;
+        assert_eq!(status, 200, "{body}");
+        body["session"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Starts a turn; its run id.
+    pub async fn start(&self, session: &str, message: &str) -> String {
+        let body = json!({"session_id": session, "message": message});
+        let (status, body) = self.post("/api/chat/start", body).await;
+        assert_eq!(status, 200, "{body}");
+        body["run_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Waits up to `limit` until a run has ended; its status.
+    pub async fn wait_finished_within(&self, run: &str, limit: Duration) -> Value {
+        for _ in 0..(limit.as_millis() / 50).max(1) {
+            let (_, status) = self
+                .get(&format!("/api/chat/stream/status?run_id={run}"))
+                .await;
+            if status["terminal_state"].is_string() && !status["active"].as_bool().unwrap_or(true) {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("run {run} did not finish");
+    }
+
+    /// A run's stream, read to its end.
+    pub async fn stream(&self, run: &str) -> Vec<SseEvent> {
+        let res = self
+            .client
+            .get(format!("{}/api/chat/stream?run_id={run}", self.base))
+            .send()
+            .await
+            .expect("stream request");
+        assert_eq!(res.status(), 200);
+        read_sse(res).await
     }
 }

@@ -3,11 +3,13 @@
 mod accounts;
 mod attachments;
 mod backends;
+mod boundary;
 mod branches;
 mod chat;
 mod context;
 mod errors;
 mod grants;
+mod hardening;
 mod helpers;
 mod instances;
 mod limits;

@@ -319,14 +319,25 @@ async fn a_long_conversation_opens_on_its_latest_window_and_loads_earlier_ones_b
         ))
         .await;
     assert_eq!(run_ids(&none), Vec::<String>::new());
-    // Catching up after a run still gives every turn after it.
+    // Catching up after a run gives the turns after it, a window at most: when more came,
+    // the latest window, marked as leaving turns out.
+    let latest = runs.len() - 20;
+    let (_, after) = app
+        .get(&format!(
+            "/api/page?session_id={session}&after_run_id={}",
+            runs[latest - 1]
+        ))
+        .await;
+    assert_eq!(run_ids(&after), runs[latest..].to_vec());
+    assert_eq!(after["session"]["earlier"], serde_json::json!(false));
     let (_, after) = app
         .get(&format!(
             "/api/page?session_id={session}&after_run_id={}",
             runs[2]
         ))
         .await;
-    assert_eq!(run_ids(&after), runs[3..].to_vec());
+    assert_eq!(run_ids(&after), runs[latest..].to_vec());
+    assert_eq!(after["session"]["earlier"], serde_json::json!(true));
 }
 
 #[tokio::test]

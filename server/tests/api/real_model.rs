@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
-use server::runtime::tools::Workspace;
+use server::runtime::workspaces::Workspaces;
 
 use crate::helpers::{parse_block, spawn_app_with_adapter, SseEvent, TestApp};
 
@@ -50,7 +50,11 @@ async fn with_model(max_tokens: Option<u32>, context_tokens: Option<u32>) -> Mod
     settings.context_tokens = context_tokens;
     settings.max_iterations = 2;
     settings.idle = Duration::from_secs(120);
-    let agent = OpenAiAgent::new(settings, Workspace::open(workspace.path()).unwrap()).unwrap();
+    let agent = OpenAiAgent::new(
+        settings,
+        Workspaces::open(workspace.path(), 1 << 30).unwrap(),
+    )
+    .unwrap();
     Model {
         app: spawn_app_with_adapter(Arc::new(agent)).await,
         _workspace: workspace,

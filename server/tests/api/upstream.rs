@@ -28,6 +28,9 @@ pub enum Piece {
     Abort,
     /// Writes nothing more until the client disconnects.
     Hang,
+    /// The same bytes written this many times, each as a chunk of its own (made as they go:
+    /// a 100 MB reply costs the test nothing).
+    Repeat(Vec<u8>, usize),
 }
 
 /// A scripted reply.
@@ -189,6 +192,15 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
                                 .send(Err(std::io::Error::other("scripted connection drop")))
                                 .await;
                             return;
+                        }
+                        Piece::Repeat(bytes, times) => {
+                            let bytes = Bytes::from(bytes);
+                            for _ in 0..times {
+                                if tx.send(Ok(bytes.clone())).await.is_err() {
+                                    inner.disconnected.store(true, Ordering::SeqCst);
+                                    return;
+                                }
+                            }
                         }
                         Piece::Hang => {
                             tx.closed().await;
