@@ -15,7 +15,7 @@ SPLIT := --split --lib-features split
 # wasm-opt for release builds comes from npm's binaryen in end2end/.
 TOOLS_PATH := PATH="$(CURDIR)/end2end/node_modules/.bin:$$PATH"
 
-.PHONY: help setup setup-run run dev test fmt-check clippy unit pg-unit model-unit wasm-check e2e
+.PHONY: help setup setup-run run dev test test-servers fmt-check clippy unit pg-unit model-unit wasm-check e2e
 
 help:
 	@echo "make run    install what is missing, build in release mode, serve http://127.0.0.1:3000"
@@ -35,12 +35,31 @@ run: setup-run
 dev: setup-run
 	cargo leptos watch
 
+# Each stage is timed (scripts/stage.sh); the table of times ends the output, failed or not.
 # The stages that need PostgreSQL run inside scripts/with-postgres.sh: a throwaway cluster
 # (or the machine's), a database for this run, removed at the end. Those that need a real
 # model run inside scripts/with-model.sh: llama.cpp's server with Gemma 3 270M on a free port.
-test: setup fmt-check clippy unit wasm-check
-	bash scripts/with-postgres.sh bash scripts/with-model.sh \
-	  $(MAKE) -j1 --no-print-directory pg-unit model-unit e2e
+STAGE := bash scripts/stage.sh run
+SUB := $(MAKE) --no-print-directory
+
+test:
+	@bash scripts/stage.sh reset
+	@status=0; \
+	{ $(STAGE) setup $(SUB) setup \
+	  && $(STAGE) fmt-check $(SUB) fmt-check \
+	  && $(STAGE) clippy $(SUB) clippy \
+	  && $(STAGE) unit $(SUB) unit \
+	  && $(STAGE) wasm-check $(SUB) wasm-check \
+	  && bash scripts/with-postgres.sh bash scripts/with-model.sh $(SUB) -j1 test-servers; \
+	} || status=$$?; \
+	bash scripts/stage.sh table; \
+	exit $$status
+
+# What runs beside PostgreSQL and the model server (see `test`).
+test-servers:
+	$(STAGE) pg-unit $(SUB) pg-unit
+	$(STAGE) model-unit $(SUB) model-unit
+	$(STAGE) e2e $(SUB) e2e
 
 fmt-check:
 	cargo fmt --all --check
@@ -52,22 +71,27 @@ PARITY := --features anchor/parity
 clippy:
 	$(DEV_ENV) cargo clippy --workspace --exclude frontend --all-targets --locked $(PARITY) -- -D warnings
 
-# Everything on SQLite; the tests of several instances sharing PostgreSQL wait for pg-unit,
-# those against a real model for model-unit.
+# The packages every cargo test command builds: one selection, so that the stages share one
+# build (another selection unifies features differently and compiles crates again).
+TEST_PACKAGES := --workspace --exclude frontend --locked $(PARITY)
+
+# Everything on SQLite. The tests of several instances sharing PostgreSQL and those against a
+# real model are `#[ignore]`d with what they need (plain `cargo test` lists them as ignored);
+# pg-unit and model-unit run them.
 unit:
-	$(DEV_ENV) cargo test --workspace --exclude frontend --locked $(PARITY) -- --skip instances:: --skip real_model::
+	$(DEV_ENV) cargo test $(TEST_PACKAGES)
 
 # The server's integration tests again, on PostgreSQL (ANCHORAGE_TEST_DATABASE_URL, which
 # scripts/with-postgres.sh sets), with those of several instances sharing it.
 pg-unit:
 	@test -n "$${ANCHORAGE_TEST_DATABASE_URL:-}" || { echo "pg-unit: run it as scripts/with-postgres.sh make pg-unit" >&2; exit 2; }
-	$(DEV_ENV) cargo test -p server --test api --locked $(PARITY) -- --skip real_model::
+	$(DEV_ENV) cargo test $(TEST_PACKAGES) --test api -- --include-ignored --skip real_model::
 
 # The server's tests against a real model (ANCHORAGE_TEST_LLAMA_URL, which
 # scripts/with-model.sh sets), one at a time: the model server answers one request at once.
 model-unit:
 	@test -n "$${ANCHORAGE_TEST_LLAMA_URL:-}" || { echo "model-unit: run it as scripts/with-model.sh make model-unit" >&2; exit 2; }
-	$(DEV_ENV) cargo test -p server --test api --locked $(PARITY) -- real_model:: --test-threads 1
+	$(DEV_ENV) cargo test $(TEST_PACKAGES) --test api -- --ignored real_model:: --test-threads 1
 
 wasm-check:
 	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked -- -D warnings

@@ -20,6 +20,9 @@ WASM_BINDGEN_VERSION=$(sed -n '/^name = "wasm-bindgen"$/{n;s/^version = "\(.*\)"
 
 say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
 
+# A step that takes minutes is timed into the run's table of stages (scripts/stage.sh).
+timed() { bash scripts/stage.sh run "  setup: $1" "${@:2}"; }
+
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
@@ -66,7 +69,7 @@ fi
 if [ "$(cargo leptos --version 2>/dev/null || true)" != "cargo-leptos $CARGO_LEPTOS_VERSION" ]; then
   say "installing cargo-leptos $CARGO_LEPTOS_VERSION (about 20 minutes on two cores)"
   # Without LTO it builds about a quarter faster and works the same.
-  CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+  timed cargo-leptos env CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked --features no_downloads
 fi
 
@@ -76,13 +79,13 @@ if [ -z "$WASM_BINDGEN_VERSION" ]; then
 fi
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
   say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 4 minutes)"
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked
+  timed wasm-bindgen-cli cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked
 fi
 
 # Playwright and wasm-opt (npm's binaryen; Debian's older one breaks hydration).
 if ! (cd end2end && npm ls --depth=0 >/dev/null 2>&1); then
   say "installing the end-to-end test tools (npm ci)"
-  (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+  timed "npm ci" bash -c 'cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error'
 fi
 
 # A real model for the tests against it (scripts/with-model.sh serves it for `make model-unit`
@@ -93,7 +96,14 @@ if [ "$MODE" = test ]; then
   VENV=target/model-venv
   MODEL_DIR=target/model
   REQS=scripts/model-requirements.txt
-  if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQS" "$VENV/.installed" 2>/dev/null; then
+  # llama.cpp for any x86-64 with AVX2, not for the CPU it is built on: a native build uses
+  # whatever the builder has (AVX-512, AMX), which crashed with a segmentation fault at the
+  # first answer on a VM whose CPU names AMX. Its wheel is cached apart from pip's own cache,
+  # where a native wheel of the same version may already be.
+  LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"
+  PIP_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/anchorage/pip-ggml-portable"
+  STAMP=$(printf '%s\nCMAKE_ARGS=%s\n' "$(cat "$REQS")" "$LLAMA_CMAKE_ARGS")
+  if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.installed" 2>/dev/null)" != "$STAMP" ]; then
     if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
       say "installing Debian's python3-venv"
       as_root apt-get update -qq
@@ -108,9 +118,10 @@ if [ "$MODE" = test ]; then
     rm -rf "$VENV"
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check pip==26.3
-    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-      "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQS"
-    cp "$REQS" "$VENV/.installed"
+    timed "llama.cpp (pip)" env CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+      CMAKE_ARGS="$LLAMA_CMAKE_ARGS" \
+      "$VENV/bin/pip" install --quiet --disable-pip-version-check --cache-dir "$PIP_CACHE" -r "$REQS"
+    printf '%s' "$STAMP" >"$VENV/.installed"
   fi
   MODEL_FILE="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
   if [ ! -s "$MODEL_FILE" ]; then

@@ -167,6 +167,10 @@ pub struct ChatState {
     pub following: RwSignal<bool>,
     /// Content arrived below while the reader was scrolled up.
     pub unseen: RwSignal<bool>,
+    /// The element id of a turn the address links to (`turn-…`), held in view until the
+    /// reader scrolls, sends or jumps away: no following of the bottom and no late layout
+    /// moves it off the screen meanwhile.
+    pub pinned: StoredValue<Option<String>>,
     /// Prompts an empty conversation offers.
     pub examples: RwSignal<Vec<crate::api::Example>>,
     /// The model conversations get unless they ask for another (`None`: who answers offers
@@ -322,6 +326,7 @@ impl ChatState {
             outbox: RwSignal::new(None),
             following: RwSignal::new(true),
             unseen: RwSignal::new(false),
+            pinned: StoredValue::new(None),
             epoch: StoredValue::new(0),
             event_kinds: StoredValue::new(Vec::new()),
             turn_owner: StoredValue::new(None),
@@ -371,6 +376,7 @@ impl ChatState {
             }
         }
         self.error.set(None);
+        self.pinned.set_value(None);
         self.following.set(true);
         self.unseen.set(false);
         if let Some(previous) = previous {

@@ -1,5 +1,5 @@
 import { test, expect } from "./fixtures";
-import { hydrated, newSession, startTurn, waitRunEnd } from "./support";
+import { hydrated, newSession, rendererReady, startTurn, waitRunEnd } from "./support";
 
 /** A conversation of `n` short turns, "Message 0" … "Message n-1"; returns its id and runs. */
 async function conversation(request: any, n: number): Promise<{ session: string; runs: string[] }> {
@@ -128,6 +128,52 @@ test("a search hit deep in a long conversation opens at its turn", async ({ page
   await hits.first().locator("a").click();
   await expect(page).toHaveURL(new RegExp(`/s/${session}#turn-${runs[2]}$`));
   await expect(target).toBeInViewport();
+});
+
+test("a search hit lands on its turn every time, on a slow phone too", async ({ page, request }, testInfo) => {
+  test.skip(testInfo.project.name !== "phone", "the phone is where it went wrong; the desktop has the two tests above");
+  test.setTimeout(600_000);
+  const word = `Wombat${Date.now()}`;
+  const session = await newSession(request, "A conversation searched again and again");
+  const runs: string[] = [];
+  for (let i = 0; i < 45; i++) {
+    const run = await startTurn(request, session, `/demo long 3 · Message ${i}${i === 2 ? ` about the ${word}` : ""}`);
+    await waitRunEnd(request, run);
+    runs.push(run);
+  }
+  const other = await newSession(request, "Somewhere else");
+  // A phone four times slower than this machine: layout, hydration and the renderer all late.
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("Emulation.setCPUThrottlingRate", { rate: 4 });
+  const phone = (page.viewportSize()?.width ?? 1280) <= 640;
+  const target = page.locator(`#turn-${runs[2]}`);
+  const misses: string[] = [];
+  for (let attempt = 0; attempt < 20; attempt++) {
+    // Alternately from another conversation (the page loads at the link) and from the
+    // conversation itself, opened on its latest turns (only the fragment changes).
+    const fromItself = attempt % 2 === 1;
+    await page.goto(fromItself ? `/s/${session}` : `/s/${other}`);
+    await hydrated(page);
+    if (phone) await page.getByRole("button", { name: "Open sessions" }).tap();
+    await page.getByRole("searchbox", { name: "Search conversations" }).fill(word);
+    const hits = page.locator(".session-list .session-row");
+    await expect(hits).toHaveCount(1);
+    if (phone) await hits.first().locator("a").tap();
+    else await hits.first().locator("a").click();
+    await expect(page).toHaveURL(new RegExp(`/s/${session}#turn-${runs[2]}$`));
+    await hydrated(page);
+    try {
+      await expect(target).toBeInViewport({ timeout: 15_000 });
+      // And it stays there once the Markdown renderer has come and laid the answers out again.
+      await rendererReady(page);
+      await expect(target).toBeInViewport({ timeout: 1_000 });
+    } catch {
+      misses.push(`attempt ${attempt} (${fromItself ? "same conversation" : "page load"})`);
+      await page.screenshot({ path: testInfo.outputPath(`miss-${attempt}.png`) });
+    }
+  }
+  await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
+  expect(misses, "every hit shows its turn").toEqual([]);
 });
 
 test("scrolling back through a conversation of 404 turns reaches its first message", async ({ page, request }, testInfo) => {

@@ -51,6 +51,8 @@ async fn reveal_linked_turn(
             .and_then(|w| w.document())
             .and_then(|d| d.get_element_by_id(&target))
     };
+    // From now on the bottom is not followed: the turn is what the reader asked to see.
+    chat.pinned.set_value(Some(target.clone()));
     chat.following.set(false);
     // Not among the turns shown: it may be on another branch (a search hit in an earlier
     // version). The server shows its branch then, and the page loads again: asked once, so
@@ -70,6 +72,7 @@ async fn reveal_linked_turn(
                 match crate::nav::fetch_page(Some(&session), None).await {
                     Ok(page) if chat.shows(&session, epoch) => {
                         chat.load(&page);
+                        chat.pinned.set_value(Some(target.clone()));
                         chat.following.set(false);
                         crate::client::next_frame().await;
                     }
@@ -87,8 +90,29 @@ async fn reveal_linked_turn(
             return;
         }
     }
+    // Once the window that holds it is laid out (the frame after it went in).
     crate::client::next_frame().await;
-    if let Some(el) = find() {
-        el.scroll_into_view();
+    if chat.pinned.get_value().as_deref() == Some(target.as_str()) {
+        show_pinned(chat, transcript);
+    }
+}
+
+/// Puts the turn the address links to at the top of the transcript (as far as the
+/// transcript scrolls), when it is not there already.
+pub(super) fn show_pinned(chat: ChatState, transcript: NodeRef<leptos::html::Section>) {
+    let (Some(id), Some(scroller)) = (chat.pinned.get_value(), transcript.get_untracked()) else {
+        return;
+    };
+    let Some(el) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(&id))
+    else {
+        return;
+    };
+    // A little below the top edge, as the transcript's own padding leaves the first turn.
+    let at = el.get_bounding_client_rect().top() - scroller.get_bounding_client_rect().top() - 12.0;
+    if at.abs() > 1.0 {
+        let top = f64::from(scroller.scroll_top()) + at;
+        scroller.set_scroll_top(top.round() as i32);
     }
 }

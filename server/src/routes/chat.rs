@@ -312,6 +312,17 @@ pub async fn queue(
             started: Some(started_answer(started)),
         })
     };
+    // This message as a turn of its own, now.
+    let start_now = || {
+        let max_running = Some(state.limits.max_runs_per_user);
+        state.runner.start(
+            &session.id,
+            message,
+            &body.attachments,
+            client_id,
+            max_running,
+        )
+    };
     let waiting = state.store.queued_messages(&session.id).await?;
     if session.active_run_id.is_none() {
         check_running(&state, &viewer, &session.id, client_id).await?;
@@ -336,18 +347,7 @@ pub async fn queue(
                 Err(e) => return Err(e.into()),
             }
         }
-        return Ok(started(
-            state
-                .runner
-                .start(
-                    &session.id,
-                    message,
-                    &body.attachments,
-                    client_id,
-                    Some(state.limits.max_runs_per_user),
-                )
-                .await?,
-        ));
+        return Ok(started(start_now().await?));
     }
     let again =
         client_id.is_some_and(|c| waiting.iter().any(|q| q.client_id.as_deref() == Some(c)));
@@ -367,18 +367,7 @@ pub async fn queue(
         Ok(queued) => queued,
         // Sent before and started since: the run it became.
         Err(crate::store::StoreError::Duplicate { .. }) => {
-            return Ok(started(
-                state
-                    .runner
-                    .start(
-                        &session.id,
-                        message,
-                        &body.attachments,
-                        client_id,
-                        Some(state.limits.max_runs_per_user),
-                    )
-                    .await?,
-            ));
+            return Ok(started(start_now().await?));
         }
         Err(e) => return Err(e.into()),
     };

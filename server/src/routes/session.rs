@@ -430,7 +430,8 @@ async fn jsonl(store: std::sync::Arc<dyn Store>, session_id: String) -> Result<B
             return Some((Ok(out), c));
         }
     });
-    Ok(Body::from_stream(pages))
+    // Fused: a layer around the body (compression) may ask again once it has ended.
+    Ok(Body::from_stream(futures::StreamExt::fuse(pages)))
 }
 
 /// The line of a run's user message in the JSON Lines export.

@@ -13,7 +13,7 @@ use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
 use server::runtime::workspaces::Workspaces;
 
 use crate::backends::{stream, COMPLETIONS};
-use crate::helpers::{spawn_app_with_adapter, RemoteApp, ServerProcess, TestApp, TestDb};
+use crate::helpers::{spawn_app_with_adapter, Api, ServerProcess, TestApp, TestDb};
 use crate::upstream::{data, delta, Piece, Reply, Upstream, DONE};
 
 fn agent(upstream: &Upstream, workspace: &Path) -> Arc<OpenAiAgent> {
@@ -384,7 +384,7 @@ async fn what_an_agui_agent_sends_cannot_grow_the_servers_memory() {
     let url = upstream.url("/agent");
     let server =
         ServerProcess::launch(&db, site.path(), &["--backend", "agui", "--agui-url", &url]).await;
-    let app = RemoteApp::new(&server.base);
+    let app = Api::new(&server.base);
     let start = json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"});
     let opening = data(start.clone()).into_bytes();
 
@@ -438,7 +438,7 @@ async fn what_an_agui_agent_sends_cannot_grow_the_servers_memory() {
             .wait_finished_within(&run, Duration::from_secs(60))
             .await;
         assert_eq!(status["terminal_state"], "error", "{message}: {status}");
-        let events = app.stream(&run).await;
+        let events = app.stream(&run, None).await;
         let card = events
             .iter()
             .find(|e| e.event == "apperror")

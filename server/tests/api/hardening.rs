@@ -348,6 +348,25 @@ async fn an_export_is_streamed_a_page_at_a_time() {
         (1..=last_seq).collect::<Vec<_>>(),
         "in order, none twice"
     );
+    // Compressed on its way (as a browser asks for it), the same lines, ended properly.
+    let res = app
+        .client
+        .get(app.url(&format!(
+            "/api/session/export?session_id={session}&format=jsonl"
+        )))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["content-encoding"], "gzip");
+    let zipped = res.bytes().await.expect("the whole body");
+    let mut unzipped = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(&zipped[..]),
+        &mut unzipped,
+    )
+    .unwrap();
+    assert_eq!(unzipped, text);
 }
 
 #[tokio::test]

@@ -94,38 +94,30 @@ async fn new_schema(base: &str) -> String {
 }
 
 /// A server on an ephemeral port with its own site root and database; stops when dropped.
+/// Its HTTP helpers are [`Api`]'s.
 pub struct TestApp {
     pub addr: SocketAddr,
     pub site: TempDir,
     /// Its database (kept while the server runs).
     pub _db: TestDb,
-    pub client: reqwest::Client,
+    /// A browser-like client of it.
+    pub api: Api,
     /// The database the server uses.
     pub store: Arc<dyn Store>,
     /// The server's state (its counters, its limits).
     pub state: AppState,
-    /// The sign-in cookie the helpers send (`name=value`), if any.
-    cookie: std::sync::Mutex<Option<String>>,
     shutdown: CancellationToken,
 }
 
+impl std::ops::Deref for TestApp {
+    type Target = Api;
+
+    fn deref(&self) -> &Api {
+        &self.api
+    }
+}
+
 impl TestApp {
-    pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// From now on the helpers send this sign-in cookie (`None`: none).
-    pub fn use_cookie(&self, cookie: Option<&str>) {
-        *self.cookie.lock().unwrap() = cookie.map(str::to_owned);
-    }
-
-    fn with_cookie(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match self.cookie.lock().unwrap().as_deref() {
-            Some(cookie) => req.header("cookie", cookie),
-            None => req,
-        }
-    }
-
     /// Adds an account straight into the database.
     pub async fn add_user(&self, name: &str, password: &str, admin: bool) {
         let hash = server::auth::hash_password(password).unwrap();
@@ -143,6 +135,49 @@ impl TestApp {
             self.sign_in("alice", ALICE_PASSWORD).await,
             self.sign_in("bob", BOB_PASSWORD).await,
         )
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A client of a server over HTTP, as a browser would be (a [`TestApp`]'s, or one of a server
+/// in another process, a [`ServerProcess`]).
+pub struct Api {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    pub client: reqwest::Client,
+    /// The sign-in cookie the helpers send (`name=value`), if any.
+    cookie: std::sync::Mutex<Option<String>>,
+}
+
+impl Api {
+    /// A client of the server at `base`.
+    pub fn new(base: &str) -> Self {
+        Api {
+            base: base.to_owned(),
+            client: reqwest::Client::new(),
+            cookie: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// From now on the helpers send this sign-in cookie (`None`: none).
+    pub fn use_cookie(&self, cookie: Option<&str>) {
+        *self.cookie.lock().unwrap() = cookie.map(str::to_owned);
+    }
+
+    fn with_cookie(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self.cookie.lock().unwrap().as_deref() {
+            Some(cookie) => req.header("cookie", cookie),
+            None => req,
+        }
     }
 
     /// Signs in; returns the cookie to send (`anchorage_session=…`).
@@ -283,12 +318,6 @@ impl TestApp {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         panic!("run {run} did not finish");
-    }
-}
-
-impl Drop for TestApp {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
     }
 }
 
@@ -460,10 +489,9 @@ async fn spawn_app_setup(
         addr,
         site,
         _db: db,
-        client: reqwest::Client::new(),
+        api: Api::new(&format!("http://{addr}")),
         store,
         state,
-        cookie: std::sync::Mutex::new(None),
         shutdown,
     }
 }
@@ -558,86 +586,5 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A server in another process (a [`ServerProcess`]), driven over HTTP as a browser would.
-pub struct RemoteApp {
-    base: String,
-    client: reqwest::Client,
-}
-
-impl RemoteApp {
-    /// The server at `base` (`http://127.0.0.1:PORT`).
-    pub fn new(base: &str) -> Self {
-        RemoteApp {
-            base: base.to_owned(),
-            client: reqwest::Client::new(),
-        }
-    }
-
-    /// POSTs JSON; the status and the JSON body.
-    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let res = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .json(&body)
-            .send()
-            .await
-            .expect("request");
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
-    }
-
-    /// GETs; the status and the JSON body.
-    pub async fn get(&self, path: &str) -> (u16, Value) {
-        let res = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .expect("request");
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
-    }
-
-    pub async fn new_session(&self) -> String {
-        let (status, body) = self.post("/api/session/new", json!({})).await;
-        assert_eq!(status, 200, "{body}");
-        body["session"]["id"].as_str().unwrap().to_owned()
-    }
-
-    /// Starts a turn; its run id.
-    pub async fn start(&self, session: &str, message: &str) -> String {
-        let body = json!({"session_id": session, "message": message});
-        let (status, body) = self.post("/api/chat/start", body).await;
-        assert_eq!(status, 200, "{body}");
-        body["run_id"].as_str().unwrap().to_owned()
-    }
-
-    /// Waits up to `limit` until a run has ended; its status.
-    pub async fn wait_finished_within(&self, run: &str, limit: Duration) -> Value {
-        for _ in 0..(limit.as_millis() / 50).max(1) {
-            let (_, status) = self
-                .get(&format!("/api/chat/stream/status?run_id={run}"))
-                .await;
-            if status["terminal_state"].is_string() && !status["active"].as_bool().unwrap_or(true) {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("run {run} did not finish");
-    }
-
-    /// A run's stream, read to its end.
-    pub async fn stream(&self, run: &str) -> Vec<SseEvent> {
-        let res = self
-            .client
-            .get(format!("{}/api/chat/stream?run_id={run}", self.base))
-            .send()
-            .await
-            .expect("stream request");
-        assert_eq!(res.status(), 200);
-        read_sse(res).await
     }
 }

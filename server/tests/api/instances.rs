@@ -51,14 +51,7 @@ async fn instances(
 }
 
 async fn post(base: &str, path: &str, body: Value) -> (u16, Value) {
-    let res = reqwest::Client::new()
-        .post(format!("{base}{path}"))
-        .json(&body)
-        .send()
-        .await
-        .expect("request");
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
+    crate::helpers::Api::new(base).post(path, body).await
 }
 
 async fn get(base: &str, path: &str) -> Value {
@@ -151,6 +144,7 @@ fn assert_gapless(events: &[SseEvent], from: u64, what: &str) {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/with-postgres.sh make pg-unit"]
 async fn a_run_on_one_instance_streams_through_another_from_any_cursor() {
     let db = shared_db().await;
     let site = tempfile::tempdir().unwrap();
@@ -224,6 +218,7 @@ async fn a_run_on_one_instance_streams_through_another_from_any_cursor() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/with-postgres.sh make pg-unit"]
 async fn stop_approvals_and_follow_ups_sent_to_another_instance_reach_the_run() {
     let db = shared_db().await;
     let site = tempfile::tempdir().unwrap();
@@ -329,6 +324,7 @@ async fn stop_approvals_and_follow_ups_sent_to_another_instance_reach_the_run() 
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/with-postgres.sh make pg-unit"]
 async fn a_dead_instance_runs_are_interrupted_once_by_the_others_after_its_lease() {
     let db = shared_db().await;
     let site = tempfile::tempdir().unwrap();
@@ -433,6 +429,7 @@ async fn a_dead_instance_runs_are_interrupted_once_by_the_others_after_its_lease
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/with-postgres.sh make pg-unit"]
 async fn a_paused_instance_taken_for_dead_adds_nothing_once_it_wakes() {
     let db = shared_db().await;
     let site = tempfile::tempdir().unwrap();

@@ -120,6 +120,7 @@ async fn last_answer(app: &TestApp, session: &str) -> Value {
 const LIMIT: Duration = Duration::from_secs(180);
 
 #[tokio::test]
+#[ignore = "needs a model server: scripts/with-model.sh make model-unit"]
 async fn a_real_model_streams_token_by_token_and_the_turn_settles_once() {
     let m = with_model(Some(48), Some(4096)).await;
     let session = m.app.new_session().await;
@@ -168,6 +169,7 @@ async fn a_real_model_streams_token_by_token_and_the_turn_settles_once() {
 }
 
 #[tokio::test]
+#[ignore = "needs a model server: scripts/with-model.sh make model-unit"]
 async fn following_again_from_the_last_seen_event_misses_nothing_and_repeats_nothing() {
     let m = with_model(Some(64), Some(4096)).await;
     let session = m.app.new_session().await;
@@ -206,6 +208,7 @@ async fn model_server_is_free() -> bool {
 }
 
 #[tokio::test]
+#[ignore = "needs a model server: scripts/with-model.sh make model-unit"]
 async fn stop_ends_the_generation_on_the_model_server_and_keeps_the_partial_answer() {
     // Room for a minute and more of writing: only Stop ends it early.
     let m = with_model(Some(3000), Some(4096)).await;
@@ -242,6 +245,7 @@ async fn stop_ends_the_generation_on_the_model_server_and_keeps_the_partial_answ
 }
 
 #[tokio::test]
+#[ignore = "needs a model server: scripts/with-model.sh make model-unit"]
 async fn an_answer_stopped_by_max_tokens_is_said_to_be_cut_off() {
     let m = with_model(Some(24), Some(4096)).await;
     let session = m.app.new_session().await;
@@ -285,6 +289,7 @@ fn filler(n: usize) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs a model server: scripts/with-model.sh make model-unit"]
 async fn a_conversation_longer_than_the_context_is_answered_with_the_oldest_turns_left_out() {
     let m = with_model(Some(16), Some(4096)).await;
     let session = m.app.new_session().await;
@@ -315,6 +320,7 @@ async fn a_conversation_longer_than_the_context_is_answered_with_the_oldest_turn
 }
 
 #[tokio::test]
+#[ignore = "needs a model server: scripts/with-model.sh make model-unit"]
 async fn a_message_too_long_for_the_context_ends_with_a_card_that_says_so() {
     // With the window known, the message is refused before the model is asked.
     let m = with_model(Some(64), Some(4096)).await;
@@ -344,6 +350,7 @@ async fn a_message_too_long_for_the_context_ends_with_a_card_that_says_so() {
 }
 
 #[tokio::test]
+#[ignore = "needs a model server: scripts/with-model.sh make model-unit"]
 async fn the_model_list_names_the_model_by_its_file_stem() {
     let m = with_model(Some(16), None).await;
     let (code, list) = m.app.get("/api/models").await;
