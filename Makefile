@@ -4,18 +4,18 @@ SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-# Keep in step with `name` in [[workspace.metadata.leptos]].
-OUTPUT_NAME := anchorage
-# Plain cargo commands get the same settings as cargo-leptos's dev build, so both share
-# target/debug instead of rebuilding each other's artifacts.
-DEV_ENV := env LEPTOS_OUTPUT_NAME=$(OUTPUT_NAME) RUSTFLAGS="--cfg erase_components"
+# The cargo commands here get the flag cargo-leptos's dev build sets, so that `make dev` and
+# the tests share target/debug instead of rebuilding each other's artifacts (a plain `cargo
+# test --workspace` works too, in a build of its own; .cargo/config.toml gives every cargo
+# command the bundle's name).
+DEV_ENV := env RUSTFLAGS="--cfg erase_components"
 # Release bundles leave the Markdown renderer out of the first load: it is split into its own
 # wasm file, fetched once the page is live (see `app::markdown::render_split`).
 SPLIT := --split --lib-features split
 # wasm-opt for release builds comes from npm's binaryen in end2end/.
 TOOLS_PATH := PATH="$(CURDIR)/end2end/node_modules/.bin:$$PATH"
 
-.PHONY: help setup setup-run run dev test test-servers fmt-check clippy unit pg-unit model-unit wasm-check e2e
+.PHONY: help setup setup-run run dev test test-servers fmt-check clippy unit pg-unit model-unit wasm-check e2e e2e-build e2e-run
 
 help:
 	@echo "make run    install what is missing, build in release mode, serve http://127.0.0.1:3000"
@@ -59,7 +59,8 @@ test:
 test-servers:
 	$(STAGE) pg-unit $(SUB) pg-unit
 	$(STAGE) model-unit $(SUB) model-unit
-	$(STAGE) e2e $(SUB) e2e
+	$(STAGE) "e2e: release build" $(SUB) e2e-build
+	$(STAGE) "e2e: Playwright" $(SUB) e2e-run
 
 fmt-check:
 	cargo fmt --all --check
@@ -69,11 +70,11 @@ fmt-check:
 PARITY := --features anchor/parity
 
 clippy:
-	$(DEV_ENV) cargo clippy --workspace --exclude frontend --all-targets --locked $(PARITY) -- -D warnings
+	$(DEV_ENV) cargo clippy --workspace --all-targets --locked $(PARITY) -- -D warnings
 
 # The packages every cargo test command builds: one selection, so that the stages share one
 # build (another selection unifies features differently and compiles crates again).
-TEST_PACKAGES := --workspace --exclude frontend --locked $(PARITY)
+TEST_PACKAGES := --workspace --locked $(PARITY)
 
 # Everything on SQLite. The tests of several instances sharing PostgreSQL and those against a
 # real model are `#[ignore]`d with what they need (plain `cargo test` lists them as ignored);
@@ -97,11 +98,15 @@ wasm-check:
 	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked -- -D warnings
 	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked --features frontend/split -- -D warnings
 
-# Builds the release site (wasm-opt included), starts the release server and runs Playwright
-# (desktop and phone projects) against it.
-# The server under test gets a fresh database and a quick demo agent.
-e2e:
-	rm -rf target/e2e-data end2end/test-results/results.json
-	status=0; $(TOOLS_PATH) ANCHORAGE_DATA_DIR=target/e2e-data ANCHORAGE_DEMO_DELAY_MS=8 \
-	  cargo leptos end-to-end --release --cargo-locked $(SPLIT) || status=$$?; \
+# Builds the release site (wasm-opt included), then runs Playwright (desktop and phone
+# projects) against it: two workers, each starting a release server of its own on a fresh
+# database with a quick demo agent (end2end/tests/fixtures.ts).
+e2e: e2e-build e2e-run
+
+e2e-build:
+	$(TOOLS_PATH) cargo leptos build --release --cargo-locked $(SPLIT)
+
+e2e-run:
+	rm -f end2end/test-results/results.json
+	status=0; (cd end2end && ANCHORAGE_SERVER_BIN=$(CURDIR)/target/release/server npx playwright test) || status=$$?; \
 	node end2end/summary.js && exit $$status

@@ -1,9 +1,20 @@
 import type { FullConfig } from "@playwright/test";
+import { existsSync } from "fs";
+import { join } from "path";
 
-// `cargo leptos end-to-end` starts the server and the tests at the same moment, so wait until
-// the server answers before any test runs.
+// Each worker starts a server of its own from the release build (tests/fixtures.ts): it must be
+// there. With BASE_URL, the tests use that server instead: wait until it answers.
 export default async function globalSetup(config: FullConfig): Promise<void> {
-  const baseURL = config.projects[0]?.use?.baseURL ?? "http://127.0.0.1:3000";
+  const baseURL = process.env.BASE_URL;
+  if (!baseURL) {
+    const root = join(__dirname, "..");
+    for (const needed of ["target/site/pkg/anchorage.wasm"]) {
+      if (!existsSync(join(root, needed))) {
+        throw new Error(`${needed} is missing: build the site first (make e2e builds it)`);
+      }
+    }
+    return;
+  }
   const deadline = Date.now() + 120_000;
   let last = "";
   while (Date.now() < deadline) {
@@ -16,5 +27,5 @@ export default async function globalSetup(config: FullConfig): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`server at ${baseURL} did not answer within 120 s (${last})`);
+  throw new Error(`server at ${baseURL} (BASE_URL) did not answer within 120 s (${last}); config ${config.rootDir}`);
 }

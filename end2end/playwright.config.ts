@@ -7,12 +7,15 @@ export default defineConfig({
   timeout: 30_000,
   expect: { timeout: 10_000 },
   fullyParallel: false,
-  workers: 1,
+  // Two test files at once, each worker on a server of its own (tests/fixtures.ts); E2E_WORKERS
+  // chooses another number. Against a server given by BASE_URL, one at a time: they share it.
+  workers: process.env.BASE_URL ? 1 : Number(process.env.E2E_WORKERS ?? 2),
   retries: 0,
   forbidOnly: !!process.env.CI,
   reporter: [["list"], ["json", { outputFile: "test-results/results.json" }]],
   use: {
-    baseURL: process.env.BASE_URL || "http://127.0.0.1:3000",
+    // Each worker's own server (tests/fixtures.ts), or BASE_URL.
+    baseURL: process.env.BASE_URL,
     launchOptions: chromium,
     trace: "retain-on-failure",
     screenshot: "only-on-failure",

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
 import { type Page } from "@playwright/test";
-import { kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
+import { freePort, kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
 import { hydrated, isPhone, lastTurn, send } from "./support";
 
 // A server of its own with accounts, made as a person makes them: with the CLI.
@@ -25,7 +25,7 @@ function addUser(name: string, password: string, admin = false): void {
 }
 
 test.beforeAll(async ({ request }, testInfo) => {
-  const port = 3400 + (testInfo.project.name === "phone" ? 50 : 0);
+  const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   dataDir = mkdtempSync(join(tmpdir(), "anchorage-accounts-"));
   // The CLI refuses a short password, with a message, before anything is stored.

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
 import { deflateSync } from "zlib";
-import { kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
+import { freePort, kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { provider } from "./provider";
 import { hydrated, lastTurn, openNewSession } from "./support";
 
@@ -184,7 +184,7 @@ test("files dropped on the conversation or pasted into the message box are attac
 
 test("with the openai backend, an attached picture reaches the model as an image part", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);
-  const port = 3600 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 50 : 0);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-files-"));
   const upstream = await provider(["scripted"], () => "A small red square.");

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
+import { freePort, kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { hydrated, lastTurn, send } from "./support";
 
 // The page with the `openai` backend, against a scripted OpenAI-compatible provider that speaks
@@ -77,7 +77,7 @@ function provider(): Promise<{ server: Server; url: string; requests: any[] }> {
 
 test("a turn on the openai backend streams, asks before writing a file and settles", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);
-  const port = 3400 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 50 : 0);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-openai-"));
   const workspace = join(dataDir, "workspace");

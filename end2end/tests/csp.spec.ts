@@ -1,7 +1,7 @@
-import { test, expect } from "@playwright/test";
+import { serverTest as test, expect } from "./fixtures";
 import { hydrated, newSession } from "./support";
 
-// (Not through ./fixtures: this test makes a violation on purpose.)
+// (Not the guarded `test` of ./fixtures: this test makes a violation on purpose.)
 test("the page runs no script it did not ship, and cannot be framed", async ({ page, request }) => {
   await page.goto(`/s/${await newSession(request)}`);
   await hydrated(page);

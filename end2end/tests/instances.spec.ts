@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "fs";
 import { createConnection, createServer, type Server, type Socket } from "net";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, startServer, waitHealthy } from "./own_server";
+import { freePort, kill9, startServer, waitHealthy } from "./own_server";
 import { hydrated, lastTurn } from "./support";
 
 // Two server instances on one PostgreSQL database behind a load balancer: a page served by one
@@ -53,9 +53,8 @@ test("a page on one instance follows a run on the other, and a reload on either 
     test.skip(true, "needs PostgreSQL (scripts/with-postgres.sh sets ANCHORAGE_TEST_DATABASE_URL)");
   }
   test.setTimeout(120_000);
-  const first = 3400 + (testInfo.project.name === "phone" ? 10 : 0) + testInfo.parallelIndex * 20;
-  const ports = { a: first, b: first + 1 };
-  const lb = new Balancer(first + 2, ports);
+  const ports = { a: await freePort(), b: await freePort() };
+  const lb = new Balancer(await freePort(), ports);
   const base = `http://127.0.0.1:${lb.port}`;
   const baseA = `http://127.0.0.1:${ports.a}`;
   const dirs = [mkdtempSync(join(tmpdir(), "anchorage-a-")), mkdtempSync(join(tmpdir(), "anchorage-b-"))];

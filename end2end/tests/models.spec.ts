@@ -2,7 +2,7 @@ import { test, expect } from "./fixtures";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
+import { freePort, kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { provider } from "./provider";
 import { hydrated, lastTurn, layoutShifts, send, watchLayout } from "./support";
 
@@ -12,7 +12,7 @@ import { hydrated, lastTurn, layoutShifts, send, watchLayout } from "./support";
 
 test("the composer offers the provider's models; a choice holds for the conversation and each answer names its model", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);
-  const port = 3460 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 20 : 0);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-models-"));
   const upstream = await provider(["scripted", "b-model", "/models/gemma-3-270m-it-Q4_K_M.gguf"], (r) => `Answered by ${r.model}.`);
@@ -68,7 +68,7 @@ test("the composer offers the provider's models; a choice holds for the conversa
 
 test("an answer's footer fills in once, when it settles: its model name and usage do not jump aside", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);
-  const port = 3470 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 20 : 0);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-footer-"));
   // Word by word, 40 ms apart: the answer streams over many frames, with its model known.

@@ -1,6 +1,8 @@
 import { expect, type APIRequestContext } from "@playwright/test";
 import { spawn, type ChildProcess } from "child_process";
-import { existsSync, statSync } from "fs";
+import { closeSync, existsSync, openSync, rmSync, statSync } from "fs";
+import { createServer } from "net";
+import { tmpdir } from "os";
 import { join, resolve } from "path";
 
 // A server of a test's own, on its own port and database, so that the test can kill it or give
@@ -15,6 +17,19 @@ export function serverBinary(): string {
     .filter((path) => existsSync(path));
   if (built.length === 0) throw new Error("no server binary under target/; build the site first");
   return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+}
+
+/** A port nothing listens on now (the OS's choice), for a server a test starts. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 export function startServer(
@@ -64,4 +79,27 @@ export function kill9(child: ChildProcess): Promise<void> {
     child.once("exit", () => done());
     child.kill("SIGKILL");
   });
+}
+
+/**
+ * Holds a lock across the suite's workers until the returned function is called: for tests
+ * that share one thing outside their own servers (the model server, which answers one request
+ * at a time). A lock older than ten minutes is taken to be left by a worker that died.
+ */
+export async function exclusive(name: string): Promise<() => void> {
+  const path = join(tmpdir(), `anchorage-e2e-${name}.lock`);
+  for (;;) {
+    try {
+      closeSync(openSync(path, "wx"));
+      return () => rmSync(path, { force: true });
+    } catch (err: any) {
+      if (err?.code !== "EEXIST") throw err;
+      try {
+        if (Date.now() - statSync(path).mtimeMs > 10 * 60_000) rmSync(path, { force: true });
+      } catch {
+        // Released meanwhile.
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 }

@@ -3,7 +3,7 @@ import type { Page } from "@playwright/test";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, startServer, waitHealthy } from "./own_server";
+import { freePort, kill9, startServer, waitHealthy } from "./own_server";
 import {
   hydrated,
   isPhone,
@@ -86,7 +86,7 @@ for (const mode of ["Worklog", "Stream"] as const) {
 test("interim prose stays where it streamed when the next tool call starts", async ({ page, request }, testInfo) => {
   // A server of its own, paced like a model (60 ms a chunk), so the sentence streams over many
   // frames as the answer before the next tool call makes it interim.
-  const port = 3500 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 50 : 0);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-interim-"));
   const server = startServer(port, dataDir, { ANCHORAGE_DEMO_DELAY_MS: "60" });

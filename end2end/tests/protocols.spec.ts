@@ -18,7 +18,7 @@ import {
   type UIMessageChunk,
 } from "ai";
 import { aguiAgent, type AguiAgent } from "./agui_agent";
-import { kill9, startServer, waitHealthy } from "./own_server";
+import { freePort, kill9, startServer, waitHealthy } from "./own_server";
 import { hydrated, lastTurn, newSession, send, startTurn, waitRunEnd } from "./support";
 
 // Anchorage through other protocols' own clients: the official AG-UI client (`@ag-ui/client`,
@@ -519,7 +519,7 @@ test("the scripted AG-UI agent's stream is valid AG-UI, as the official client r
 
 test("the agui backend streams a scripted AG-UI agent's turn into the page and settles it", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);
-  const port = 3410 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 50 : 0);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-agui-"));
   const agent = await aguiAgent(lighthouse);

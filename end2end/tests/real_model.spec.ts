@@ -4,7 +4,7 @@ import type { ChildProcess } from "child_process";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
+import { exclusive, freePort, kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { hydrated, lastTurn, layoutShifts, send, watchLayout } from "./support";
 
 // The page on the `openai` backend against a real model: llama.cpp's server with Gemma 3 270M,
@@ -16,6 +16,14 @@ const LLAMA = process.env.ANCHORAGE_TEST_LLAMA_URL;
 test.describe.configure({ mode: "serial" });
 test.skip(!LLAMA, "needs a real model server (scripts/with-model.sh sets ANCHORAGE_TEST_LLAMA_URL)");
 
+// The model server answers one request at a time (and the Stop test asks it whether it is
+// free): one test of this file at a time across the workers.
+let release: (() => void) | undefined;
+test.beforeEach(async () => {
+  release = await exclusive("model");
+});
+test.afterEach(() => release?.());
+
 type Own = { base: string; server: ChildProcess; dataDir: string };
 
 async function modelId(request: APIRequestContext): Promise<string> {
@@ -25,7 +33,7 @@ async function modelId(request: APIRequestContext): Promise<string> {
 
 /** A server of the test's own on the real model, with `args` (--max-tokens, --context-tokens). */
 async function own(request: APIRequestContext, testInfo: TestInfo, slot: number, args: string[]): Promise<Own> {
-  const port = 3600 + slot + (testInfo.project.name === "phone" ? 50 : 0);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-llama-"));
   const server = startServer(
@@ -188,12 +196,14 @@ test("an answer cut off by --max-tokens says so and Continue asks for the rest",
 
 test("a conversation longer than the model's context is still answered, saying earlier context was left out", async ({ page, request }, testInfo) => {
   test.setTimeout(240_000);
-  const o = await own(request, testInfo, 3, ["--max-tokens", "16", "--context-tokens", "4096"]);
+  // A window of 2,048 tokens (the model server's is larger): the same story with half the
+  // prompt for the model to read on two cores.
+  const o = await own(request, testInfo, 3, ["--max-tokens", "16", "--context-tokens", "2048"]);
   try {
     await openSession(page, request, o.base);
     let noted = -1;
     for (let round = 0; round < 4 && noted < 0; round++) {
-      await send(page, `Note ${round}: ${filler(4500)} Reply with one word.`);
+      await send(page, `Note ${round}: ${filler(2250)} Reply with one word.`);
       await expect(page.locator("article.turn")).toHaveCount(round + 1);
       const turn = lastTurn(page);
       await expect(turn.locator(".assistant[data-state='settled']")).toBeVisible({ timeout: 90_000 });
@@ -202,7 +212,7 @@ test("a conversation longer than the model's context is still answered, saying e
     }
     expect(noted, "a turn left earlier context out").toBeGreaterThan(0);
     const note = lastTurn(page).locator("[data-notice='left-out']");
-    await expect(note).toContainText("4,096");
+    await expect(note).toContainText("2,048");
     // The note comes before the answer.
     const answer = lastTurn(page).locator(".answer");
     await expect(answer).toBeVisible();

@@ -2,12 +2,12 @@ import { test, expect } from "./fixtures";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
-import { kill9, startServer, waitHealthy } from "./own_server";
+import { freePort, kill9, startServer, waitHealthy } from "./own_server";
 import { hydrated, lastTurn, newSession, send } from "./support";
 
 test("a server killed mid-run comes back and the page shows the turn as interrupted", async ({ page, request }, testInfo) => {
   test.setTimeout(90_000);
-  const port = 3300 + testInfo.parallelIndex + (testInfo.project.name === "phone" ? 50 : 0);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "anchorage-restart-"));
   let server = startServer(port, dataDir);

@@ -46,7 +46,9 @@ export async function waitRunEnd(request: APIRequestContext, run: string): Promi
         status = await (await request.get(`/api/chat/stream/status?run_id=${run}`)).json();
         return status.terminal_state !== null && status.active === false;
       },
-      { timeout: 60_000 },
+      // A demo turn ends within a fraction of a second: asked often, a test that makes many
+      // of them does not spend most of its time between two questions.
+      { timeout: 60_000, intervals: [20, 40, 80, 160, 250] },
     )
     .toBeTruthy();
   return status;

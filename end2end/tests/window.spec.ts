@@ -1,4 +1,9 @@
+import type { APIRequestContext, Page, TestInfo } from "@playwright/test";
+import { mkdtempSync, rmSync } from "fs";
+import { tmpdir } from "os";
+import { join } from "path";
 import { test, expect } from "./fixtures";
+import { freePort, kill9, startServer, waitHealthy } from "./own_server";
 import { hydrated, newSession, rendererReady, startTurn, waitRunEnd } from "./support";
 
 /** A conversation of `n` short turns, "Message 0" … "Message n-1"; returns its id and runs. */
@@ -179,16 +184,36 @@ test("a search hit lands on its turn every time, on a slow phone too", async ({ 
 test("scrolling back through a conversation of 404 turns reaches its first message", async ({ page, request }, testInfo) => {
   test.skip(testInfo.project.name !== "desktop", "filling 404 turns once is enough");
   test.setTimeout(600_000);
+  // A server of its own whose demo agent does not pause between chunks: the 20,000 rows of
+  // the long turns are written in seconds, not minutes.
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const dataDir = mkdtempSync(join(tmpdir(), "anchorage-window-"));
+  const server = startServer(port, dataDir, { ANCHORAGE_DEMO_DELAY_MS: "0" });
+  try {
+    await waitHealthy(request, base);
+    await scrollBackThrough404Turns(page, request, base, testInfo);
+  } finally {
+    await kill9(server);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+async function scrollBackThrough404Turns(page: Page, request: APIRequestContext, base: string, testInfo: TestInfo) {
   // Issue 14's session B: four turns of 5,000 tool rows, then 400 turns with tool calls.
-  const session = await newSession(request, "Session B");
+  const session = (await (await request.post(`${base}/api/session/new`, { data: { title: "Session B" } })).json()).session.id;
   const runs: string[] = [];
   const messages = [...Array.from({ length: 4 }, (_, i) => `/demo trace 5000 · long ${i}`), ...Array.from({ length: 400 }, (_, i) => `/demo tools · short ${i}`)];
   for (const message of messages) {
-    const run = await startTurn(request, session, message);
-    await waitRunEnd(request, run);
+    const res = await request.post(`${base}/api/chat/start`, { data: { session_id: session, message } });
+    expect(res.ok()).toBeTruthy();
+    const run = (await res.json()).run_id;
+    await expect
+      .poll(async () => (await (await request.get(`${base}/api/chat/stream/status?run_id=${run}`)).json()).active, { intervals: [10, 20, 40, 80] })
+      .toBe(false);
     runs.push(run);
   }
-  await page.goto(`/s/${session}`);
+  await page.goto(`${base}/s/${session}`);
   await hydrated(page);
   const turns = page.locator("article.turn");
   await expect(turns).toHaveCount(20);
@@ -215,4 +240,4 @@ test("scrolling back through a conversation of 404 turns reaches its first messa
   await expect(first.locator(".tool-card")).toHaveCount(0);
   expect(await page.evaluate(() => document.querySelectorAll("*").length)).toBeLessThan(40_000);
   await page.screenshot({ path: testInfo.outputPath("first-message.png") });
-});
+}

@@ -1,6 +1,8 @@
-//! The browser entry point. It only hydrates: everything else lives in `app`.
+//! The browser entry point. It only hydrates: everything else lives in `app`. (Built for the
+//! host, it is empty.)
 // Release builds keep the full view types (dev builds erase them); their layout is deep.
 #![recursion_limit = "512"]
+#![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen::prelude::wasm_bindgen;
 
