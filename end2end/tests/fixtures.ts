@@ -7,9 +7,13 @@ import { freePort, kill9, startServer } from "./own_server";
 // Each worker has a server of its own (the release build in target/, a fresh database, the
 // quick demo agent), so that two workers never see each other's conversations, runs or limits.
 // With BASE_URL set, every test uses that server instead (one worker: they share it).
-export const serverTest = base.extend<{}, { workerServer: string }>({
+export const serverTest = base.extend<{}, { workerServer: string; demoDelayMs: number }>({
+  // The demo agent's pause between chunks on the worker's server; a file that needs answers
+  // to stream for longer asks for more with `test.use({ demoDelayMs })` (its tests then get a
+  // worker of their own).
+  demoDelayMs: [8, { scope: "worker", option: true }],
   workerServer: [
-    async ({}, use) => {
+    async ({ demoDelayMs }, use) => {
       if (process.env.BASE_URL) {
         await use(process.env.BASE_URL);
         return;
@@ -17,7 +21,7 @@ export const serverTest = base.extend<{}, { workerServer: string }>({
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
       const dataDir = mkdtempSync(join(tmpdir(), "anchorage-e2e-"));
-      const server = startServer(port, dataDir, { ANCHORAGE_DEMO_DELAY_MS: "8" });
+      const server = startServer(port, dataDir, { ANCHORAGE_DEMO_DELAY_MS: String(demoDelayMs) });
       try {
         await untilHealthy(base);
         await use(base);

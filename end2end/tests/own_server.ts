@@ -75,7 +75,9 @@ export async function waitHealthy(request: APIRequestContext, base: string): Pro
 
 export function kill9(child: ChildProcess): Promise<void> {
   return new Promise((done) => {
-    if (child.exitCode !== null) return done();
+    // Gone already: it exited, or a signal (an earlier kill9) ended it. Waiting for an exit
+    // that came before would wait forever.
+    if (child.exitCode !== null || child.signalCode !== null) return done();
     child.once("exit", () => done());
     child.kill("SIGKILL");
   });

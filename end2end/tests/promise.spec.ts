@@ -14,6 +14,8 @@ import {
   openNewSession,
   send,
   sendQuietly,
+  setMode,
+  settled,
   startTurn,
   waitRunEnd,
   watchLayout,
@@ -29,58 +31,6 @@ function streamedAnswer(rows: any[]): string {
     else if (["reasoning", "tool", "tool_update", "tool_complete", "compressing", "compressed", "approval", "clarify"].includes(r.event)) text = "";
   }
   return text;
-}
-
-async function setMode(page: Page, mode: "Worklog" | "Stream") {
-  await page.locator("[data-mode-switch] button", { hasText: mode }).click();
-}
-
-/** Waits until the last turn has ended, on the page. */
-async function settled(page: Page) {
-  await expect(lastTurn(page).locator(".assistant")).toHaveAttribute("data-state", "settled", { timeout: 60_000 });
-  // The settled message and the follower's last frames land in the next frames.
-  await page.waitForTimeout(400);
-}
-
-const SCENARIOS: [string, boolean][] = [
-  // [message, its answer streams over many frames before it settles (then its place at settle
-  // is checked too)]
-  ["/demo prose", true],
-  ["/demo tools", false],
-  ["/demo compress", false],
-  ["/demo todo", false],
-  ["/demo artifact", false],
-  ["/demo long 300", true],
-  ["/demo trace 400", true],
-  ["tell me about lighthouses", true],
-  ["/demo error", false],
-  ["/demo no_response", false],
-  ["/demo tool_limit", false],
-  ["/demo exhausted", false],
-  ["/demo degraded", false],
-];
-
-for (const mode of ["Worklog", "Stream"] as const) {
-  test(`${mode}: no /demo scenario moves what is on screen, from send to settle`, async ({ page, request }, testInfo) => {
-    test.setTimeout(180_000);
-    await openNewSession(page, request);
-    await setMode(page, mode);
-    const failures: string[] = [];
-    for (const [message, answers] of SCENARIOS) {
-      await openNewSession(page, request);
-      await watchLayout(page);
-      await sendQuietly(page, message);
-      await settled(page);
-      const { total, shifts, settle } = await layoutShifts(page);
-      if (total > 0.01) failures.push(`${message}: layout shift ${total.toFixed(4)} ${JSON.stringify(shifts.slice(0, 4))}`);
-      if (answers) {
-        if (!settle) failures.push(`${message}: the answer never settled in view`);
-        else if (Math.abs(settle.after - settle.before) > 1) failures.push(`${message}: the answer moved ${settle.before} -> ${settle.after} at settle`);
-      }
-    }
-    await page.screenshot({ path: testInfo.outputPath(`settled-${mode}.png`) });
-    expect(failures).toEqual([]);
-  });
 }
 
 test("interim prose stays where it streamed when the next tool call starts", async ({ page, request }, testInfo) => {
@@ -247,16 +197,19 @@ for (const [message, state, text] of [
 }
 
 test("a queued follow-up appears and streams in the same page; a second Enter never cancels", async ({ page, request }) => {
+  test.setTimeout(150_000);
   await openNewSession(page, request);
   await page.evaluate(() => ((window as any).__samePage = true));
-  await send(page, "/demo long 500");
+  // Long enough (16 s of tokens) to be still running when the follow-up is typed, however
+  // slow the machine; the follow-up streams long enough to be seen streaming.
+  await send(page, "/demo long 2000");
   await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
   const input = page.getByRole("textbox", { name: "Message" });
-  await input.fill("/demo long 300");
+  await input.fill("/demo long 1000");
   // Enter sends on a desktop; a phone's Enter is a new line and the button sends.
   if (isPhone(page)) await page.getByRole("button", { name: "Queue" }).tap();
   else await input.press("Enter");
-  await expect(page.locator(".queued")).toContainText("/demo long 300");
+  await expect(page.locator(".queued")).toContainText("/demo long 1000");
   await expect(input).toHaveValue("");
   // A stray Enter on the empty field does nothing; the first turn goes on.
   await input.press("Enter");
@@ -264,14 +217,14 @@ test("a queued follow-up appears and streams in the same page; a second Enter ne
   await page.waitForTimeout(500);
   await expect(page.locator("[data-terminal-state='cancelled']")).toHaveCount(0);
   const first = page.locator("article.turn").first();
-  await expect(first.locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  await expect(first.locator("[data-final-answer='true']")).toBeVisible({ timeout: 60_000 });
   // The follow-up turns up by itself and streams live, no reload.
   await expect(page.locator("article.turn")).toHaveCount(2, { timeout: 10_000 });
   await expect(page.locator(".queued")).toHaveCount(0);
   const second = lastTurn(page);
-  await expect(second.locator(".bubble")).toHaveText("/demo long 300");
+  await expect(second.locator(".bubble")).toHaveText("/demo long 1000");
   await expect(second.locator("[data-final-answer='streaming']")).toBeVisible();
-  await expect(second.locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  await expect(second.locator("[data-final-answer='true']")).toBeVisible({ timeout: 60_000 });
   await expect(first.locator("[data-terminal-state]")).toHaveCount(0);
   expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
 });
@@ -360,12 +313,14 @@ test("scrolling up while an answer streams stays up; Jump to latest brings the r
   let top = Infinity;
   for (let i = 0; i < 6; i++) {
     await page.mouse.wheel(0, -10);
-    await page.waitForTimeout(120);
-    const now = await transcript.evaluate((el) => el.scrollTop);
+    // The step lands (a busy machine may take a while to scroll): the view is above where it
+    // was when the wheel turned, and above the step before.
+    await expect.poll(() => page.evaluate((i) => (window as any).__atWheel.length > i, i)).toBe(true);
     const before = await page.evaluate((i) => (window as any).__atWheel[i], i);
-    expect(now, `wheel step ${i} moved the view up from where it was`).toBeLessThan(before);
-    expect(now, `wheel step ${i}`).toBeLessThan(top);
-    top = now;
+    await expect
+      .poll(() => transcript.evaluate((el) => el.scrollTop), { message: `wheel step ${i} moved the view up from where it was` })
+      .toBeLessThan(Math.min(before, top));
+    top = await transcript.evaluate((el) => el.scrollTop);
   }
   // New lines keep coming below; the reader stays where they are.
   await page.waitForTimeout(500);

@@ -23,9 +23,17 @@ test("a server killed mid-run comes back and the page shows the turn as interrup
 
     await kill9(server);
     await expect(page.locator("span.connection")).toHaveAttribute("data-connection", /reconnecting|offline/);
-    const seenBefore = Number(await turn.getAttribute("data-last-seq"));
-    // Not an empty "running" shell: the turn says it is reconnecting and from where.
-    await expect(turn.locator("[data-evidence='restoring']")).toContainText(`after event ${seenBefore}`);
+    // Not an empty "running" shell: the turn says it is reconnecting and from where, the last
+    // event it shows (frames that arrived before the drop may still be applied at the next
+    // paint: the two are read together, once they agree).
+    const evidence = turn.locator("[data-evidence='restoring']");
+    let seenBefore = 0;
+    await expect
+      .poll(async () => {
+        seenBefore = Number(await turn.getAttribute("data-last-seq"));
+        return ((await evidence.textContent()) ?? "").includes(`after event ${seenBefore}`);
+      })
+      .toBe(true);
 
     server = startServer(port, dataDir);
     await waitHealthy(request, base);

@@ -152,3 +152,15 @@ export async function layoutShifts(page: Page): Promise<{ total: number; shifts:
     return { total: shifts.reduce((a, s) => a + s.value, 0), shifts, settle: w.__settle };
   });
 }
+
+/** Chooses the view every turn opens in (the header's switch). */
+export async function setMode(page: Page, mode: "Worklog" | "Stream") {
+  await page.locator("[data-mode-switch] button", { hasText: mode }).click();
+}
+
+/** Waits until the last turn has ended, on the page. */
+export async function settled(page: Page) {
+  await expect(lastTurn(page).locator(".assistant")).toHaveAttribute("data-state", "settled", { timeout: 60_000 });
+  // The settled message and the follower's last frames land in the next frames.
+  await page.waitForTimeout(400);
+}

@@ -20,6 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
+use super::agent_state::{AgentState, TooLarge};
 use super::sse::EventReader;
 use super::{fail, Fail, RunEnd, RunIo, RuntimeAdapter, TurnRequest};
 
@@ -48,8 +49,6 @@ const MAX_OPEN_CALLS: usize = 256;
 const MAX_CALLS: usize = 1_000;
 /// The most text messages (or reasoning messages) one turn may have open at once.
 const MAX_OPEN_MESSAGES: usize = 256;
-/// The most bytes the agent's state may take, as JSON (about).
-const MAX_STATE_BYTES: usize = 1 << 20;
 /// The most operations one state delta may carry.
 const MAX_DELTA_OPS: usize = 1_000;
 /// The most bytes of a tool's result the tool row keeps.
@@ -171,9 +170,7 @@ struct AguiTurn {
     started: HashMap<String, (String, Value)>,
     /// Calls opened by `TOOL_CALL_CHUNK`s: they end when another kind of event arrives.
     chunked: Vec<String>,
-    state: Value,
-    /// The state's size as JSON, at least (it is measured again when it seems too large).
-    state_bytes: usize,
+    state: AgentState,
     todos: Option<Value>,
     kept: u32,
     /// Text and reasoning messages started and not yet ended.
@@ -181,13 +178,8 @@ struct AguiTurn {
 }
 
 impl AguiTurn {
-    /// A turn whose agent starts from the empty state the run's input gives it.
     fn new() -> Self {
-        AguiTurn {
-            state: json!({}),
-            state_bytes: 2,
-            ..AguiTurn::default()
-        }
+        AguiTurn::default()
     }
 }
 
@@ -284,12 +276,7 @@ impl AguiTurn {
             }
             "STATE_SNAPSHOT" => {
                 let snapshot = event.get("snapshot").unwrap_or(&Value::Null);
-                let size = json_size(snapshot, MAX_STATE_BYTES);
-                if size > MAX_STATE_BYTES {
-                    return Err(state_too_large());
-                }
-                self.state = snapshot.clone();
-                self.state_bytes = size;
+                self.state.replace(snapshot).map_err(state_too_large)?;
                 self.state_changed(io).await?;
             }
             "STATE_DELTA" => {
@@ -302,7 +289,7 @@ impl AguiTurn {
                     )));
                 }
                 for op in ops {
-                    self.patch(op)?;
+                    self.state.patch(op).map_err(state_too_large)?;
                 }
                 self.state_changed(io).await?;
             }
@@ -418,35 +405,14 @@ impl AguiTurn {
         Ok(())
     }
 
-    /// Applies one operation of a state delta, keeping the state within [`MAX_STATE_BYTES`].
-    /// What would grow it is measured before it is applied (a `copy` of the whole state into
-    /// itself doubles it: twenty of those would be a million times the size).
-    fn patch(&mut self, op: &Value) -> Result<(), Fail> {
-        let added = match op["op"].as_str() {
-            Some("add" | "replace") => op.get("value").map_or(0, |v| json_size(v, MAX_STATE_BYTES)),
-            Some("copy") => op["from"]
-                .as_str()
-                .and_then(|from| self.state.pointer(from))
-                .map_or(0, |v| json_size(v, MAX_STATE_BYTES)),
-            _ => 0,
-        } + op["path"].as_str().map_or(0, str::len);
-        if self.state_bytes + added > MAX_STATE_BYTES {
-            // The estimate only grows; measure what the state really takes now.
-            self.state_bytes = json_size(&self.state, MAX_STATE_BYTES);
-            if self.state_bytes + added > MAX_STATE_BYTES {
-                return Err(state_too_large());
-            }
-        }
-        // An operation that does not apply is skipped, as the client does.
-        if json_patch(&mut self.state, op).is_ok() {
-            self.state_bytes += added;
-        }
-        Ok(())
-    }
-
     /// Feeds the task list when the state's `todos` changed.
     async fn state_changed(&mut self, io: &RunIo) -> Result<(), Fail> {
-        let todos = self.state.get("todos").filter(|t| t.is_array()).cloned();
+        let todos = self
+            .state
+            .value()
+            .get("todos")
+            .filter(|t| t.is_array())
+            .cloned();
         if todos.is_some() && todos != self.todos {
             let list: Vec<Value> = todos
                 .iter()
@@ -528,38 +494,8 @@ fn too_much(what: String) -> Fail {
     )
 }
 
-fn state_too_large() -> Fail {
-    too_much(format!("grew its state past {} MiB", MAX_STATE_BYTES >> 20))
-}
-
-/// About how many bytes `value` takes as JSON; counting stops a little past `limit` (so that
-/// measuring a huge value costs no more than measuring one of the limit's size).
-fn json_size(value: &Value, limit: usize) -> usize {
-    let mut total = 0usize;
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
-        if total > limit {
-            break;
-        }
-        total += match value {
-            Value::Null | Value::Bool(_) => 5,
-            Value::Number(_) => 8,
-            Value::String(s) => s.len() + 2,
-            Value::Array(items) => {
-                if items.len() <= limit {
-                    stack.extend(items.iter());
-                }
-                2 + items.len()
-            }
-            Value::Object(map) => {
-                if map.len() <= limit {
-                    stack.extend(map.values());
-                }
-                2 + map.keys().map(|k| k.len() + 4).sum::<usize>()
-            }
-        };
-    }
-    total
+fn state_too_large(bound: TooLarge) -> Fail {
+    too_much(format!("grew its state past {bound}"))
 }
 
 /// A task of the agent's state in our shape (`id`, `content`, `status`).
@@ -602,80 +538,6 @@ fn usage_of(usage: Option<&Value>) -> Option<Value> {
     (input > 0 || output > 0).then(|| json!({"input_tokens": input, "output_tokens": output}))
 }
 
-/// Applies one RFC 6902 operation (`add`, `remove`, `replace`, `move`, `copy`, `test`).
-fn json_patch(doc: &mut Value, op: &Value) -> Result<(), ()> {
-    let path = op["path"].as_str().ok_or(())?;
-    match op["op"].as_str().ok_or(())? {
-        "add" => add(doc, path, op.get("value").cloned().ok_or(())?),
-        "remove" => remove(doc, path).map(|_| ()),
-        "replace" => {
-            let target = doc.pointer_mut(path).ok_or(())?;
-            *target = op.get("value").cloned().ok_or(())?;
-            Ok(())
-        }
-        "move" => {
-            let from = op["from"].as_str().ok_or(())?;
-            let value = remove(doc, from)?;
-            add(doc, path, value)
-        }
-        "copy" => {
-            let from = op["from"].as_str().ok_or(())?;
-            let value = doc.pointer(from).cloned().ok_or(())?;
-            add(doc, path, value)
-        }
-        "test" => (doc.pointer(path) == op.get("value"))
-            .then_some(())
-            .ok_or(()),
-        _ => Err(()),
-    }
-}
-
-/// The parent of a JSON pointer and its last token, unescaped.
-fn split_pointer(path: &str) -> Result<(&str, String), ()> {
-    let at = path.rfind('/').ok_or(())?;
-    let token = path[at + 1..].replace("~1", "/").replace("~0", "~");
-    Ok((&path[..at], token))
-}
-
-fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), ()> {
-    if path.is_empty() {
-        *doc = value;
-        return Ok(());
-    }
-    let (parent, token) = split_pointer(path)?;
-    match doc.pointer_mut(parent).ok_or(())? {
-        Value::Object(map) => {
-            map.insert(token, value);
-            Ok(())
-        }
-        Value::Array(list) => {
-            let at = if token == "-" {
-                list.len()
-            } else {
-                token.parse::<usize>().map_err(|_| ())?
-            };
-            if at > list.len() {
-                return Err(());
-            }
-            list.insert(at, value);
-            Ok(())
-        }
-        _ => Err(()),
-    }
-}
-
-fn remove(doc: &mut Value, path: &str) -> Result<Value, ()> {
-    let (parent, token) = split_pointer(path)?;
-    match doc.pointer_mut(parent).ok_or(())? {
-        Value::Object(map) => map.remove(&token).ok_or(()),
-        Value::Array(list) => {
-            let at = token.parse::<usize>().map_err(|_| ())?;
-            (at < list.len()).then(|| list.remove(at)).ok_or(())
-        }
-        _ => Err(()),
-    }
-}
-
 #[async_trait]
 impl RuntimeAdapter for AguiAgent {
     fn name(&self) -> &'static str {
@@ -694,94 +556,6 @@ impl RuntimeAdapter for AguiAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn state_deltas_apply_as_rfc_6902_says() {
-        let mut doc = json!({"todos": [{"title": "a"}], "n": 1});
-        let ops = [
-            json!({"op": "add", "path": "/todos/-", "value": {"title": "b"}}),
-            json!({"op": "replace", "path": "/todos/0/title", "value": "A"}),
-            json!({"op": "copy", "from": "/n", "path": "/m"}),
-            json!({"op": "move", "from": "/m", "path": "/k~1x"}),
-            json!({"op": "remove", "path": "/n"}),
-            json!({"op": "test", "path": "/k~1x", "value": 1}),
-        ];
-        for op in &ops {
-            json_patch(&mut doc, op).unwrap();
-        }
-        assert_eq!(
-            doc,
-            json!({"todos": [{"title": "A"}, {"title": "b"}], "k/x": 1})
-        );
-        // What does not apply changes nothing.
-        let before = doc.clone();
-        assert!(json_patch(&mut doc, &json!({"op": "remove", "path": "/nope"})).is_err());
-        assert!(json_patch(
-            &mut doc,
-            &json!({"op": "add", "path": "/todos/9", "value": 0})
-        )
-        .is_err());
-        assert!(json_patch(
-            &mut doc,
-            &json!({"op": "test", "path": "/k~1x", "value": 2})
-        )
-        .is_err());
-        assert!(json_patch(&mut doc, &json!({"op": "jump", "path": "/k~1x"})).is_err());
-        assert_eq!(doc, before);
-    }
-
-    #[test]
-    fn a_state_that_doubles_itself_stops_at_the_bound() {
-        let mut turn = AguiTurn::new();
-        let snapshot = json!({"a": "x".repeat(1000)});
-        turn.state_bytes = json_size(&snapshot, MAX_STATE_BYTES);
-        turn.state = snapshot;
-        let double = json!({"op": "copy", "from": "", "path": "/b"});
-        let mut applied = 0;
-        let refused = loop {
-            // Each copy nests the whole state under a new key.
-            let op = json!({"op": "copy", "from": "", "path": format!("/k{applied}")});
-            match turn.patch(if applied == 0 { &double } else { &op }) {
-                Ok(()) => applied += 1,
-                Err(e) => break e,
-            }
-            assert!(applied < 64, "never refused");
-        };
-        assert!(matches!(refused, Fail::Error { ref message, .. } if message.contains("state")));
-        assert!(
-            json_size(&turn.state, usize::MAX) <= MAX_STATE_BYTES,
-            "{applied}"
-        );
-        assert!(
-            applied >= 8,
-            "a state of 1 KB doubles about ten times within 1 MiB"
-        );
-        // Replacing a value again and again is measured again, not refused.
-        let mut turn = AguiTurn::new();
-        for i in 0..3000 {
-            let op = json!({"op": "add", "path": "/v", "value": "y".repeat(1000 + i % 7)});
-            assert!(turn.patch(&op).is_ok());
-        }
-        assert!(turn.state_bytes <= MAX_STATE_BYTES);
-        assert_eq!(
-            turn.state["v"].as_str().map(str::len),
-            Some(1000 + 2999 % 7)
-        );
-    }
-
-    #[test]
-    fn sizes_are_counted_up_to_a_little_past_the_limit() {
-        assert_eq!(json_size(&json!("abc"), 100), 5);
-        assert_eq!(
-            json_size(&json!({"k": [1, true]}), 100),
-            2 + 5 + 2 + 2 + 8 + 5
-        );
-        let big = json!(vec!["z".repeat(100); 10_000]);
-        let measured = json_size(&big, 100_000);
-        assert!(measured > 100_000 && measured < 100_300, "{measured}");
-        // A list longer than the limit is not walked at all.
-        assert!(json_size(&json!(vec![0; 5000]), 1000) > 1000);
-    }
 
     #[test]
     fn an_agents_tasks_become_ours() {

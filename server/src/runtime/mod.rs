@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::store::Role;
 
+pub mod agent_state;
 pub mod agui;
 pub mod demo;
 pub mod hermes;

@@ -521,6 +521,10 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     });
     let answer_state = Memo::new(move |_| turn.state.with(|s| s.answer_state()));
     let has_answer = Memo::new(move |_| !answer_text.with(String::is_empty));
+    // Which prose the answer is: when work comes after it (a tool call, a compression), what
+    // streamed becomes interim and stays where it is, and the next answer is another element
+    // below the work, never the same one moved down.
+    let answer_segment = Memo::new(move |_| turn.state.with(|s| s.answer_stream().start));
     let partial = Memo::new(move |_| answer_state.get() == AnswerState::Partial);
     let terminal = Memo::new(move |_| {
         turn.state.with(|s| {
@@ -646,17 +650,20 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                 {move || notices.with(|n| n.left_out.clone()).map(|text| view! {
                     <p class="turn-notice" role="note" data-notice="left-out">{text}</p>
                 })}
-                {move || has_answer.get().then(|| view! {
-                    <div
-                        class="answer"
-                        data-final-answer=dynamic(move || answer_state.get().as_str())
-                    >
-                        <Prose text=answer_text />
-                        {move || partial.get().then(|| view! {
-                            <p class="partial-note">"Partial answer: the turn ended before it finished."</p>
-                        })}
-                    </div>
-                })}
+                {move || {
+                    answer_segment.track();
+                    has_answer.get().then(|| view! {
+                        <div
+                            class="answer"
+                            data-final-answer=dynamic(move || answer_state.get().as_str())
+                        >
+                            <Prose text=answer_text />
+                            {move || partial.get().then(|| view! {
+                                <p class="partial-note">"Partial answer: the turn ended before it finished."</p>
+                            })}
+                        </div>
+                    })
+                }}
                 {move || notices.with(|n| n.cut_off.clone()).map(|text| view! {
                     <div class="turn-notice cut-off" role="status" data-notice="cut-off">
                         <p>{text}</p>
