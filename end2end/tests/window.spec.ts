@@ -209,7 +209,7 @@ async function scrollBackThrough404Turns(page: Page, request: APIRequestContext,
     expect(res.ok()).toBeTruthy();
     const run = (await res.json()).run_id;
     await expect
-      .poll(async () => (await (await request.get(`${base}/api/chat/stream/status?run_id=${run}`)).json()).active, { intervals: [10, 20, 40, 80] })
+      .poll(async () => (await (await request.get(`${base}/api/chat/stream/status?run_id=${run}`)).json()).active, { intervals: [10, 20, 40, 80], timeout: 120_000 })
       .toBe(false);
     runs.push(run);
   }

@@ -650,9 +650,12 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                 {move || notices.with(|n| n.left_out.clone()).map(|text| view! {
                     <p class="turn-notice" role="note" data-notice="left-out">{text}</p>
                 })}
-                {move || {
-                    answer_segment.track();
-                    has_answer.get().then(|| view! {
+                // Keyed by the answer's segment: another answer is another element (rendering
+                // the same view again would reuse the element, and move it).
+                <For
+                    each=move || has_answer.get().then(|| answer_segment.get())
+                    key=|segment| *segment
+                    children=move |_| view! {
                         <div
                             class="answer"
                             data-final-answer=dynamic(move || answer_state.get().as_str())
@@ -662,8 +665,8 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                                 <p class="partial-note">"Partial answer: the turn ended before it finished."</p>
                             })}
                         </div>
-                    })
-                }}
+                    }
+                />
                 {move || notices.with(|n| n.cut_off.clone()).map(|text| view! {
                     <div class="turn-notice cut-off" role="status" data-notice="cut-off">
                         <p>{text}</p>
