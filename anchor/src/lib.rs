@@ -92,6 +92,7 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub mod answer;
 mod classify;
 mod dedupe;
 mod envelope;

@@ -60,7 +60,7 @@ fn fork(chat: ChatState, turn: &TurnHandle, how: Fork, done: impl FnOnce(bool) +
                     chat.announcement.set("The assistant is responding".into());
                     // What was clicked is gone with the turn it belonged to.
                     if !crate::components::touch_only() {
-                        crate::routes::focus_composer();
+                        crate::components::focus_composer();
                     }
                 }
                 done(true);
@@ -105,7 +105,7 @@ pub fn show_version(chat: ChatState, turn: &TurnHandle, version: u32) {
             Ok(answer) => answer.run_id,
             Err(failure) => return chat.fail(&failure),
         };
-        let page = match crate::nav::fetch_page(Some(&session_id), None).await {
+        let page = match crate::client::session_page(Some(&session_id), None).await {
             Ok(page) => page,
             Err(failure) => return chat.fail(&failure),
         };

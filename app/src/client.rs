@@ -161,6 +161,49 @@ pub async fn journal(query: &JournalQuery) -> Result<JournalPage, Failure> {
     get(paths::CHAT_JOURNAL, query).await
 }
 
+/// The page data for a session (`None`: the newest), with only the turns after `after_run`
+/// when one is given.
+pub async fn session_page(
+    session_id: Option<&str>,
+    after_run: Option<&str>,
+) -> Result<SessionPage, Failure> {
+    page(&PageQuery {
+        session_id: session_id.map(str::to_owned),
+        after_run_id: after_run.map(str::to_owned),
+        before_run_id: None,
+    })
+    .await
+}
+
+/// Every journal row of a run (a settled turn shown as its snapshot, whose steps the reader
+/// opened), page after page.
+pub async fn whole_journal(run_id: &str) -> Result<Vec<api::JournalEvent>, Failure> {
+    let mut events = Vec::new();
+    let mut after = 0;
+    loop {
+        let query = JournalQuery {
+            run_id: run_id.to_owned(),
+            after,
+        };
+        let page = journal(&query).await?;
+        events.extend(page.events);
+        match page.next {
+            Some(next) if next > after => after = next,
+            _ => return Ok(events),
+        }
+    }
+}
+
+/// The window of turns of `session_id` before the run `before_run` ("Show earlier").
+pub async fn earlier_turns(session_id: &str, before_run: &str) -> Result<SessionPage, Failure> {
+    page(&PageQuery {
+        session_id: Some(session_id.to_owned()),
+        after_run_id: None,
+        before_run_id: Some(before_run.to_owned()),
+    })
+    .await
+}
+
 /// Signs out.
 pub async fn logout() -> Result<Done, Failure> {
     post(paths::AUTH_LOGOUT, &serde_json::json!({})).await

@@ -40,6 +40,8 @@ pub mod markdown;
 pub mod model;
 #[cfg(feature = "hydrate")]
 mod nav;
+#[cfg(feature = "hydrate")]
+mod outbox;
 mod routes;
 mod state;
 mod time;

@@ -7,9 +7,10 @@ use std::cell::{Cell, RefCell};
 
 use leptos::prelude::*;
 
-use crate::api::{PageQuery, SessionPage};
+use crate::api::paths::{session_in_path, session_page};
+use crate::api::SessionPage;
 use crate::client;
-use crate::state::{session_in_path, ChatState};
+use crate::state::ChatState;
 
 thread_local! {
     /// The latest navigation: an answer for an earlier one is dropped.
@@ -21,56 +22,10 @@ thread_local! {
 /// The address of a new conversation (stored once its first message is sent).
 pub const NEW_CHAT: &str = "/new";
 
-/// The page data for a session (`None`: the newest), with only the turns after `after_run`
-/// when one is given.
-pub async fn fetch_page(
-    session_id: Option<&str>,
-    after_run: Option<&str>,
-) -> Result<SessionPage, client::Failure> {
-    client::page(&PageQuery {
-        session_id: session_id.map(str::to_owned),
-        after_run_id: after_run.map(str::to_owned),
-        before_run_id: None,
-    })
-    .await
-}
-
-/// Every journal row of a run (a settled turn shown as its snapshot, whose steps the reader
-/// opened), page after page.
-pub async fn fetch_journal(run_id: &str) -> Result<Vec<crate::api::JournalEvent>, client::Failure> {
-    let mut events = Vec::new();
-    let mut after = 0;
-    loop {
-        let query = crate::api::JournalQuery {
-            run_id: run_id.to_owned(),
-            after,
-        };
-        let page = client::journal(&query).await?;
-        events.extend(page.events);
-        match page.next {
-            Some(next) if next > after => after = next,
-            _ => return Ok(events),
-        }
-    }
-}
-
-/// The window of turns of `session_id` before the run `before_run` ("Show earlier").
-pub async fn fetch_earlier(
-    session_id: &str,
-    before_run: &str,
-) -> Result<SessionPage, client::Failure> {
-    client::page(&PageQuery {
-        session_id: Some(session_id.to_owned()),
-        after_run_id: None,
-        before_run_id: Some(before_run.to_owned()),
-    })
-    .await
-}
-
 /// The address of what the page shows: its session, or a new conversation.
 pub fn address_of(chat: ChatState) -> String {
     match chat.session_id.get_untracked() {
-        Some(id) => format!("/s/{id}"),
+        Some(id) => session_page(&id),
         None => NEW_CHAT.to_owned(),
     }
 }
@@ -104,7 +59,7 @@ pub fn catch_up(chat: ChatState, session_id: String) {
             let after = chat
                 .turns
                 .with_untracked(|ts| ts.last().map(|t| t.run_id.clone()));
-            let Ok(page) = fetch_page(Some(&session_id), after.as_deref()).await else {
+            let Ok(page) = client::session_page(Some(&session_id), after.as_deref()).await else {
                 continue;
             };
             if !chat.shows(&session_id, epoch) {
@@ -182,7 +137,7 @@ fn open(chat: ChatState, path: String, push: bool) {
     }
     chat.loading.set(true);
     leptos::task::spawn_local(async move {
-        let page = fetch_page(session_in_path(&path), None).await;
+        let page = client::session_page(session_in_path(&path), None).await;
         if LATEST.with(Cell::get) != ticket {
             return;
         }

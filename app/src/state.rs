@@ -204,6 +204,17 @@ pub struct Problem {
     pub network: bool,
 }
 
+/// What a conversation's "⋯" menu does to it (and Undo reverses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Deletes it (Undo brings it back for a while).
+    Delete,
+    /// Pins it to the top of the list, or unpins it.
+    Pin(bool),
+    /// Archives it, or brings it back.
+    Archive(bool),
+}
+
 /// A short notice with, for a deleted conversation, what Undo brings back.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Toast {
@@ -212,7 +223,7 @@ pub struct Toast {
     /// What happened.
     pub message: String,
     /// What Undo reverses (a delete, an archive), and of which conversation.
-    pub undo: Option<(crate::components::Action, SessionSummary)>,
+    pub undo: Option<(Action, SessionSummary)>,
     /// It was the one shown.
     pub was_shown: bool,
 }
@@ -540,7 +551,7 @@ impl ChatState {
         {
             let turn = turn.clone();
             leptos::task::spawn_local(async move {
-                match crate::nav::fetch_journal(&turn.run_id).await {
+                match crate::client::whole_journal(&turn.run_id).await {
                     Ok(events) => {
                         let data = TurnData {
                             user: turn.user.clone(),
@@ -624,33 +635,7 @@ fn release(owner: Owner) {
     owner.cleanup();
 }
 
-/// The session an address opens: `/s/{id}` names one, anything else is the newest.
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server routes with axum
-pub fn session_in_path(path: &str) -> Option<&str> {
-    path.strip_prefix("/s/")
-        .filter(|id| !id.is_empty() && !id.contains('/'))
-}
-
 /// The chat state from context.
 pub fn use_chat() -> ChatState {
     expect_context::<ChatState>()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::session_in_path;
-
-    #[test]
-    fn only_a_session_address_names_a_session() {
-        assert_eq!(session_in_path("/s/abc"), Some("abc"));
-        assert_eq!(
-            session_in_path("/s/abc/"),
-            None,
-            "the server has no such page either"
-        );
-        assert_eq!(session_in_path("/"), None);
-        assert_eq!(session_in_path("/s/"), None);
-        assert_eq!(session_in_path("/s/a/b"), None);
-        assert_eq!(session_in_path("/x/abc"), None);
-    }
 }

@@ -125,7 +125,7 @@ impl Db {
             Db::Sqlite => None,
             Db::Postgres(url) => Some(url.as_str()),
         };
-        server::store::open(url, dir).await.unwrap()
+        server::store::sql::open(url, dir).await.unwrap()
     }
 }
 

@@ -214,7 +214,7 @@ pub async fn resolve(
 ) -> Result<(Viewer, Option<String>), Denied> {
     if let Some(token) = cookie_token(headers) {
         let hash = token_hash(token);
-        let now = crate::journal::now();
+        let now = crate::clock::now();
         if let Some((user, expires_at)) = state.store.token_user(&hash, now).await? {
             let refreshed = if expires_at < now + TOKEN_LIFETIME_SECS - SLIDE_EVERY_SECS {
                 state
@@ -583,7 +583,7 @@ pub async fn login(
     };
     state.throttle.succeeded(reservation);
     let token = new_token();
-    let now = crate::journal::now();
+    let now = crate::clock::now();
     if let Err(e) = state
         .store
         .create_token(

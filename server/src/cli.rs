@@ -42,7 +42,7 @@ pub async fn user(
     exposed: Option<&str>,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
-    let store = crate::store::open(database_url, data_dir).await?;
+    let store = crate::store::sql::open(database_url, data_dir).await?;
     let usage = |m: String| anyhow::Error::new(UsageError(m));
     let unknown = |name: &str| usage(format!("there is no account named {name:?}"));
     match command {
@@ -54,7 +54,7 @@ pub async fn user(
             let password = read_new_password(name)?;
             let hash = auth::hash_password(&password).map_err(anyhow::Error::msg)?;
             let (user, adopted) = match store
-                .create_user(name, &hash, *admin, crate::journal::now())
+                .create_user(name, &hash, *admin, crate::clock::now())
                 .await
             {
                 Ok(made) => made,

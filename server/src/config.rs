@@ -60,6 +60,9 @@ pub enum Backend {
     Agui,
 }
 
+/// The longest answer a model call may write, in tokens, unless configured (`--max-tokens`).
+pub const DEFAULT_MAX_TOKENS: u32 = 2048;
+
 /// Command-line flags; each can also be set through its environment variable.
 #[derive(Clone, Debug, Parser)]
 #[command(
@@ -162,7 +165,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_TOKENS",
-        default_value_t = crate::runtime::openai::DEFAULT_MAX_TOKENS
+        default_value_t = DEFAULT_MAX_TOKENS
     )]
     pub max_tokens: u32,
 
@@ -203,7 +206,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_QUEUED",
-        default_value_t = 20
+        default_value_t = crate::limits::DEFAULTS.max_queued
     )]
     pub max_queued: usize,
 
@@ -212,7 +215,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_RUNS_PER_USER",
-        default_value_t = 4
+        default_value_t = crate::limits::DEFAULTS.max_runs_per_user
     )]
     pub max_runs_per_user: u64,
 
@@ -221,7 +224,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_STREAMS_PER_USER",
-        default_value_t = 64
+        default_value_t = crate::limits::DEFAULTS.max_streams_per_user
     )]
     pub max_streams_per_user: usize,
 
@@ -230,7 +233,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_STREAMS",
-        default_value_t = 1024
+        default_value_t = crate::limits::DEFAULTS.max_streams
     )]
     pub max_streams: usize,
 
@@ -239,7 +242,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_ATTACHMENT_MB",
-        default_value_t = 10
+        default_value_t = crate::limits::DEFAULTS.max_attachment_bytes >> 20
     )]
     pub max_attachment_mb: u64,
 
@@ -248,7 +251,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_UPLOADS_PER_USER",
-        default_value_t = 4
+        default_value_t = crate::limits::DEFAULTS.max_uploads_per_user
     )]
     pub max_uploads_per_user: usize,
 
@@ -258,7 +261,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_ATTACHMENT_STORAGE_MB",
-        default_value_t = 1024
+        default_value_t = crate::limits::DEFAULTS.max_attachment_storage >> 20
     )]
     pub max_attachment_storage_mb: u64,
 
@@ -267,7 +270,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_HEADER_TIMEOUT_SECS",
-        default_value_t = 10
+        default_value_t = crate::limits::DEFAULTS.header_timeout.as_secs()
     )]
     pub header_timeout_secs: u64,
 
@@ -276,7 +279,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_CONNECTIONS",
-        default_value_t = 4096
+        default_value_t = crate::limits::DEFAULTS.max_connections
     )]
     pub max_connections: usize,
 
@@ -286,7 +289,7 @@ pub struct Config {
         long,
         global = true,
         env = "ANCHORAGE_MAX_CONNECTIONS_PER_ADDRESS",
-        default_value_t = 128
+        default_value_t = crate::limits::DEFAULTS.max_connections_per_address
     )]
     pub max_connections_per_address: usize,
 }

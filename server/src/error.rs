@@ -8,6 +8,7 @@ use axum::Json;
 use serde_json::{json, Map, Value};
 
 use crate::journal::JournalError;
+use crate::limits::{Refused, Whose};
 use crate::runner::RunError;
 use crate::store::StoreError;
 
@@ -136,6 +137,16 @@ impl IntoResponse for ApiError {
         };
         body.insert("error".into(), Value::String(message));
         (status, Json(Value::Object(body))).into_response()
+    }
+}
+
+impl From<Refused> for ApiError {
+    fn from(refused: Refused) -> Self {
+        let error = match refused.whose {
+            Whose::Account => ApiError::too_many(refused.message),
+            Whose::Server => ApiError::unavailable(refused.message),
+        };
+        error.with("limit", refused.limit)
     }
 }
 

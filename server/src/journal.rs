@@ -48,17 +48,10 @@ impl From<StoreError> for JournalError {
     }
 }
 
-/// Seconds since the epoch.
-pub fn now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// An event to journal now: the timestamp goes into the payload as well, so a live frame and
 /// the journal row of the same event carry the same data.
 pub fn event(kind: EventKind, payload: Value, terminal_state: Option<TerminalState>) -> NewEvent {
-    let created_at = (now() * 1000.0).round() / 1000.0;
+    let created_at = (crate::clock::now() * 1000.0).round() / 1000.0;
     let mut payload = match payload {
         Value::Object(map) => map,
         Value::Null => Map::new(),

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 pub mod assets;
 pub mod auth;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod hub;
@@ -95,8 +96,8 @@ impl AppState {
         shutdown: CancellationToken,
     ) -> anyhow::Result<Self> {
         let url = config.database_url.as_ref().map(config::Secret::expose);
-        let store = store::open(url, &config.data_dir).await?;
-        let adapter = runtime::build_adapter(config)?;
+        let store = store::sql::open(url, &config.data_dir).await?;
+        let adapter = build_adapter(config)?;
         let lease = Duration::from_secs(config.lease_secs);
         let mut state = Self::assemble(store, adapter, leptos_options, shutdown, lease).await;
         state.public_url = config.public_url.clone();
@@ -218,19 +219,19 @@ async fn spawn_listener(
 fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
     tokio::spawn(async move {
         loop {
-            let before = journal::now() - routes::session::UNDO_WINDOW.as_secs_f64();
+            let before = crate::clock::now() - routes::session::UNDO_WINDOW.as_secs_f64();
             match store.purge_deleted(before).await {
                 Ok(0) => {}
                 Ok(purged) => tracing::info!(purged, "removed deleted conversations"),
                 Err(e) => tracing::warn!("removing deleted conversations failed: {e}"),
             }
-            let unsent = journal::now() - routes::attachments::UNSENT_FOR.as_secs_f64();
+            let unsent = crate::clock::now() - routes::attachments::UNSENT_FOR.as_secs_f64();
             match store.purge_attachments(unsent).await {
                 Ok(0) => {}
                 Ok(purged) => tracing::info!(purged, "removed attachments never sent"),
                 Err(e) => tracing::warn!("removing attachments never sent failed: {e}"),
             }
-            if let Err(e) = store.purge_commands(journal::now() - 3600.0).await {
+            if let Err(e) = store.purge_commands(crate::clock::now() - 3600.0).await {
                 tracing::warn!("removing old commands failed: {e}");
             }
             tokio::select! {
@@ -241,6 +242,59 @@ fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
     });
 }
 
+/// The adapter the configuration asks for, or why it cannot start (a missing key, a workspace
+/// that cannot be created).
+pub fn build_adapter(config: &Config) -> anyhow::Result<Arc<dyn RuntimeAdapter>> {
+    use anyhow::Context as _;
+    use config::Backend;
+    use runtime::{agui, demo, hermes, openai, workspaces};
+    Ok(match config.backend {
+        Backend::Demo => Arc::new(demo::DemoAgent {
+            delay: Duration::from_millis(config.demo_delay_ms),
+        }),
+        Backend::Openai => {
+            let Some(api_key) = config.openai_api_key.clone() else {
+                anyhow::bail!(
+                    "--backend openai needs an API key: set OPENAI_API_KEY (a local server \
+                     that takes no key accepts any value, e.g. OPENAI_API_KEY=local)"
+                );
+            };
+            let quota = config.limits().max_attachment_storage;
+            let workspace = workspaces::Workspaces::open(&config.workspace, quota)
+                .with_context(|| format!("opening the workspace {}", config.workspace.display()))?;
+            Arc::new(openai::OpenAiAgent::new(
+                openai::OpenAiSettings {
+                    base_url: config.openai_base_url.clone(),
+                    api_key,
+                    model: config
+                        .model
+                        .clone()
+                        .unwrap_or_else(|| "gpt-4o-mini".to_owned()),
+                    max_iterations: config.max_iterations,
+                    idle: openai::DEFAULT_IDLE,
+                    max_tokens: (config.max_tokens > 0).then_some(config.max_tokens),
+                    context_tokens: config.context_tokens.filter(|t| *t > 0),
+                },
+                workspace,
+            )?)
+        }
+        Backend::Hermes => Arc::new(hermes::HermesAgent::new(hermes::HermesSettings {
+            url: config.hermes_url.clone(),
+            api_key: config.hermes_api_key.clone(),
+            model: config
+                .model
+                .clone()
+                .unwrap_or_else(|| "hermes-agent".to_owned()),
+            idle: hermes::DEFAULT_IDLE,
+        })?),
+        Backend::Agui => Arc::new(agui::AguiAgent::new(agui::AguiSettings {
+            url: config.agui_url.clone(),
+            api_key: config.agui_api_key.clone(),
+            idle: hermes::DEFAULT_IDLE,
+        })?),
+    })
+}
+
 /// Builds the whole HTTP surface: API routes, the chat pages, then static files.
 pub fn router(state: AppState) -> Router {
     // Rendering runs Leptos' task queue on tokio (a no-op when already set up).
@@ -248,7 +302,7 @@ pub fn router(state: AppState) -> Router {
     let options = state.leptos_options.clone();
     let options_pkg = options.site_pkg_dir.to_string();
     let pkg_dir = std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir);
-    let guard = axum::middleware::from_fn_with_state(state.clone(), security::guard);
+    let guard = axum::middleware::from_fn_with_state(state.clone(), routes::guard::guard);
     let api_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_api);
     let page_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_page);
     let pages = Router::new()
@@ -283,7 +337,7 @@ pub fn router(state: AppState) -> Router {
         // gzip or brotli for pages, JSON and the site bundle; never for event streams, which
         // the default predicate leaves alone so that each frame goes out as it is written.
         .layer(CompressionLayer::new())
-        .layer(axum::middleware::from_fn(security::headers))
+        .layer(axum::middleware::from_fn(routes::guard::headers))
         .layer(TraceLayer::new_for_http())
 }
 

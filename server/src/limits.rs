@@ -8,8 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::error::ApiError;
-
 /// The limits in force (flags of the same names; see the README).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -35,20 +33,24 @@ pub struct Limits {
     pub max_connections_per_address: usize,
 }
 
+/// The limits when no flag says otherwise: the one place their defaults are written (the
+/// flags of [`crate::config`] default to these).
+pub const DEFAULTS: Limits = Limits {
+    max_queued: 20,
+    max_runs_per_user: 4,
+    max_streams_per_user: 64,
+    max_streams: 1024,
+    max_attachment_bytes: 10 << 20,
+    max_uploads_per_user: 4,
+    max_attachment_storage: 1 << 30,
+    header_timeout: Duration::from_secs(10),
+    max_connections: 4096,
+    max_connections_per_address: 128,
+};
+
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_queued: 20,
-            max_runs_per_user: 4,
-            max_streams_per_user: 64,
-            max_streams: 1024,
-            max_attachment_bytes: 10 << 20,
-            max_uploads_per_user: 4,
-            max_attachment_storage: 1 << 30,
-            header_timeout: Duration::from_secs(10),
-            max_connections: 4096,
-            max_connections_per_address: 128,
-        }
+        DEFAULTS
     }
 }
 
@@ -67,6 +69,26 @@ pub type StreamGate = Gate;
 pub struct Permit {
     gate: Arc<Gate>,
     holder: String,
+}
+
+/// Whose limit a refusal met: the asker's own (a 429 at the edge) or the server's (a 503).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whose {
+    /// The asking account holds its share.
+    Account,
+    /// Everyone together holds the server's share.
+    Server,
+}
+
+/// A limit that refused, in words for the person asking (the routes answer it as JSON).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    /// The flag that sets the limit (`max_streams`, …).
+    pub limit: &'static str,
+    /// Whose limit it is.
+    pub whose: Whose,
+    /// What happened and how to go on.
+    pub message: String,
 }
 
 /// Why a [`Gate`] refused.
@@ -101,32 +123,39 @@ impl Gate {
         })
     }
 
-    /// A place for one more stream of `owner` (`""` in open mode), or why there is none.
-    pub fn acquire(self: &Arc<Self>, owner: &str, limits: &Limits) -> Result<Permit, ApiError> {
+    /// A place for one more stream of `owner` (`""` in open mode), or which limit refused.
+    pub fn acquire(self: &Arc<Self>, owner: &str, limits: &Limits) -> Result<Permit, Refused> {
         self.take(owner, limits.max_streams_per_user, limits.max_streams)
             .map_err(|full| match full {
-                Full::All => ApiError::unavailable(format!(
-                    "the server has {} event streams open, its limit; try again shortly",
-                    limits.max_streams
-                ))
-                .with("limit", "max_streams"),
-                Full::Mine(mine) => ApiError::too_many(format!(
-                    "you have {mine} event streams open, the limit; close a tab or two and \
-                     try again"
-                ))
-                .with("limit", "max_streams_per_user"),
+                Full::All => Refused {
+                    limit: "max_streams",
+                    whose: Whose::Server,
+                    message: format!(
+                        "the server has {} event streams open, its limit; try again shortly",
+                        limits.max_streams
+                    ),
+                },
+                Full::Mine(mine) => Refused {
+                    limit: "max_streams_per_user",
+                    whose: Whose::Account,
+                    message: format!(
+                        "you have {mine} event streams open, the limit; close a tab or two and \
+                         try again"
+                    ),
+                },
             })
     }
 
-    /// A place for one more upload of `owner` (`""` in open mode), or a 429.
-    pub fn upload(self: &Arc<Self>, owner: &str, limits: &Limits) -> Result<Permit, ApiError> {
+    /// A place for one more upload of `owner` (`""` in open mode), or the refusal.
+    pub fn upload(self: &Arc<Self>, owner: &str, limits: &Limits) -> Result<Permit, Refused> {
         self.take(owner, limits.max_uploads_per_user, usize::MAX)
-            .map_err(|_| {
-                ApiError::too_many(format!(
+            .map_err(|_| Refused {
+                limit: "max_uploads_per_user",
+                whose: Whose::Account,
+                message: format!(
                     "{} of your files are uploading, the most at once: wait for one to finish",
                     limits.max_uploads_per_user
-                ))
-                .with("limit", "max_uploads_per_user")
+                ),
             })
     }
 
@@ -178,11 +207,10 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::StatusCode;
 
     #[test]
     fn the_flags_default_to_these_limits() {
-        assert_eq!(crate::Config::defaults().limits(), Limits::default());
+        assert_eq!(crate::Config::defaults().limits(), DEFAULTS);
     }
 
     #[test]
@@ -196,10 +224,13 @@ mod tests {
         let a1 = gate.acquire("a", &limits).unwrap();
         let _a2 = gate.acquire("a", &limits).unwrap();
         let refused = gate.acquire("a", &limits).unwrap_err();
-        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            (refused.whose, refused.limit),
+            (Whose::Account, "max_streams_per_user")
+        );
         let _b1 = gate.acquire("b", &limits).unwrap();
         let full = gate.acquire("c", &limits).unwrap_err();
-        assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!((full.whose, full.limit), (Whose::Server, "max_streams"));
         drop(a1);
         assert_eq!(gate.open(), 2);
         let _c1 = gate.acquire("c", &limits).unwrap();

@@ -312,7 +312,7 @@ impl PageBackend {
             examples: self.examples.clone(),
             default_model: self.default_model.clone(),
             theme: None,
-            now: crate::journal::now(),
+            now: crate::clock::now(),
             tz_offset: None,
             event_kinds: event_kinds(),
         })
@@ -353,7 +353,7 @@ impl PageBackend {
             examples: self.examples.clone(),
             default_model: self.default_model.clone(),
             theme: None,
-            now: crate::journal::now(),
+            now: crate::clock::now(),
             tz_offset: None,
             event_kinds: event_kinds(),
         })

@@ -157,7 +157,7 @@ impl Runner {
             Ok(now) => now,
             Err(e) => {
                 tracing::warn!("reading the database's clock failed: {e}");
-                journal::now()
+                crate::clock::now()
             }
         }
     }
@@ -339,7 +339,7 @@ impl Runner {
                 default_model: default_model.as_deref(),
                 lease: self.lease_from(clock),
                 max_running,
-                now: journal::now(),
+                now: crate::clock::now(),
             })
             .await;
         // What the model is told came before: the branch the turn follows.
@@ -515,7 +515,12 @@ impl Runner {
                 if !title.is_empty() {
                     let _ = self
                         .store
-                        .rename_session(session_id, &title, TitleSource::Prompt, journal::now())
+                        .rename_session(
+                            session_id,
+                            &title,
+                            TitleSource::Prompt,
+                            crate::clock::now(),
+                        )
                         .await;
                 }
             }
@@ -650,7 +655,7 @@ impl Runner {
                 owner,
                 CommandKind::Cancel,
                 &json!({}),
-                journal::now(),
+                crate::clock::now(),
             )
             .await?;
         let started = tokio::time::Instant::now();
@@ -747,7 +752,13 @@ impl Runner {
             {
                 let body = json!({"id": id, "kind": kind, "response": response});
                 self.store
-                    .send_command(run_id, owner, CommandKind::Resolved, &body, journal::now())
+                    .send_command(
+                        run_id,
+                        owner,
+                        CommandKind::Resolved,
+                        &body,
+                        crate::clock::now(),
+                    )
                     .await?;
                 return Ok(interaction);
             }
@@ -772,7 +783,7 @@ impl Runner {
     pub async fn run_commands(&self) {
         let commands = match self
             .store
-            .take_commands(&self.instance, journal::now())
+            .take_commands(&self.instance, crate::clock::now())
             .await
         {
             Ok(commands) => commands,

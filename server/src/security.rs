@@ -1,6 +1,7 @@
-//! What keeps other sites out: the checks every request passes ([`guard`]: its Host, and for
-//! a request that changes something, its content type and where it comes from), and the
-//! response headers that keep pages from being framed, sniffed or made to run foreign scripts.
+//! What keeps other sites out, as rules on a request's parts: the checks every request passes
+//! (its Host, and for a request that changes something, its content type and where it comes
+//! from) and the policy that keeps pages from running foreign scripts. The layers that apply
+//! them to every request and response are in `routes/guard.rs`; nothing here does IO.
 //!
 //! A page on another site can make a browser send requests here: to a server on the network,
 //! or to one on loopback through DNS rebinding (its own host name made to resolve to
@@ -14,13 +15,7 @@
 //! otherwise, no plugins, no `<base>`, and no framing (`frame-ancestors 'none'` and
 //! `X-Frame-Options: DENY`: the approval buttons cannot be clickjacked).
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-
-use crate::error::ApiError;
-use crate::AppState;
+use axum::http::{header, HeaderMap, Method, StatusCode};
 
 /// The address people reach the server at through a proxy (`--public-url`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,11 +68,6 @@ fn host_name(authority: &str) -> &str {
 
 /// Names of this machine, which no other site can make a browser use for its own pages.
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
-
-/// A refusal: `status` with a JSON error.
-fn refuse(status: StatusCode, message: &str) -> Response {
-    ApiError::refusal(status, message).into_response()
-}
 
 /// The one write that may come as a form: the sign-in page's post (it works without
 /// JavaScript). It must still come from this site.
@@ -169,37 +159,6 @@ pub fn check_write(
     Ok(())
 }
 
-/// The checks of [`from_this_machine`] (in open mode) and [`check_write`], as a layer.
-pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let public_url = state.public_url.as_ref();
-    let peer = request
-        .extensions()
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0.ip());
-    if !from_this_machine(request.headers(), peer) {
-        match state.store.count_users().await {
-            Ok(0) => {
-                return refuse(
-                    StatusCode::FORBIDDEN,
-                    "this server has no account, so it answers only on this machine (at \
-                     localhost); add one to reach it from elsewhere: server user add NAME",
-                )
-            }
-            Ok(_) => {}
-            Err(e) => return ApiError::from(e).into_response(),
-        }
-    }
-    match check_write(
-        request.method(),
-        request.uri().path(),
-        request.headers(),
-        public_url,
-    ) {
-        Ok(()) => next.run(request).await,
-        Err((status, message)) => refuse(status, message),
-    }
-}
-
 /// The policy of an HTML response; `nonce` admits the inline script that carries it.
 pub fn page_policy(nonce: Option<&str>) -> String {
     let mut script = String::from("'self' 'wasm-unsafe-eval'");
@@ -217,33 +176,6 @@ pub fn page_policy(nonce: Option<&str>) -> String {
          img-src 'self' data:; connect-src {connect}; object-src 'none'; base-uri 'none'; \
          form-action 'self'; frame-ancestors 'none'"
     )
-}
-
-/// Adds the headers to a response (the HTML policy only where a page did not set its own).
-pub async fn headers(request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
-    let h = response.headers_mut();
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    let html = h
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/html"));
-    if html {
-        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        h.insert(
-            header::REFERRER_POLICY,
-            HeaderValue::from_static("same-origin"),
-        );
-        if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
-            if let Ok(value) = HeaderValue::from_str(&page_policy(None)) {
-                h.insert(header::CONTENT_SECURITY_POLICY, value);
-            }
-        }
-    }
-    response
 }
 
 #[cfg(test)]

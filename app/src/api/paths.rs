@@ -1,5 +1,5 @@
-//! Every JSON API path, named once: the server's router mounts its handlers at these, and the
-//! browser's client (`crate::client`) calls them. Nothing else spells a path.
+//! Every path, named once: the server's router mounts its handlers at these, and the
+//! browser's client (`crate::client`) and links use them. Nothing else spells a path.
 
 /// `POST`: a new conversation ([`super::NewSessionBody`] → [`super::NewSession`]).
 pub const SESSION_NEW: &str = "/api/session/new";
@@ -71,3 +71,41 @@ pub const AI_SDK_CHAT: &str = "/api/ai-sdk/chat";
 pub const AI_SDK_RESUME: &str = "/api/ai-sdk/chat/{id}/stream";
 /// `GET`: the server answers (outside the sign-in gate).
 pub const HEALTH: &str = "/healthz";
+
+/// The page of one conversation (`GET`, HTML), as the router mounts it.
+pub const SESSION_PAGE: &str = "/s/{session_id}";
+
+/// The address of a conversation's page.
+pub fn session_page(session_id: &str) -> String {
+    format!("/s/{session_id}")
+}
+
+/// The session an address opens: `/s/{id}` names one, anything else is the newest.
+pub fn session_in_path(path: &str) -> Option<&str> {
+    path.strip_prefix("/s/")
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{session_in_path, session_page, SESSION_PAGE};
+
+    #[test]
+    fn only_a_session_address_names_a_session() {
+        assert_eq!(session_in_path(&session_page("abc")), Some("abc"));
+        assert_eq!(
+            session_in_path("/s/abc/"),
+            None,
+            "the server has no such page either"
+        );
+        assert_eq!(session_in_path("/"), None);
+        assert_eq!(session_in_path("/s/"), None);
+        assert_eq!(session_in_path("/s/a/b"), None);
+        assert_eq!(session_in_path("/x/abc"), None);
+        assert_eq!(
+            session_page("{session_id}"),
+            SESSION_PAGE,
+            "one shape for both"
+        );
+    }
+}

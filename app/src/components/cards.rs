@@ -76,7 +76,7 @@ fn take_focus(card: NodeRef<leptos::html::Div>) {
                 _ => false,
             };
             if (inside || nowhere) && !crate::components::touch_only() {
-                crate::routes::focus_composer();
+                crate::components::focus_composer();
             }
         });
     }

@@ -278,3 +278,16 @@ pub(crate) fn touch_only() -> bool {
         false
     }
 }
+
+/// Moves the focus to the message field.
+#[cfg(feature = "hydrate")]
+pub(crate) fn focus_composer() {
+    use wasm_bindgen::JsCast;
+    if let Some(el) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(COMPOSER_ID))
+        .and_then(|el| el.dyn_into::<web_sys::HtmlElement>().ok())
+    {
+        let _ = el.focus();
+    }
+}

@@ -9,7 +9,7 @@ pub(crate) fn EmptyChat() -> impl IntoView {
     let chat = use_chat();
     let try_it = move |prompt: String| {
         #[cfg(feature = "hydrate")]
-        crate::routes::send(chat, prompt);
+        crate::outbox::send(chat, prompt);
         #[cfg(not(feature = "hydrate"))]
         let _ = prompt;
     };

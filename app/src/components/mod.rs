@@ -21,13 +21,13 @@ pub(crate) use attachments::{drag, ComposerFiles, Drag, MessageFiles};
 pub(crate) use cards::PendingCards;
 pub(crate) use composer::Composer;
 #[cfg(feature = "hydrate")]
-pub(crate) use composer::{store_draft, stored_draft, touch_only, COMPOSER_ID};
+pub(crate) use composer::{focus_composer, store_draft, stored_draft, touch_only};
 pub(crate) use empty_chat::EmptyChat;
 pub(crate) use model_picker::ModelPicker;
 pub(crate) use settings::Settings;
 #[cfg(feature = "hydrate")]
 pub(crate) use sidebar::place_in;
-pub(crate) use sidebar::{Action, Sidebar};
+pub(crate) use sidebar::Sidebar;
 
 pub(crate) use toast::ToastNotice;
 pub(crate) use todos::TodoPanel;

@@ -1,19 +1,10 @@
 use leptos::either::Either;
 use leptos::prelude::*;
 
-use crate::api::SessionSummary;
+use crate::api::{paths, SessionSummary};
 use crate::components::menu::Menu;
 use crate::dynamic::{dynamic, either};
-use crate::state::use_chat;
-
-/// What a conversation's "⋯" does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server renders menus closed
-pub(crate) enum Action {
-    Delete,
-    Pin(bool),
-    Archive(bool),
-}
+use crate::state::{use_chat, Action};
 
 /// Puts `session` in `list` where the server lists it: the pinned first, then the most
 /// recently updated.
@@ -83,8 +74,8 @@ fn SessionRow(
     // A search hit in a message opens at its turn (a page load: the window that holds it).
     let at_turn = session.hit_turn_id.is_some();
     let href = match &session.hit_turn_id {
-        Some(turn) => format!("/s/{}#{turn}", session.id),
-        None => format!("/s/{}", session.id),
+        Some(turn) => format!("{}#{turn}", paths::session_page(&session.id)),
+        None => paths::session_page(&session.id),
     };
     let input = NodeRef::<leptos::html::Input>::new();
     // The title field takes the focus, its text selected, as soon as it is shown.

@@ -11,7 +11,7 @@ pub(crate) fn ToastNotice() -> impl IntoView {
     let undo = move |_| {
         #[cfg(feature = "hydrate")]
         {
-            use super::Action;
+            use crate::state::Action;
             let Some(toast) = chat.toast.get_untracked() else {
                 return;
             };
@@ -40,7 +40,7 @@ pub(crate) fn ToastNotice() -> impl IntoView {
                             super::place_in(list, restored);
                         });
                         if toast.was_shown {
-                            crate::nav::go(chat, &format!("/s/{id}"));
+                            crate::nav::go(chat, &crate::api::paths::session_page(&id));
                         }
                     }
                     Err(e) => chat.fail(&e),

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::routes::focus_composer;
+use crate::components::focus_composer;
 use crate::state::ChatState;
 
 /// On a desktop, the message field has the focus when a conversation opens.

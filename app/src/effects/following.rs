@@ -106,6 +106,6 @@ async fn probe(chat: ChatState) {
         .outbox
         .with_untracked(|o| o.as_ref().is_some_and(|o| o.failed.is_some()))
     {
-        crate::routes::attempt(chat);
+        crate::outbox::attempt(chat);
     }
 }

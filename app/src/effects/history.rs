@@ -69,7 +69,7 @@ async fn reveal_linked_turn(
         };
         match crate::client::branch(&body).await {
             Ok(answer) if answer.changed => {
-                match crate::nav::fetch_page(Some(&session), None).await {
+                match crate::client::session_page(Some(&session), None).await {
                     Ok(page) if chat.shows(&session, epoch) => {
                         chat.load(&page);
                         chat.pinned.set_value(Some(target.clone()));
@@ -86,7 +86,7 @@ async fn reveal_linked_turn(
         }
     }
     while find().is_none() && chat.earlier.get_untracked() {
-        if !crate::routes::show_earlier(chat, transcript, loading).await {
+        if !show_earlier(chat, transcript, loading).await {
             return;
         }
     }
@@ -115,4 +115,55 @@ pub(super) fn show_pinned(chat: ChatState, transcript: NodeRef<leptos::html::Sec
         let top = f64::from(scroller.scroll_top()) + at;
         scroller.set_scroll_top(top.round() as i32);
     }
+}
+
+/// Loads the window of turns before the first one shown and puts it above, keeping what the
+/// reader looks at where it is on screen. False when nothing was loaded.
+pub(crate) async fn show_earlier(
+    chat: ChatState,
+    transcript: NodeRef<leptos::html::Section>,
+    loading: RwSignal<bool>,
+) -> bool {
+    if loading.get_untracked() {
+        return false;
+    }
+    let (Some(session), Some(first)) = (
+        chat.session_id.get_untracked(),
+        chat.turns
+            .with_untracked(|t| t.first().map(|t| t.run_id.clone())),
+    ) else {
+        return false;
+    };
+    let epoch = chat.epoch.get_value();
+    loading.set(true);
+    let page = crate::client::earlier_turns(&session, &first).await;
+    loading.set(false);
+    let page = match page {
+        Ok(page) => page,
+        Err(failure) => {
+            chat.fail(&failure);
+            return false;
+        }
+    };
+    if !chat.shows(&session, epoch) {
+        return false;
+    }
+    // The reader's first turn, and where it is on screen before the older ones go above it.
+    let anchor = web_sys::window().and_then(|w| w.document()).and_then(|d| {
+        d.query_selector(&format!("article.turn[data-run-id='{first}']"))
+            .ok()
+            .flatten()
+    });
+    let before = anchor.as_ref().map(|a| a.get_bounding_client_rect().top());
+    let count = chat.turns.with_untracked(Vec::len);
+    chat.prepend(&page);
+    let added = chat.turns.with_untracked(Vec::len) > count;
+    crate::client::next_frame().await;
+    if let (Some(anchor), Some(before), Some(el)) = (anchor, before, transcript.get_untracked()) {
+        let moved = anchor.get_bounding_client_rect().top() - before;
+        if moved.abs() >= 0.5 {
+            el.set_scroll_top(el.scroll_top() + moved.round() as i32);
+        }
+    }
+    added
 }

@@ -12,6 +12,8 @@ mod scroll;
 mod storage;
 mod title;
 
+pub(crate) use history::show_earlier;
+
 use leptos::prelude::*;
 
 use crate::state::ChatState;

@@ -4,8 +4,6 @@ mod chat;
 #[cfg(feature = "ssr")]
 mod not_found;
 
-#[cfg(feature = "hydrate")]
-pub(crate) use chat::{attempt, focus_composer, send, show_earlier};
 pub use chat::{ChatPage, ChatPageProps};
 #[cfg(feature = "ssr")]
 pub(crate) use not_found::NotFound;

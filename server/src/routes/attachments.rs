@@ -126,7 +126,7 @@ pub async fn upload(
         size: bytes.len() as u64,
         session_id: q.session_id,
         message_id: None,
-        created_at: crate::journal::now(),
+        created_at: crate::clock::now(),
     };
     let kept = state
         .store

@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 
 use crate::auth::{owned_run, owned_session, Viewer};
 use crate::error::{ApiError, ApiJson};
-use crate::journal;
 use crate::runtime::ApprovalChoice;
 use crate::store::StoreError;
 use crate::AppState;
@@ -360,7 +359,7 @@ pub async fn queue(
         session_id: session.id.clone(),
         content: message.to_owned(),
         client_id: client_id.map(str::to_owned),
-        created_at: journal::now(),
+        created_at: crate::clock::now(),
         attachments: body.attachments.clone(),
     };
     let queued = match state.store.queue_message(&item, limit).await {

@@ -3,6 +3,7 @@
 pub(crate) mod attachments;
 pub(crate) mod chat;
 pub(crate) mod grants;
+pub(crate) mod guard;
 pub(crate) mod health;
 pub(crate) mod models;
 pub(crate) mod protocols;

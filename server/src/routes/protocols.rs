@@ -68,7 +68,7 @@ async fn named_session(
     let id = derived_session_id(viewer.owner(), name);
     let session = state
         .store
-        .create_session_as(&id, "New chat", viewer.owner(), crate::journal::now())
+        .create_session_as(&id, "New chat", viewer.owner(), crate::clock::now())
         .await?;
     if session.owner_id.as_deref() != viewer.owner() {
         return Err(ApiError::not_found("session"));

@@ -14,7 +14,6 @@ use serde_json::{json, Value};
 
 use crate::auth::{owned_session, Viewer};
 use crate::error::{ok_true, ApiError, ApiJson, ApiQuery};
-use crate::journal;
 use crate::store::{Role, Shelf, Store, TitleSource};
 use crate::AppState;
 
@@ -52,7 +51,7 @@ pub async fn create(
     };
     let session = state
         .store
-        .create_session(&title, viewer.owner(), journal::now())
+        .create_session(&title, viewer.owner(), crate::clock::now())
         .await?;
     Ok(Json(SessionAnswer { session }))
 }
@@ -128,7 +127,7 @@ pub async fn rename(
             &body.session_id,
             &title,
             TitleSource::Manual,
-            journal::now(),
+            crate::clock::now(),
         )
         .await?;
     Ok(Json(SessionAnswer { session }))
@@ -148,7 +147,7 @@ pub async fn delete(
     owned_session(&state, &viewer, &body.session_id).await?;
     state
         .store
-        .delete_session(&body.session_id, journal::now())
+        .delete_session(&body.session_id, crate::clock::now())
         .await?;
     Ok(ok_true())
 }
@@ -195,7 +194,7 @@ async fn shelve(
     owned_session(state, viewer, &body.session_id).await?;
     let session = state
         .store
-        .shelve(&body.session_id, shelf, body.on, journal::now())
+        .shelve(&body.session_id, shelf, body.on, crate::clock::now())
         .await?;
     Ok(Json(SessionAnswer { session }))
 }

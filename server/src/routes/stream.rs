@@ -377,7 +377,7 @@ pub async fn status(
         "session_id": run.session_id,
         "active": run.running
             && (state.runner.is_active(&run.id)
-                || run.held(state.store.clock().await.unwrap_or_else(|_| crate::journal::now()))),
+                || run.held(state.store.clock().await.unwrap_or_else(|_| crate::clock::now()))),
         "last_seq": run.last_seq,
         "terminal_state": run.terminal_state,
     })))

@@ -213,7 +213,12 @@ impl RunIo {
             // The agent's title replaces a default or prompt title, never the user's.
             let _ = self
                 .store
-                .rename_session(&self.session_id, &title, TitleSource::Agent, journal::now())
+                .rename_session(
+                    &self.session_id,
+                    &title,
+                    TitleSource::Agent,
+                    crate::clock::now(),
+                )
                 .await;
         }
         Ok(())
@@ -344,7 +349,7 @@ impl RunIo {
         if let Some(session) = scope {
             if let Err(e) = self
                 .store
-                .add_grant(self.owner.as_deref(), session, pattern, journal::now())
+                .add_grant(self.owner.as_deref(), session, pattern, crate::clock::now())
                 .await
             {
                 tracing::warn!(run_id = %self.run_id, "keeping a grant failed: {e}");

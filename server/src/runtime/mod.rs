@@ -4,7 +4,6 @@
 //! journal, the store or HTTP itself.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -339,58 +338,6 @@ pub trait RuntimeAdapter: Send + Sync + 'static {
     }
     /// Runs one turn to its end.
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd;
-}
-
-/// The adapter the configuration asks for, or why it cannot start (a missing key, a workspace
-/// that cannot be created).
-pub fn build_adapter(config: &crate::Config) -> anyhow::Result<Arc<dyn RuntimeAdapter>> {
-    use crate::config::Backend;
-    use anyhow::Context as _;
-    Ok(match config.backend {
-        Backend::Demo => Arc::new(demo::DemoAgent {
-            delay: Duration::from_millis(config.demo_delay_ms),
-        }),
-        Backend::Openai => {
-            let Some(api_key) = config.openai_api_key.clone() else {
-                anyhow::bail!(
-                    "--backend openai needs an API key: set OPENAI_API_KEY (a local server \
-                     that takes no key accepts any value, e.g. OPENAI_API_KEY=local)"
-                );
-            };
-            let quota = config.limits().max_attachment_storage;
-            let workspace = workspaces::Workspaces::open(&config.workspace, quota)
-                .with_context(|| format!("opening the workspace {}", config.workspace.display()))?;
-            Arc::new(openai::OpenAiAgent::new(
-                openai::OpenAiSettings {
-                    base_url: config.openai_base_url.clone(),
-                    api_key,
-                    model: config
-                        .model
-                        .clone()
-                        .unwrap_or_else(|| "gpt-4o-mini".to_owned()),
-                    max_iterations: config.max_iterations,
-                    idle: openai::DEFAULT_IDLE,
-                    max_tokens: (config.max_tokens > 0).then_some(config.max_tokens),
-                    context_tokens: config.context_tokens.filter(|t| *t > 0),
-                },
-                workspace,
-            )?)
-        }
-        Backend::Hermes => Arc::new(hermes::HermesAgent::new(hermes::HermesSettings {
-            url: config.hermes_url.clone(),
-            api_key: config.hermes_api_key.clone(),
-            model: config
-                .model
-                .clone()
-                .unwrap_or_else(|| "hermes-agent".to_owned()),
-            idle: hermes::DEFAULT_IDLE,
-        })?),
-        Backend::Agui => Arc::new(agui::AguiAgent::new(agui::AguiSettings {
-            url: config.agui_url.clone(),
-            api_key: config.agui_api_key.clone(),
-            idle: hermes::DEFAULT_IDLE,
-        })?),
-    })
 }
 
 /// The header that tells an agent gateway which account a turn is for (see [`account_tag`]).

@@ -33,8 +33,6 @@ const MAX_ARGS_BYTES: usize = 1 << 20;
 const MAX_NAME_BYTES: usize = 256;
 /// Tool output shown in the tool row (the model gets all of it).
 const PREVIEW_LIMIT: usize = 4_000;
-/// The longest answer a model call may write, in tokens, unless configured (`--max-tokens`).
-pub const DEFAULT_MAX_TOKENS: u32 = 2048;
 /// Bytes of request per token assumed until the provider's usage reports tell better: few
 /// enough that the estimate errs on the side of a shorter request (English runs about four
 /// bytes a token, most other scripts fewer).
@@ -79,7 +77,7 @@ impl OpenAiSettings {
             model: model.to_owned(),
             max_iterations: 12,
             idle: DEFAULT_IDLE,
-            max_tokens: Some(DEFAULT_MAX_TOKENS),
+            max_tokens: Some(crate::config::DEFAULT_MAX_TOKENS),
             context_tokens: None,
         }
     }

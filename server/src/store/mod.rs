@@ -1,6 +1,6 @@
 //! Durable storage: sessions, their transcript, and the run journal.
 //!
-//! Handlers and the runner only see the [`Store`] trait. [`sql::SqlStore`] implements it on
+//! Handlers and the runner only see the [`Store`] trait. `sql::SqlStore` implements it on
 //! SQLite (a file under the data directory, the default) and on PostgreSQL (`--database-url`),
 //! which several server instances may share: each run is owned by one of them (a lease on its
 //! row), commands for a run travel through the database ([`Command`]), and committed journal
@@ -15,42 +15,29 @@ pub use app::api::Versions;
 
 pub mod sql;
 
-pub use sql::Engine;
-
-/// Opens the store the configuration names: PostgreSQL at `database_url`, else the SQLite
-/// file `anchorage.db` under `data_dir` (created if missing).
-pub async fn open(
-    database_url: Option<&str>,
-    data_dir: &std::path::Path,
-) -> anyhow::Result<std::sync::Arc<dyn Store>> {
-    use anyhow::Context as _;
-    let store = match database_url {
-        Some(url) => sql::SqlStore::open_postgres(url)
-            .await
-            .with_context(|| format!("opening the database {}", redacted_url(url)))?,
-        None => {
-            std::fs::create_dir_all(data_dir)
-                .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
-            let db = data_dir.join("anchorage.db");
-            sql::SqlStore::open_sqlite(&db)
-                .await
-                .with_context(|| format!("opening the database {}", db.display()))?
-        }
-    };
-    Ok(std::sync::Arc::new(store))
+/// The database engine behind the store, and what sets the two apart for its callers (the
+/// words of SQL in which they differ are `sql`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// One file, one process (the default).
+    Sqlite,
+    /// A server several instances share.
+    Postgres,
 }
 
-/// A database address fit for a log or an error: its password replaced.
-pub fn redacted_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
+impl Engine {
+    /// Its name, for logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "SQLite",
+            Self::Postgres => "PostgreSQL",
         }
-        _ => url.to_owned(),
+    }
+
+    /// Whether other server processes may use the same database at once (a run may then be
+    /// owned by another instance, and commands and live events cross between them).
+    pub fn shared(self) -> bool {
+        self == Self::Postgres
     }
 }
 
@@ -361,7 +348,7 @@ pub struct SettledAnswer {
     /// The message id.
     pub message_id: String,
     /// The final answer (may be empty). A run that did not complete and has no answer of its
-    /// own settles with the prose it had streamed as its answer (`app::model::answer_tail` of
+    /// own settles with the prose it had streamed as its answer (`anchor::answer::answer_tail` of
     /// its journal, read in the settling transaction), flagged partial.
     pub content: String,
     /// Token usage.

@@ -15,9 +15,9 @@ use sqlx::AnyConnection;
 use sqlx::{AnyPool, Executor as _, Row};
 
 use super::{
-    Attachment, Claim, Command, CommandKind, Frames, Grant, Interaction, JournalOp, JournalRow,
-    Message, NewEvent, NewTurn, Notice, Place, QueuedMessage, Role, Run, Session, Shelf, Store,
-    StoreError, TitleSource, User, Versions,
+    Attachment, Claim, Command, CommandKind, Engine, Frames, Grant, Interaction, JournalOp,
+    JournalRow, Message, NewEvent, NewTurn, Notice, Place, QueuedMessage, Role, Run, Session,
+    Shelf, Store, StoreError, TitleSource, User, Versions,
 };
 
 /// The channel committed journal rows are announced on (`run_id seq`, space-separated pairs).
@@ -26,6 +26,43 @@ pub const JOURNAL_CHANNEL: &str = "anchorage_journal";
 pub const COMMAND_CHANNEL: &str = "anchorage_commands";
 /// The most a notification carries (PostgreSQL's limit is 8,000 bytes).
 const NOTIFY_BYTES: usize = 7_000;
+
+/// Opens the store the configuration names: PostgreSQL at `database_url`, else the SQLite
+/// file `anchorage.db` under `data_dir` (created if missing).
+pub async fn open(
+    database_url: Option<&str>,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<std::sync::Arc<dyn Store>> {
+    use anyhow::Context as _;
+    let store = match database_url {
+        Some(url) => SqlStore::open_postgres(url)
+            .await
+            .with_context(|| format!("opening the database {}", redacted_url(url)))?,
+        None => {
+            std::fs::create_dir_all(data_dir)
+                .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+            let db = data_dir.join("anchorage.db");
+            SqlStore::open_sqlite(&db)
+                .await
+                .with_context(|| format!("opening the database {}", db.display()))?
+        }
+    };
+    Ok(std::sync::Arc::new(store))
+}
+
+/// A database address fit for a log or an error: its password replaced.
+pub fn redacted_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
 
 /// Sessions, transcripts and the run journal in SQLite or PostgreSQL.
 #[derive(Clone, Debug)]
@@ -140,30 +177,8 @@ impl SqlStore {
     }
 }
 
-/// The database engine behind a [`SqlStore`], and the words of SQL in which they differ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    /// One file, one process (the default).
-    Sqlite,
-    /// A server several instances share.
-    Postgres,
-}
-
+/// The words of SQL in which the engines differ.
 impl Engine {
-    /// Its name, for logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Sqlite => "SQLite",
-            Self::Postgres => "PostgreSQL",
-        }
-    }
-
-    /// Whether other server processes may use the same database at once (a run may then be
-    /// owned by another instance, and commands and live events cross between them).
-    pub fn shared(self) -> bool {
-        self == Self::Postgres
-    }
-
     fn begin_write(self) -> &'static str {
         match self {
             Self::Sqlite => "BEGIN IMMEDIATE",
@@ -428,11 +443,11 @@ async fn running_run(
     Ok(row.map(|r| r.get("id")))
 }
 
-/// Event types that end the answer stream (see `app::model::breaks_answer`), for SQL.
+/// Event types that end the answer stream (see `anchor::answer::breaks_answer`), for SQL.
 fn answer_breaks_sql() -> &'static str {
     static LIST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     LIST.get_or_init(|| {
-        app::model::answer_breaks()
+        anchor::answer::answer_breaks()
             .map(|k| format!("'{}'", k.name()))
             .collect::<Vec<_>>()
             .join(", ")
@@ -461,7 +476,7 @@ async fn streamed_answer(conn: &mut AnyConnection, run_id: &str) -> Result<Strin
             )
         })
         .collect();
-    Ok(app::model::answer_tail(
+    Ok(anchor::answer::answer_tail(
         events
             .iter()
             .map(|(kind, payload)| (kind.as_str(), payload)),
@@ -2104,7 +2119,7 @@ impl Store for SqlStore {
 
     async fn clock(&self) -> Result<f64, StoreError> {
         match self.engine {
-            Engine::Sqlite => Ok(crate::journal::now()),
+            Engine::Sqlite => Ok(crate::clock::now()),
             Engine::Postgres => Ok(sqlx::query_scalar(
                 "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
             )

@@ -135,13 +135,13 @@ async fn signing_in_and_out() {
     assert_eq!(raw.len(), 64);
     assert!(app
         .store
-        .token_user(raw, server::journal::now())
+        .token_user(raw, server::clock::now())
         .await
         .unwrap()
         .is_none());
     assert!(app
         .store
-        .token_user(&server::auth::token_hash(raw), server::journal::now())
+        .token_user(&server::auth::token_hash(raw), server::clock::now())
         .await
         .unwrap()
         .is_some());
@@ -234,7 +234,7 @@ async fn tokens_expire_and_use_moves_the_expiry() {
     let app = spawn_app().await;
     app.add_user("alice", ALICE_PW, false).await;
     let (user, _) = app.store.user_credentials("alice").await.unwrap();
-    let now = server::journal::now();
+    let now = server::clock::now();
     let day = 86_400.0;
     let stale = server::auth::new_token();
     app.store
@@ -271,7 +271,7 @@ async fn tokens_expire_and_use_moves_the_expiry() {
     assert!(set.contains("Max-Age=2592000"), "{set}");
     let (_, expires) = app
         .store
-        .token_user(&hash, server::journal::now())
+        .token_user(&hash, server::clock::now())
         .await
         .unwrap()
         .unwrap();

@@ -255,7 +255,7 @@ async fn limits_and_refused_types_are_clear_json_errors_and_keep_nothing() {
 
     // Uploads never sent go after a day, and their bytes with the last one naming them:
     // the storage is free again.
-    let later = server::journal::now() + 2.0 * 24.0 * 3600.0;
+    let later = server::clock::now() + 2.0 * 24.0 * 3600.0;
 
     let purged = app.store.purge_attachments(later).await.unwrap();
     assert_eq!(purged, 3);
@@ -283,7 +283,7 @@ async fn the_files_of_a_purged_conversation_go_with_it() {
     assert_eq!(fetch(&app, &id(&file)).await.0, 404);
 
     app.store
-        .purge_deleted(server::journal::now() + 1.0)
+        .purge_deleted(server::clock::now() + 1.0)
         .await
         .unwrap();
     upload_ok(&app, "b.txt", vec![b'b'; 1000]).await;

@@ -689,7 +689,7 @@ async fn the_openai_backend_without_a_key_is_a_clear_startup_error() {
     let data = tempfile::tempdir().unwrap();
     config.data_dir = data.path().to_owned();
     config.workspace = data.path().join("ws");
-    let error = match server::runtime::build_adapter(&config) {
+    let error = match server::build_adapter(&config) {
         Ok(_) => panic!("started without a key"),
         Err(e) => e.to_string(),
     };
@@ -699,14 +699,11 @@ async fn the_openai_backend_without_a_key_is_a_clear_startup_error() {
     let printed = format!("{config:?}");
     assert!(!printed.contains("sk-secret-x"), "{printed}");
     assert!(printed.contains("Secret(<redacted>)"), "{printed}");
-    let adapter = server::runtime::build_adapter(&config).unwrap();
+    let adapter = server::build_adapter(&config).unwrap();
     assert_eq!(adapter.name(), "openai");
     assert!(data.path().join("ws").is_dir(), "the workspace is created");
     config.backend = server::config::Backend::Demo;
-    assert_eq!(
-        server::runtime::build_adapter(&config).unwrap().name(),
-        "demo"
-    );
+    assert_eq!(server::build_adapter(&config).unwrap().name(), "demo");
 }
 
 // --- Hermes gateway -----------------------------------------------------------------------

@@ -592,7 +592,7 @@ async fn a_follow_up_left_waiting_with_no_turn_running_starts_by_itself() {
         session_id: session.clone(),
         content: "left behind".into(),
         client_id: Some("c-stranded".into()),
-        created_at: server::journal::now(),
+        created_at: server::clock::now(),
         attachments: Vec::new(),
     };
     app.store.queue_message(&item, 20).await.unwrap();

@@ -162,7 +162,7 @@ async fn an_open_server_behind_a_proxy_does_not_start_and_refuses_what_a_proxy_f
         let store = db.open().await;
         let hash = server::auth::hash_password(ALICE_PASSWORD).unwrap();
         store
-            .create_user("alice", &hash, true, server::journal::now())
+            .create_user("alice", &hash, true, server::clock::now())
             .await
             .unwrap();
         let addr = format!("0.0.0.0:{port}");

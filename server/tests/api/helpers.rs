@@ -56,7 +56,7 @@ impl TestDb {
 
     /// A store over it (a new connection each time: as a restarted server opens it).
     pub async fn open(&self) -> Arc<dyn Store> {
-        server::store::open(self.url.as_deref(), self.dir.path())
+        server::store::sql::open(self.url.as_deref(), self.dir.path())
             .await
             .expect("database")
     }
@@ -122,7 +122,7 @@ impl TestApp {
     pub async fn add_user(&self, name: &str, password: &str, admin: bool) {
         let hash = server::auth::hash_password(password).unwrap();
         self.store
-            .create_user(name, &hash, admin, server::journal::now())
+            .create_user(name, &hash, admin, server::clock::now())
             .await
             .expect("account");
     }

@@ -452,7 +452,10 @@ fn TurnMenu(
             }
         };
         let session = chat.session_id.get_untracked().unwrap_or_default();
-        format!("{origin}/s/{session}#{turn_id}")
+        format!(
+            "{origin}{}#{turn_id}",
+            crate::api::paths::session_page(&session)
+        )
     });
     view! {
         <Menu label="More for this turn".to_owned() class="turn-menu">
@@ -481,7 +484,7 @@ fn card_action(
     let on_click = move |_| {
         if continues {
             #[cfg(feature = "hydrate")]
-            crate::routes::send(use_chat(), "Continue".to_owned());
+            crate::outbox::send(use_chat(), "Continue".to_owned());
         } else {
             retry.run(());
         }
@@ -678,7 +681,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                             disabled=dynamic(move || !can_retry.get())
                             on:click=move |_| {
                                 #[cfg(feature = "hydrate")]
-                                crate::routes::send(use_chat(), "Continue".to_owned());
+                                crate::outbox::send(use_chat(), "Continue".to_owned());
                             }
                         >
                             "Continue"
