@@ -78,13 +78,14 @@ test("a card keeps its size when the next turn starts: its Retry stays, unusable
 
 test("an edited message forks the conversation; each version keeps what followed it", async ({ page, request }, testInfo) => {
   const session = await openNewSession(page, request);
-  await send(page, "/demo prose");
-  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
-  await send(page, "what the first answer said");
-  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
-  await send(page, "and a follow-up");
-  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
-  await expect(page.locator("article.turn")).toHaveCount(3);
+  // Each message is sent once the answer before it has settled on the page: its own turn
+  // first, then its answer (else a message sent early is queued behind the running turn).
+  const turns = page.locator("article.turn");
+  for (const [i, message] of ["/demo prose", "what the first answer said", "and a follow-up"].entries()) {
+    await send(page, message);
+    await expect(turns).toHaveCount(i + 1);
+    await expect(turns.nth(i).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  }
 
   const second = page.locator("article.turn").nth(1);
   await reveal(page, second);

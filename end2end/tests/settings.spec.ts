@@ -58,8 +58,10 @@ test("a standing permission is listed in Settings; revoked, the agent asks again
   await card.getByRole("button", { name: "Allow for session" }).click();
   await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 20_000 });
   // Allowed for the session: the same action goes ahead without a card.
+  const turns = page.locator("article.turn");
   await send(page, "/demo approval");
-  await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText("approved", { timeout: 20_000 });
+  await expect(turns).toHaveCount(2);
+  await expect(turns.nth(1).locator("[data-final-answer='true']")).toContainText("approved", { timeout: 20_000 });
   await expect(card).toHaveCount(0);
 
   const dialog = await openSettings(page);
@@ -72,9 +74,10 @@ test("a standing permission is listed in Settings; revoked, the agent asks again
   await dialog.getByRole("button", { name: "Close settings" }).click();
 
   await send(page, "/demo approval");
+  await expect(turns).toHaveCount(3);
   await expect(card).toBeVisible({ timeout: 20_000 });
   await card.getByRole("button", { name: "Deny" }).click();
-  await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText("left the build directory alone", { timeout: 20_000 });
+  await expect(turns.nth(2).locator("[data-final-answer='true']")).toContainText("left the build directory alone", { timeout: 20_000 });
 });
 
 test("the keyboard shortcuts Settings lists do what they say", async ({ page, request }, testInfo) => {

@@ -345,14 +345,20 @@ fn ProcessItems(
     // A long process materializes only its latest items; the reader asks for more. Redone when
     // the process changes, not per token of the answer.
     let shown = RwSignal::new(WINDOW);
-    let window = Memo::new(move |_| {
+    // The window remembers where it started and how long the process was: a burst of rows
+    // does not swap the rows on screen for others in one update (`view_model::window_start`).
+    let window = Memo::new(move |before: Option<&(Vec<WorkItem>, usize, usize)>| {
         // Read (not only tracked): a memo is computed, and subscribed, when read.
         let _ = process.get();
         let limit = shown.get();
-        turn.state.with_untracked(|s| view_model::window(s, limit))
+        let before = before.map(|(_, start, len)| (*start, *len));
+        turn.state.with_untracked(|s| {
+            let (items, start) = view_model::window(s, limit, before);
+            (items, start, s.process().len())
+        })
     });
-    let items = Memo::new(move |_| window.with(|(items, _)| items.clone()));
-    let hidden = Memo::new(move |_| window.with(|(_, hidden)| *hidden));
+    let items = Memo::new(move |_| window.with(|(items, _, _)| items.clone()));
+    let hidden = Memo::new(move |_| window.with(|(_, hidden, _)| *hidden));
     let any_hidden = Memo::new(move |_| hidden.get() > 0);
     let class = if stream {
         "stream-rows"
