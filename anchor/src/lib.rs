@@ -76,7 +76,9 @@
 //! The behaviour follows hermes-webui's `assistant_turn_anchors.js` field by field, including
 //! its JS value semantics (truthiness, `String()`, `Number()`, the JS whitespace set, UTF-16
 //! ordering); `anchor-replay` prints the same canonical document as the reference harness.
-//! Three deliberate differences:
+//! The labels Q1, Q4, … are the rows of the quirk table in the spec (`anchor-model.md`, §15);
+//! each is said in words where the code follows or departs from it. Three deliberate
+//! differences:
 //! - **Q1**: source types named after `Object.prototype` members (`constructor`, `__proto__`,
 //!   …) are *excluded*. The reference counts them as applied but stores them nowhere, a
 //!   by-product of looking names up in a plain JS object, not a behaviour anyone wants.

@@ -186,7 +186,9 @@ pub struct Applied {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(into = "RegistryRepr", from = "RegistryRepr")]
 pub struct Registry {
-    // Invariant: a snapshot of `anchor.identity` at creation; never updated (Quirk Q6).
+    // Invariant: a snapshot of `anchor.identity` at creation; never updated, so it goes stale
+    // when a run or stream id is filled in later, as the reference's does (quirk Q6 of the
+    // spec's table); the live identity is `anchor.identity`.
     identity: Identity,
     anchor: Anchor,
     // Invariant: every accepted event's non-empty dedupe key, in acceptance order.

@@ -1,4 +1,6 @@
-//! Sequence numbers as the reference coerces them (Quirk Q16).
+//! Sequence numbers as the reference coerces them: with JS `Number()`, so `' '` is 0, `'0x10'`
+//! is 16 and `'1e3'` is 1000, and a `true` stays the string `"true"` (quirk Q16 of the spec's
+//! table; the server always sends integers).
 
 use std::borrow::Cow;
 use std::fmt;

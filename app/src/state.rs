@@ -598,7 +598,7 @@ impl ChatState {
 
     /// Whether the page still shows `session_id` as loaded by load number `epoch` (a task that
     /// waited on the server checks this before writing into the page).
-    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    #[cfg(feature = "hydrate")]
     pub fn shows(&self, session_id: &str, epoch: u64) -> bool {
         self.epoch.get_value() == epoch
             && self.session_id.get_untracked().as_deref() == Some(session_id)
@@ -616,7 +616,7 @@ impl ChatState {
     }
 
     /// Marks a session as running (or idle) in the sidebar.
-    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    #[cfg(feature = "hydrate")]
     pub fn mark_session(&self, session_id: &str, run: Option<String>) {
         self.sessions.update(|list| {
             if let Some(s) = list.iter_mut().find(|s| s.id == session_id) {

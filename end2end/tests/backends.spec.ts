@@ -113,7 +113,7 @@ test("a turn on the openai backend streams, asks before writing a file and settl
     await expect(turn.locator("[data-terminal-state]")).toHaveCount(0);
     expect(readFileSync(join(workspace, "notes", "todo.md"), "utf8")).toBe("- milk\n");
 
-    // The process is all there in the trace: reasoning, the tool with its arguments and result.
+    // The process is all there in the Stream: reasoning, the tool with its arguments and result.
     await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
     await expect(turn).toContainText("The user wants a note saved.");

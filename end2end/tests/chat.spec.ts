@@ -90,7 +90,7 @@ test.describe("chatting", () => {
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
     await turn.getByRole("button", { name: "Show as worklog" }).click();
     await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
-    // The turn came as its snapshot: its rows came once, with the first switch to the trace.
+    // The turn came as its snapshot: its rows came once, with the first switch to the Stream.
     expect(requests).toHaveLength(1);
     const asked = new URL(requests[0]);
     expect(asked.pathname).toBe("/api/chat/journal");
@@ -196,7 +196,7 @@ test.describe("chatting", () => {
     await card.getByRole("button", { name: /production/ }).click();
     await expect(card).toHaveCount(0);
     await expect(lastTurn(page).locator("[data-final-answer='true']")).toContainText("production");
-    // The trace keeps the question with its answer, after a reload too.
+    // The Stream keeps the question with its answer, after a reload too.
     await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(lastTurn(page).locator(".note-answer")).toHaveText("Answered: production");
     await page.reload();
@@ -220,8 +220,8 @@ test.describe("chatting", () => {
     const answer = lastTurn(page).locator("[data-final-answer='true']");
     await expect(answer).toContainText("qa-cluster");
     // The mode switch works from the keyboard too.
-    const trace = page.locator("[data-mode-switch] button", { hasText: "Stream" });
-    await trace.focus();
+    const stream = page.locator("[data-mode-switch] button", { hasText: "Stream" });
+    await stream.focus();
     await page.keyboard.press("Space");
     await expect(lastTurn(page)).toHaveAttribute("data-mode", "transparent_stream");
   });

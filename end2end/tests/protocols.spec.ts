@@ -546,7 +546,7 @@ test("the agui backend streams a scripted AG-UI agent's turn into the page and s
     await expect(todos.locator(".todo.in_progress .todo-text")).toHaveText("Say what it means");
     await shot("answer");
 
-    // The process in the trace: the reasoning, and the tool with its arguments and result.
+    // The process in the Stream: the reasoning, and the tool with its arguments and result.
     await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
     await expect(turn.locator(".thinking")).toHaveCount(1);

@@ -514,7 +514,7 @@ async fn journal_benchmark(db: &Db) -> Value {
     .await;
     let store = Arc::clone(&state.store);
     let journal = server::journal::Journal::spawn(
-        Arc::clone(&store),
+        store.clone(),
         server::hub::Hub::default(),
         Arc::clone(&state.stats),
     );

@@ -9,7 +9,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::hub::{Frame, Hub};
 use crate::limits::Stats;
-use crate::store::{JournalOp, JournalRow, NewEvent, SettledAnswer, Store, StoreError};
+use crate::store::prelude::*;
+use crate::store::{JournalOp, JournalRow, NewEvent, SettledAnswer, StoreError};
 
 /// How many queued writes one transaction may carry.
 const MAX_BATCH: usize = 512;
@@ -72,7 +73,7 @@ pub fn event(kind: EventKind, payload: Value, terminal_state: Option<TerminalSta
 
 impl Journal {
     /// Starts the writer task.
-    pub fn spawn(store: Arc<dyn Store>, hub: Hub, stats: Arc<Stats>) -> Journal {
+    pub fn spawn(store: Arc<dyn JournalStore>, hub: Hub, stats: Arc<Stats>) -> Journal {
         let (tx, rx) = mpsc::channel::<Request>(4096);
         tokio::spawn(write_loop(store, hub, rx, stats));
         Journal { tx }
@@ -173,7 +174,7 @@ const RETRY_AFTER: [std::time::Duration; 3] = [
 /// Commits a batch; a batch that fails (a busy database, a full disk for a moment) is tried
 /// again, then op by op, so that one bad write fails alone and not every run in its batch.
 async fn commit_with_retry(
-    store: &dyn Store,
+    store: &dyn JournalStore,
     ops: Vec<JournalOp>,
     stats: &Stats,
 ) -> Vec<Result<Vec<JournalRow>, StoreError>> {
@@ -208,7 +209,7 @@ async fn commit_with_retry(
 }
 
 async fn write_loop(
-    store: Arc<dyn Store>,
+    store: Arc<dyn JournalStore>,
     hub: Hub,
     mut rx: mpsc::Receiver<Request>,
     stats: Arc<Stats>,
@@ -243,180 +244,17 @@ mod tests {
 
     use super::*;
     use crate::store::sql::SqlStore;
-    use crate::store::{
-        Claim, Command, CommandKind, Engine, Frames, Interaction, JournalRow, Lease, Message,
-        NewTurn, Notice, Place, QueuedMessage, Run, Session, User, Versions,
-    };
+    use crate::store::{Frames, JournalRow, Lease, NewTurn, Place, Run};
 
-    /// The real SQLite store, whose next `failures` commits fail as a busy database does.
+    /// The journal part of the real SQLite store, whose next `failures` commits fail as a busy
+    /// database does (the writer uses nothing else).
     struct Flaky {
         inner: SqlStore,
         failures: AtomicU32,
     }
 
     #[async_trait]
-    impl Store for Flaky {
-        async fn create_session(
-            &self,
-            title: &str,
-            owner: Option<&str>,
-            now: f64,
-        ) -> Result<Session, StoreError> {
-            self.inner.create_session(title, owner, now).await
-        }
-
-        async fn create_session_as(
-            &self,
-            id: &str,
-            title: &str,
-            owner: Option<&str>,
-            now: f64,
-        ) -> Result<Session, StoreError> {
-            self.inner.create_session_as(id, title, owner, now).await
-        }
-        async fn sessions_page(
-            &self,
-            owner: Option<&str>,
-            offset: u64,
-            limit: u32,
-            archived: bool,
-        ) -> Result<Vec<Session>, StoreError> {
-            self.inner
-                .sessions_page(owner, offset, limit, archived)
-                .await
-        }
-
-        async fn search_sessions(
-            &self,
-            owner: Option<&str>,
-            query: &str,
-            limit: u32,
-        ) -> Result<Vec<Session>, StoreError> {
-            self.inner.search_sessions(owner, query, limit).await
-        }
-
-        async fn session(&self, id: &str) -> Result<Session, StoreError> {
-            self.inner.session(id).await
-        }
-
-        async fn rename_session(
-            &self,
-            id: &str,
-            title: &str,
-            source: crate::store::TitleSource,
-            now: f64,
-        ) -> Result<Session, StoreError> {
-            self.inner.rename_session(id, title, source, now).await
-        }
-
-        async fn delete_session(&self, id: &str, now: f64) -> Result<(), StoreError> {
-            self.inner.delete_session(id, now).await
-        }
-        async fn restore_session(
-            &self,
-            owner: Option<&str>,
-            id: &str,
-        ) -> Result<Session, StoreError> {
-            self.inner.restore_session(owner, id).await
-        }
-        async fn purge_deleted(&self, before: f64) -> Result<u64, StoreError> {
-            self.inner.purge_deleted(before).await
-        }
-        async fn shelve(
-            &self,
-            id: &str,
-            shelf: crate::store::Shelf,
-            on: bool,
-            now: f64,
-        ) -> Result<Session, StoreError> {
-            self.inner.shelve(id, shelf, on, now).await
-        }
-        async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError> {
-            self.inner.set_session_model(id, model).await
-        }
-        async fn add_attachment(
-            &self,
-            a: &crate::store::Attachment,
-            data: &[u8],
-            max_storage: u64,
-        ) -> Result<crate::store::Attachment, StoreError> {
-            self.inner.add_attachment(a, data, max_storage).await
-        }
-        async fn attachment(&self, id: &str) -> Result<crate::store::Attachment, StoreError> {
-            self.inner.attachment(id).await
-        }
-        async fn attachment_bytes(&self, id: &str) -> Result<Vec<u8>, StoreError> {
-            self.inner.attachment_bytes(id).await
-        }
-        async fn attachment_blobs(
-            &self,
-            ids: &[String],
-        ) -> Result<std::collections::HashMap<String, Vec<u8>>, StoreError> {
-            self.inner.attachment_blobs(ids).await
-        }
-        async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError> {
-            self.inner.purge_attachments(before).await
-        }
-        async fn add_grant(
-            &self,
-            owner: Option<&str>,
-            session: Option<&str>,
-            pattern: &str,
-            now: f64,
-        ) -> Result<(), StoreError> {
-            self.inner.add_grant(owner, session, pattern, now).await
-        }
-        async fn granted(
-            &self,
-            owner: Option<&str>,
-            session: &str,
-            pattern: &str,
-        ) -> Result<Option<&'static str>, StoreError> {
-            self.inner.granted(owner, session, pattern).await
-        }
-        async fn grants(
-            &self,
-            owner: Option<&str>,
-            limit: u32,
-        ) -> Result<Vec<crate::store::Grant>, StoreError> {
-            self.inner.grants(owner, limit).await
-        }
-        async fn revoke_grant(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError> {
-            self.inner.revoke_grant(owner, id).await
-        }
-
-        async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
-            self.inner.messages(session_id).await
-        }
-
-        async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError> {
-            self.inner.session_runs(session_id).await
-        }
-
-        async fn branch(&self, session_id: &str) -> Result<Vec<(Run, Versions)>, StoreError> {
-            self.inner.branch(session_id).await
-        }
-
-        async fn history(&self, run_id: &str) -> Result<Vec<Message>, StoreError> {
-            self.inner.history(run_id).await
-        }
-
-        async fn versions(&self, run_id: &str) -> Result<Vec<Run>, StoreError> {
-            self.inner.versions(run_id).await
-        }
-
-        async fn show_branch(&self, session_id: &str, run_id: &str) -> Result<String, StoreError> {
-            self.inner.show_branch(session_id, run_id).await
-        }
-
-        async fn start_run(&self, turn: NewTurn<'_>) -> Result<(Run, Message), StoreError> {
-            self.inner.start_run(turn).await
-        }
-
-        async fn messages_by_id(&self, ids: &[String]) -> Result<Vec<Message>, StoreError> {
-            self.inner.messages_by_id(ids).await
-        }
-
+    impl JournalStore for Flaky {
         async fn snapshots(
             &self,
             run_ids: &[String],
@@ -440,18 +278,6 @@ mod tests {
             limit: u32,
         ) -> Result<Vec<Run>, StoreError> {
             self.inner.runs_without_snapshot(version, limit).await
-        }
-
-        async fn run(&self, run_id: &str) -> Result<Run, StoreError> {
-            self.inner.run(run_id).await
-        }
-
-        async fn running_runs(&self) -> Result<Vec<Run>, StoreError> {
-            self.inner.running_runs().await
-        }
-
-        async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError> {
-            self.inner.count_running(owner).await
         }
 
         async fn commit(
@@ -484,182 +310,13 @@ mod tests {
         ) -> Result<Frames, StoreError> {
             self.inner.frames(run_id, after, up_to, limit).await
         }
-
-        async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError> {
-            self.inner.open_interaction(interaction).await
-        }
-
-        async fn answer_interaction(
-            &self,
-            run_id: &str,
-            id: &str,
-            kind: &str,
-            response: &Value,
-        ) -> Result<Interaction, StoreError> {
-            self.inner
-                .answer_interaction(run_id, id, kind, response)
-                .await
-        }
-
-        async fn close_interactions(&self, run_id: &str) -> Result<(), StoreError> {
-            self.inner.close_interactions(run_id).await
-        }
-
-        async fn interactions(&self, run_id: &str) -> Result<Vec<Interaction>, StoreError> {
-            self.inner.interactions(run_id).await
-        }
-
-        async fn queue_message(
-            &self,
-            message: &QueuedMessage,
-            limit: usize,
-        ) -> Result<QueuedMessage, StoreError> {
-            self.inner.queue_message(message, limit).await
-        }
-
-        async fn queued_messages(
-            &self,
-            session_id: &str,
-        ) -> Result<Vec<QueuedMessage>, StoreError> {
-            self.inner.queued_messages(session_id).await
-        }
-
-        async fn next_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError> {
-            self.inner.next_queued(session_id).await
-        }
-
-        async fn count_users(&self) -> Result<u64, StoreError> {
-            self.inner.count_users().await
-        }
-
-        async fn users(&self) -> Result<Vec<User>, StoreError> {
-            self.inner.users().await
-        }
-
-        async fn create_user(
-            &self,
-            name: &str,
-            password_hash: &str,
-            admin: bool,
-            now: f64,
-        ) -> Result<(User, u64), StoreError> {
-            self.inner
-                .create_user(name, password_hash, admin, now)
-                .await
-        }
-
-        async fn user_credentials(&self, name: &str) -> Result<(User, String), StoreError> {
-            self.inner.user_credentials(name).await
-        }
-
-        async fn set_password(&self, name: &str, password_hash: &str) -> Result<(), StoreError> {
-            self.inner.set_password(name, password_hash).await
-        }
-
-        async fn remove_user(&self, name: &str) -> Result<(), StoreError> {
-            self.inner.remove_user(name).await
-        }
-
-        async fn create_token(
-            &self,
-            token_hash: &str,
-            user_id: &str,
-            now: f64,
-            expires_at: f64,
-        ) -> Result<(), StoreError> {
-            self.inner
-                .create_token(token_hash, user_id, now, expires_at)
-                .await
-        }
-
-        async fn token_user(
-            &self,
-            token_hash: &str,
-            now: f64,
-        ) -> Result<Option<(User, f64)>, StoreError> {
-            self.inner.token_user(token_hash, now).await
-        }
-
-        async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError> {
-            self.inner.extend_token(token_hash, expires_at).await
-        }
-
-        async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError> {
-            self.inner.revoke_token(token_hash).await
-        }
-
-        fn engine(&self) -> Engine {
-            self.inner.engine()
-        }
-
-        async fn clock(&self) -> Result<f64, StoreError> {
-            self.inner.clock().await
-        }
-
-        async fn idle_queues(&self, limit: u32) -> Result<Vec<String>, StoreError> {
-            self.inner.idle_queues(limit).await
-        }
-
-        async fn renew_leases(
-            &self,
-            instance: &str,
-            run_ids: &[String],
-            until: f64,
-        ) -> Result<Vec<String>, StoreError> {
-            self.inner.renew_leases(instance, run_ids, until).await
-        }
-
-        async fn claim(
-            &self,
-            which: Claim<'_>,
-            lease: Lease<'_>,
-            now: f64,
-        ) -> Result<Vec<Run>, StoreError> {
-            self.inner.claim(which, lease, now).await
-        }
-
-        async fn send_command(
-            &self,
-            run_id: &str,
-            instance: &str,
-            kind: CommandKind,
-            body: &Value,
-            now: f64,
-        ) -> Result<i64, StoreError> {
-            self.inner
-                .send_command(run_id, instance, kind, body, now)
-                .await
-        }
-
-        async fn take_commands(
-            &self,
-            instance: &str,
-            now: f64,
-        ) -> Result<Vec<Command>, StoreError> {
-            self.inner.take_commands(instance, now).await
-        }
-
-        async fn finish_command(&self, id: i64, result: &Value) -> Result<(), StoreError> {
-            self.inner.finish_command(id, result).await
-        }
-
-        async fn command_result(&self, id: i64) -> Result<Option<Value>, StoreError> {
-            self.inner.command_result(id).await
-        }
-
-        async fn purge_commands(&self, before: f64) -> Result<u64, StoreError> {
-            self.inner.purge_commands(before).await
-        }
-
-        async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Notice>>, StoreError> {
-            self.inner.listen().await
-        }
     }
 
     async fn running_run(store: &Flaky) -> String {
-        let session = store.create_session("t", None, 0.0).await.unwrap();
+        let session = store.inner.create_session("t", None, 0.0).await.unwrap();
         let run = uuid::Uuid::new_v4().simple().to_string();
         store
+            .inner
             .start_run(NewTurn {
                 session_id: &session.id,
                 run_id: &run,
@@ -695,7 +352,7 @@ mod tests {
         let run = running_run(&store).await;
         let stats = Arc::new(Stats::default());
         let journal = Journal::spawn(
-            Arc::clone(&store) as Arc<dyn Store>,
+            Arc::clone(&store) as Arc<dyn JournalStore>,
             Hub::default(),
             Arc::clone(&stats),
         );

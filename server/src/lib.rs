@@ -131,7 +131,7 @@ impl AppState {
     ) -> Self {
         let hub = Hub::default();
         let stats = Arc::new(limits::Stats::default());
-        let journal = Journal::spawn(Arc::clone(&store), hub.clone(), Arc::clone(&stats));
+        let journal = Journal::spawn(store.clone(), hub.clone(), Arc::clone(&stats));
         let runner = Runner::new(Arc::clone(&store), journal, hub.clone(), adapter, lease);
         // Listening before reaping: nothing announced from now on is missed.
         spawn_listener(&store, &hub, &runner, shutdown.clone()).await;
@@ -247,7 +247,7 @@ fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
 pub fn build_adapter(config: &Config) -> anyhow::Result<Arc<dyn RuntimeAdapter>> {
     use anyhow::Context as _;
     use config::Backend;
-    use runtime::{agui, demo, hermes, openai, workspaces};
+    use runtime::{agui_client, demo, hermes, openai, workspaces};
     Ok(match config.backend {
         Backend::Demo => Arc::new(demo::DemoAgent {
             delay: Duration::from_millis(config.demo_delay_ms),
@@ -287,7 +287,7 @@ pub fn build_adapter(config: &Config) -> anyhow::Result<Arc<dyn RuntimeAdapter>>
                 .unwrap_or_else(|| "hermes-agent".to_owned()),
             idle: hermes::DEFAULT_IDLE,
         })?),
-        Backend::Agui => Arc::new(agui::AguiAgent::new(agui::AguiSettings {
+        Backend::Agui => Arc::new(agui_client::AguiAgent::new(agui_client::AguiSettings {
             url: config.agui_url.clone(),
             api_key: config.agui_api_key.clone(),
             idle: hermes::DEFAULT_IDLE,

@@ -136,14 +136,14 @@ impl PageBackend {
         // The branch the session shows (retries and edits leave other versions beside it).
         let (mut runs, mut versions): (Vec<Run>, Vec<app::api::Versions>) =
             self.store.branch(&session.id).await?.into_iter().unzip();
-        let trace = self.mode == Some(Mode::TransparentStream);
+        let stream = self.mode == Some(Mode::TransparentStream);
         let catching_up = matches!(which, Turns::After(_));
         // Which turns come with their journal: those that run, those a page catches up on
         // (it may have watched them start), and small ones whose rows the first view shows.
         let carries_rows = |run: &Run| {
             run.running
                 || catching_up
-                || (run.last_seq <= INLINE_ROWS && (trace || opens_folded_work(run)))
+                || (run.last_seq <= INLINE_ROWS && (stream || opens_folded_work(run)))
         };
         let position = |id: &str| runs.iter().position(|r| r.id == id);
         let end = match which {
@@ -493,7 +493,7 @@ pub async fn data(
 pub const JOURNAL_PAGE: u32 = 5_000;
 
 /// `GET /api/chat/journal?run_id=&after=`: a page of a run's journal rows, for a settled turn
-/// the page shows as its snapshot when the reader opens its steps or its trace.
+/// the page shows as its snapshot when the reader opens its steps or its Stream.
 pub async fn journal(
     State(state): State<AppState>,
     viewer: Viewer,

@@ -8,7 +8,7 @@ use crate::state::{use_chat, Action};
 
 /// Puts `session` in `list` where the server lists it: the pinned first, then the most
 /// recently updated.
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server changes no list
+#[cfg(feature = "hydrate")]
 pub(crate) fn place_in(list: &mut Vec<SessionSummary>, session: SessionSummary) {
     let at = list
         .iter()

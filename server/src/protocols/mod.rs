@@ -1,7 +1,7 @@
 //! Other protocols' views of a run: AG-UI events ([`agui`]) and the AI SDK's UI message
 //! stream ([`ui_stream`]). Both read the same journal rows, in order, and keep what is open.
 
-pub mod agui;
+pub mod agui_server;
 pub mod ui_stream;
 
 use std::collections::HashSet;

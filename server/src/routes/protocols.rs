@@ -18,7 +18,7 @@ use super::stream::{open_run, respond_with, rows_page, Encoder, Following, Page}
 use crate::auth::{owned_session, Viewer};
 use crate::error::{ApiError, ApiJson};
 use crate::hub::Frame;
-use crate::protocols::agui::AguiEvents;
+use crate::protocols::agui_server::AguiEvents;
 use crate::protocols::data_frame;
 use crate::protocols::ui_stream::UiChunks;
 use crate::store::{JournalRow, Session, Store, StoreError};

@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::tools::names::{READ_FILE, SEARCH_TEXT, WRITE_FILE};
 use super::{ApprovalChoice, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
 
 /// The demo agent.
@@ -118,20 +119,6 @@ fn chunks(text: &str) -> Vec<String> {
     out
 }
 
-/// A session title from the first message: its first words.
-pub(crate) fn title_for(message: &str) -> String {
-    let words: Vec<&str> = message.split_whitespace().take(6).collect();
-    let mut title = words.join(" ");
-    if title.chars().count() > 60 {
-        title = title.chars().take(60).collect();
-    }
-    if title.is_empty() {
-        "New chat".to_owned()
-    } else {
-        title
-    }
-}
-
 impl Turn<'_> {
     async fn pause(&self) -> Result<(), Stopped> {
         if self.delay.is_zero() {
@@ -217,15 +204,6 @@ impl Turn<'_> {
     }
 
     async fn play(&mut self, turn: &TurnRequest) -> Result<RunEnd, Stopped> {
-        if turn.first_turn {
-            let about = match (turn.message.trim().is_empty(), turn.attachments.first()) {
-                (true, Some(file)) => file.name.as_str(),
-                _ => turn.message.as_str(),
-            };
-            self.io
-                .emit(EventKind::Title, json!({ "title": title_for(about) }))
-                .await?;
-        }
         let Some((name, n)) = scenario(&turn.message) else {
             if !turn.attachments.is_empty() {
                 return self.received(turn).await;
@@ -262,7 +240,7 @@ impl Turn<'_> {
                 self.say("One test fails. Let me read the module it exercises.\n")
                     .await?;
                 self.tool(
-                    "read_file",
+                    READ_FILE,
                     json!({"path": "anchor/src/dedupe.rs"}),
                     "error: no such file: anchor/src/dedupe.rs",
                     true,
@@ -271,7 +249,7 @@ impl Turn<'_> {
                 self.think("Wrong path; the set lives in the registry module.")
                     .await?;
                 self.tool(
-                    "search_text",
+                    SEARCH_TEXT,
                     json!({"pattern": "fn insert", "path": "anchor/src"}),
                     "anchor/src/registry.rs:212: fn insert(&mut self, key: DedupeKey)",
                     false,
@@ -375,7 +353,7 @@ impl Turn<'_> {
             }
             "artifact" => {
                 self.tool(
-                    "write_file",
+                    WRITE_FILE,
                     json!({"path": "notes/summary.md"}),
                     "wrote 14 lines",
                     false,
@@ -452,7 +430,7 @@ impl Turn<'_> {
             "tool_limit" => {
                 for i in 0..3 {
                     self.tool(
-                        "search_text",
+                        SEARCH_TEXT,
                         json!({"pattern": format!("needle{i}")}),
                         "no match",
                         false,
@@ -476,7 +454,7 @@ impl Turn<'_> {
             }
             "degraded" => {
                 self.tool(
-                    "read_file",
+                    READ_FILE,
                     json!({"path": "notes/long.md"}),
                     "read 2 of 5 parts",
                     false,
@@ -522,10 +500,10 @@ impl Turn<'_> {
                 for i in 0..n / 2 {
                     let tid = format!("call_{i:06}");
                     self.io
-                        .emit(EventKind::Tool, json!({"event_type": "tool.started", "name": "read_file", "args": {"path": format!("src/f{i}.rs")}, "tid": tid}))
+                        .emit(EventKind::Tool, json!({"event_type": "tool.started", "name": READ_FILE, "args": {"path": format!("src/f{i}.rs")}, "tid": tid}))
                         .await?;
                     self.io
-                        .emit(EventKind::ToolComplete, json!({"event_type": "tool.completed", "name": "read_file", "args": {"path": format!("src/f{i}.rs")}, "tid": tid, "preview": "12 lines", "is_error": false}))
+                        .emit(EventKind::ToolComplete, json!({"event_type": "tool.completed", "name": READ_FILE, "args": {"path": format!("src/f{i}.rs")}, "tid": tid, "preview": "12 lines", "is_error": false}))
                         .await?;
                 }
                 let mut answer = String::new();
@@ -594,7 +572,7 @@ impl Turn<'_> {
         self.think("I'm the embedded demo agent: I have no model behind me, so I'll say what I am and show how an answer streams.")
             .await?;
         self.tool(
-            "search_text",
+            SEARCH_TEXT,
             json!({"pattern": message.chars().take(40).collect::<String>()}),
             "3 matches in README.md",
             false,

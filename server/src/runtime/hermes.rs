@@ -95,13 +95,6 @@ impl HermesAgent {
     }
 
     async fn turn(&self, turn: &TurnRequest, io: &RunIo) -> Result<RunEnd, Fail> {
-        if turn.first_turn {
-            io.emit(
-                EventKind::Title,
-                json!({ "title": super::demo::title_for(&turn.message) }),
-            )
-            .await?;
-        }
         let approvals = self.accepts_approvals().await;
         // The account, so that the gateway's agent can keep users apart (opaque and stable).
         let account = super::account_tag(turn.owner.as_deref());

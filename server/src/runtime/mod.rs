@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::store::Role;
 
 pub mod agent_state;
-pub mod agui;
+pub mod agui_client;
 pub mod demo;
 pub mod hermes;
 pub mod io;

@@ -8,6 +8,21 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+/// The tools' names, each spelled here once: the model is offered them by these names, asks
+/// for them by these names, and a standing permission names `WRITE_FILE`.
+pub mod names {
+    /// Lists a directory.
+    pub const LIST_FILES: &str = "list_files";
+    /// Reads a text file.
+    pub const READ_FILE: &str = "read_file";
+    /// Finds lines that contain a text.
+    pub const SEARCH_TEXT: &str = "search_text";
+    /// Writes a text file (the user approves it).
+    pub const WRITE_FILE: &str = "write_file";
+    /// Asks the user a question.
+    pub const ASK_USER: &str = "ask_user";
+}
+
 /// Largest file `read_file` returns whole (larger files are cut, with a note).
 pub const READ_LIMIT: usize = 64 * 1024;
 /// Most entries `list_files` returns.

@@ -6,637 +6,18 @@
 //! row), commands for a run travel through the database ([`Command`]), and committed journal
 //! rows are announced to every instance ([`Notice`]).
 
-use anchor::{EventKind, TerminalState};
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-
-pub use app::api::Versions;
+use serde_json::Value;
 
 pub mod sql;
+mod types;
 
-/// The database engine behind the store, and what sets the two apart for its callers (the
-/// words of SQL in which they differ are `sql`'s).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    /// One file, one process (the default).
-    Sqlite,
-    /// A server several instances share.
-    Postgres,
-}
+pub use types::*;
 
-impl Engine {
-    /// Its name, for logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Sqlite => "SQLite",
-            Self::Postgres => "PostgreSQL",
-        }
-    }
-
-    /// Whether other server processes may use the same database at once (a run may then be
-    /// owned by another instance, and commands and live events cross between them).
-    pub fn shared(self) -> bool {
-        self == Self::Postgres
-    }
-}
-
-/// Who wrote a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The person.
-    User,
-    /// The agent.
-    Assistant,
-}
-
-impl Role {
-    /// The stored (and provider-facing) name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Assistant => "assistant",
-        }
-    }
-
-    /// The role a stored name names; anything but `user` is the assistant's.
-    pub fn parse(name: &str) -> Role {
-        if name == "user" {
-            Self::User
-        } else {
-            Self::Assistant
-        }
-    }
-}
-
-/// Where a session's title came from. A title the user gave is never replaced by another.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TitleSource {
-    /// Not named yet.
-    Default,
-    /// The first prompt's words.
-    Prompt,
-    /// Named by the agent.
-    Agent,
-    /// Renamed by the user.
-    Manual,
-}
-
-impl TitleSource {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Default => "default",
-            Self::Prompt => "prompt",
-            Self::Agent => "agent",
-            Self::Manual => "manual",
-        }
-    }
-
-    /// The source a stored name names (an unknown one reads as not named yet).
-    pub fn parse(name: &str) -> TitleSource {
-        match name {
-            "prompt" => Self::Prompt,
-            "agent" => Self::Agent,
-            "manual" => Self::Manual,
-            _ => Self::Default,
-        }
-    }
-}
-
-/// A chat session.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Session {
-    /// Its id.
-    pub id: String,
-    /// Its title.
-    pub title: String,
-    /// Where its title came from.
-    pub title_source: TitleSource,
-    /// Seconds since the epoch.
-    pub created_at: f64,
-    /// Seconds since the epoch; bumped by every message.
-    pub updated_at: f64,
-    /// The run in progress, if any.
-    pub active_run_id: Option<String>,
-    /// The account it belongs to (`None`: made with no account, in open mode).
-    #[serde(skip)]
-    pub owner_id: Option<String>,
-    /// The model it asks for (`None`: the server's default).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Pinned to the top of the list.
-    pub pinned: bool,
-    /// Archived: out of the list (search still finds it).
-    pub archived: bool,
-    /// In search results: the turn of the newest message that matched (a link opens there).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hit_turn_id: Option<String>,
-}
-
-/// An account.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct User {
-    /// Its id.
-    #[serde(skip)]
-    pub id: String,
-    /// Its name (unique, compared without case).
-    pub name: String,
-    /// May manage the server.
-    pub admin: bool,
-    /// Seconds since the epoch.
-    #[serde(skip)]
-    pub created_at: f64,
-}
-
-/// A transcript message.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Message {
-    /// Its id (stable: the settled assistant message keeps it).
-    pub id: String,
-    /// Its session.
-    pub session_id: String,
-    /// 0-based position in the session.
-    pub position: i64,
-    /// Who wrote it.
-    pub role: Role,
-    /// Its text: an assistant message's final answer, or for a turn that did not complete,
-    /// what it had streamed as its answer (then `partial`); empty when there is neither.
-    pub content: String,
-    /// The assistant's turn did not complete: `content` is what it had streamed by then.
-    pub partial: bool,
-    /// The id the browser gave the user's message (a retried send finds it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_id: Option<String>,
-    /// The run that produced it, or that it started.
-    pub run_id: Option<String>,
-    /// How the assistant's turn ended.
-    pub terminal_state: Option<TerminalState>,
-    /// Token usage of the assistant's turn.
-    pub usage: Option<Value>,
-    /// The provider stopped the answer at a length limit: `content` is as far as it got.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub cut_off: bool,
-    /// Seconds since the epoch.
-    pub created_at: f64,
-    /// The files a user message carries, as they were sent.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub attachments: Vec<app::api::AttachmentData>,
-}
-
-/// A file someone attached (sent with a message, or waiting to be).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Attachment {
-    /// Its id.
-    pub id: String,
-    /// The account it belongs to (`""`: open mode).
-    pub owner: String,
-    /// The SHA-256 of its bytes (hex): the account keeps each content once.
-    pub sha256: String,
-    /// Its file name.
-    pub name: String,
-    /// Its type (see [`app::api::AttachmentData::mime`]).
-    pub mime: String,
-    /// Its size in bytes.
-    pub size: u64,
-    /// The conversation it was sent in (`None`: not sent yet).
-    pub session_id: Option<String>,
-    /// The message that carries it (`None`: not sent yet).
-    pub message_id: Option<String>,
-    /// Seconds since the epoch.
-    pub created_at: f64,
-}
-
-impl Attachment {
-    /// What a message and the page say about it.
-    pub fn data(&self) -> app::api::AttachmentData {
-        app::api::AttachmentData {
-            id: self.id.clone(),
-            name: self.name.clone(),
-            mime: self.mime.clone(),
-            size: self.size,
-        }
-    }
-}
-
-/// A run: one agent turn of a session.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Run {
-    /// Its id (also the journal's stream id).
-    pub id: String,
-    /// Its session.
-    pub session_id: String,
-    /// The assistant turn it produces.
-    pub turn_id: String,
-    /// The user message that started it.
-    pub user_message_id: String,
-    /// Still producing events.
-    pub running: bool,
-    /// How it ended.
-    pub terminal_state: Option<TerminalState>,
-    /// The last journaled sequence number (0: none yet).
-    pub last_seq: u64,
-    /// Seconds since the epoch.
-    pub created_at: f64,
-    /// Seconds since the epoch.
-    pub finished_at: Option<f64>,
-    /// The turn it follows on its branch (`None`: a first turn). Retries and edits of a turn
-    /// have its parent: they are its other versions.
-    pub parent_run_id: Option<String>,
-    /// The model that answers it (`None`: a backend that offers no choice of model).
-    pub model: Option<String>,
-    /// The server instance that runs it (its lease), while it runs.
-    #[serde(skip)]
-    pub owner_instance: Option<String>,
-    /// Until when that instance's claim holds, unless it renews it (seconds since the epoch).
-    #[serde(skip)]
-    pub lease_expires_at: Option<f64>,
-}
-
-impl Run {
-    /// Whether an instance holds it at `now`: it runs, and its owner's lease has not expired.
-    pub fn held(&self, now: f64) -> bool {
-        self.running && self.lease_expires_at.is_some_and(|until| until > now)
-    }
-}
-
-/// One journaled event: `event_id = run_id:seq`, `seq` gapless from 1 per run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JournalRow {
-    /// Its run.
-    pub run_id: String,
-    /// Its position in the run.
-    pub seq: u64,
-    /// Its session.
-    pub session_id: String,
-    /// The event type (`token`, `tool`, `done`, …).
-    pub kind: String,
-    /// Seconds since the epoch.
-    pub created_at: f64,
-    /// The run's one terminal event.
-    pub terminal: bool,
-    /// How the run ended, on the terminal event.
-    pub terminal_state: Option<String>,
-    /// The event's data (always an object; carries `created_at` too).
-    pub payload: Map<String, Value>,
-}
-
-impl JournalRow {
-    /// `run_id:seq`.
-    pub fn event_id(&self) -> String {
-        format!("{}:{}", self.run_id, self.seq)
-    }
-
-    /// The row as JSON, in the journal envelope shape the anchor reads.
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({
-            "version": 1,
-            "event_id": self.event_id(),
-            "seq": self.seq,
-            "run_id": self.run_id,
-            "session_id": self.session_id,
-            "event": self.kind,
-            "type": self.kind,
-            "created_at": self.created_at,
-            "terminal": self.terminal,
-            "terminal_state": self.terminal_state,
-            "payload": self.payload,
-        })
-    }
-}
-
-/// An event to journal.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NewEvent {
-    /// The event type.
-    pub kind: EventKind,
-    /// Its data.
-    pub payload: Map<String, Value>,
-    /// Set on the run's terminal event.
-    pub terminal_state: Option<TerminalState>,
-    /// Seconds since the epoch.
-    pub created_at: f64,
-}
-
-/// A write to the journal; a batch of them commits in one transaction, in order.
-#[derive(Clone, Debug)]
-pub enum JournalOp {
-    /// Appends an event to a running run.
-    Append {
-        /// The run.
-        run_id: String,
-        /// The event.
-        event: NewEvent,
-    },
-    /// Ends a run: its terminal event, the settled assistant message (stored and journaled as
-    /// `settled_message`), then `stream_end`; the run is marked finished.
-    Settle {
-        /// The run.
-        run_id: String,
-        /// The terminal event (`done`, `cancel` or `apperror`).
-        terminal: NewEvent,
-        /// The settled assistant message.
-        answer: SettledAnswer,
-    },
-}
-
-/// The assistant message a run settles with.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SettledAnswer {
-    /// The message id.
-    pub message_id: String,
-    /// The final answer (may be empty). A run that did not complete and has no answer of its
-    /// own settles with the prose it had streamed as its answer (`anchor::answer::answer_tail` of
-    /// its journal, read in the settling transaction), flagged partial.
-    pub content: String,
-    /// Token usage.
-    pub usage: Option<Value>,
-    /// The provider stopped the answer at a length limit.
-    pub cut_off: bool,
-}
-
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The session, run or interaction does not exist.
-    #[error("not found")]
-    NotFound,
-    /// The session already runs a turn.
-    #[error("session already has an active run")]
-    Busy {
-        /// The run in progress.
-        active_run_id: String,
-    },
-    /// The run already ended.
-    #[error("run already finished")]
-    Finished,
-    /// The interaction was already answered.
-    #[error("already answered")]
-    AlreadyAnswered,
-    /// The interaction is of another kind (an approval answered as a question, or the reverse).
-    #[error("that request is a pending {kind}, not this kind")]
-    WrongKind {
-        /// What it is.
-        kind: String,
-    },
-    /// A message with this client id was already sent; its run is `run_id`.
-    #[error("message already sent")]
-    Duplicate {
-        /// The run the first send started.
-        run_id: String,
-    },
-    /// An account with this name exists.
-    #[error("an account with this name exists")]
-    NameTaken,
-    /// The account's attachments would take more than `limit` bytes.
-    #[error("attachments are full")]
-    Full {
-        /// The limit, in bytes.
-        limit: u64,
-    },
-    /// This attachment cannot go with the message: it is not the account's, or was sent
-    /// already.
-    #[error("attachment cannot be sent")]
-    Unattachable {
-        /// Its id.
-        id: String,
-    },
-    /// The session's account runs `limit` turns already (decided in the transaction that
-    /// would start one more, so parallel starts cannot all pass).
-    #[error("too many turns running")]
-    TooManyRunning {
-        /// The limit.
-        limit: u64,
-    },
-    /// The conversation has `limit` follow-ups waiting already.
-    #[error("too many follow-ups waiting")]
-    QueueFull {
-        /// The limit.
-        limit: usize,
-    },
-    /// The database failed.
-    #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
-    /// A migration failed.
-    #[error("migration: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-}
-
-/// Consecutive journal rows encoded as SSE frames.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Frames {
-    /// How many rows.
-    pub count: u32,
-    /// The last row's seq (0 when empty).
-    pub last_seq: u64,
-    /// The last row is `stream_end`.
-    pub ended: bool,
-    /// `id:`/`event:`/`data:` blocks, in order.
-    pub sse: bytes::Bytes,
-}
-
-/// A pending or answered approval/clarify request.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Interaction {
-    /// Its run.
-    pub run_id: String,
-    /// Its id within the run.
-    pub id: String,
-    /// `approval` or `clarify`.
-    pub kind: String,
-    /// `pending`, `answered` or `closed`.
-    pub status: String,
-    /// What was asked.
-    pub request: Value,
-    /// What was answered.
-    pub response: Option<Value>,
-}
-
-/// A standing permission: actions of one kind (`pattern`) go ahead without asking, in one
-/// session or (`session_id` `None`) in all of its owner's.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Grant {
-    /// Its id.
-    pub id: String,
-    /// `session` or `always`.
-    pub scope: &'static str,
-    /// The kind of action (`write_file`, `rm -rf`).
-    pub pattern: String,
-    /// The session it holds in (`None`: every session).
-    pub session_id: Option<String>,
-    /// That session's title.
-    pub session_title: Option<String>,
-    /// Seconds since the epoch.
-    pub created_at: f64,
-}
-
-/// A follow-up waiting for its session's run to end.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct QueuedMessage {
-    /// Its id.
-    pub id: String,
-    /// Its session.
-    pub session_id: String,
-    /// The message.
-    pub content: String,
-    /// The id the browser gave it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_id: Option<String>,
-    /// Seconds since the epoch.
-    pub created_at: f64,
-    /// The attachments it will carry (ids).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub attachments: Vec<String>,
-}
-
-/// A turn to start: its user message and its run.
-#[derive(Clone, Copy, Debug)]
-pub struct NewTurn<'a> {
-    /// The session.
-    pub session_id: &'a str,
-    /// The run to create.
-    pub run_id: &'a str,
-    /// The assistant turn it produces.
-    pub turn_id: &'a str,
-    /// The user message to store.
-    pub user_message_id: &'a str,
-    /// Its text.
-    pub message: &'a str,
-    /// The attachments it carries (ids of files not sent yet, of the session's account:
-    /// `Unattachable` otherwise). An edit carries those of the message it replaces.
-    pub attachments: &'a [String],
-    /// The browser's id for the message: `Duplicate` when it was stored before.
-    pub client_id: Option<&'a str>,
-    /// The queued follow-up this turn starts: removed from the queue in the same transaction
-    /// (`NotFound` when it is no longer queued).
-    pub queued_id: Option<&'a str>,
-    /// Where the turn goes in the session's tree of turns.
-    pub place: Place<'a>,
-    /// The model to answer with when the session asks for none (`None`: the backend offers
-    /// no choice, and the run records no model).
-    pub default_model: Option<&'a str>,
-    /// The instance that will run it, and until when its lease holds.
-    pub lease: Lease<'a>,
-    /// The most turns the session's account may run at once, this one included (`None`:
-    /// no limit, for a follow-up that takes the place of the turn that just ended). Counted
-    /// in the transaction that starts it, across every instance.
-    pub max_running: Option<u64>,
-    /// Seconds since the epoch.
-    pub now: f64,
-}
-
-/// An instance's claim on the runs it runs: renewed while they run; once it expires, another
-/// instance ends them as interrupted.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Lease<'a> {
-    /// The instance's id.
-    pub instance: &'a str,
-    /// Seconds since the epoch.
-    pub until: f64,
-}
-
-/// Which running runs [`Store::claim`] takes over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Claim<'a> {
-    /// Those whose lease has expired.
-    Expired,
-    /// Those whose lease has expired, and every one another instance holds: no other process
-    /// can be running them (one process owns a SQLite file, by the data directory's lock).
-    NotMine,
-    /// This run, if its lease has expired.
-    Run(&'a str),
-}
-
-/// What one instance asks of the instance that owns a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CommandKind {
-    /// Stop the run (as the Stop button does).
-    Cancel,
-    /// An approval or question of the run was answered (stored already): journal it and wake
-    /// the waiting agent. The body has `id`, `kind` and `response`.
-    Resolved,
-}
-
-impl CommandKind {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Cancel => "cancel",
-            Self::Resolved => "resolved",
-        }
-    }
-
-    /// The kind a stored name names.
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "cancel" => Some(Self::Cancel),
-            "resolved" => Some(Self::Resolved),
-            _ => None,
-        }
-    }
-}
-
-/// A command for a run's owner, as stored.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Command {
-    /// Its id (increasing).
-    pub id: i64,
-    /// The run.
-    pub run_id: String,
-    /// The instance it is for.
-    pub instance: String,
-    /// What to do.
-    pub kind: CommandKind,
-    /// Its data.
-    pub body: Value,
-}
-
-/// What the database tells every instance (PostgreSQL's LISTEN/NOTIFY).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Notice {
-    /// A run's journal holds rows up to `seq` (committed).
-    Journal {
-        /// The run.
-        run_id: String,
-        /// Its high-water mark.
-        seq: u64,
-    },
-    /// Commands wait for `instance`.
-    Commands {
-        /// The instance.
-        instance: String,
-    },
-    /// The listener lost its connection and has it back: notices sent meanwhile are lost, so
-    /// whatever waits on them should look again.
-    Resync,
-}
-
-/// Where a conversation can be put in the list, beside its day.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shelf {
-    /// At the top.
-    Pinned,
-    /// Out of the list (listed apart; search still finds it).
-    Archived,
-}
-
-/// Where a new turn goes in its session's tree of turns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Place<'a> {
-    /// After the turn the session shows last (a message sent, a follow-up started).
-    Next,
-    /// Beside this turn, answering its user message again (a retry): the turn's message and
-    /// client id are not used.
-    Retry(&'a str),
-    /// Beside this turn, with a new user message (an edit of its message).
-    Edit(&'a str),
-}
-
-/// Durable storage for sessions, transcripts, runs and their journal.
+/// Conversations: created, listed, searched, renamed, deleted and restored, pinned or archived,
+/// and the model each asks for.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait SessionStore: Send + Sync {
     /// Creates a session belonging to `owner` (`None`: open mode).
     async fn create_session(
         &self,
@@ -644,6 +25,7 @@ pub trait Store: Send + Sync + 'static {
         owner: Option<&str>,
         now: f64,
     ) -> Result<Session, StoreError>;
+
     /// The session `id`, created (titled `title`, owned by `owner`) unless it exists: what a
     /// client that names its own threads gets (see `routes::protocols`).
     async fn create_session_as(
@@ -653,6 +35,7 @@ pub trait Store: Send + Sync + 'static {
         owner: Option<&str>,
         now: f64,
     ) -> Result<Session, StoreError>;
+
     /// At most `limit` sessions of `owner` (`None`: those made in open mode) after the first
     /// `offset`: the pinned ones first, then the most recently updated; the archived ones
     /// only (`archived`) or all but those.
@@ -663,6 +46,7 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
         archived: bool,
     ) -> Result<Vec<Session>, StoreError>;
+
     /// At most `limit` sessions of `owner` whose title or messages contain `query`
     /// (case-insensitive), newest first.
     async fn search_sessions(
@@ -671,8 +55,10 @@ pub trait Store: Send + Sync + 'static {
         query: &str,
         limit: u32,
     ) -> Result<Vec<Session>, StoreError>;
+
     /// One session.
     async fn session(&self, id: &str) -> Result<Session, StoreError>;
+
     /// Renames a session (`source` is `manual` or `agent`; an agent title never replaces a manual one).
     async fn rename_session(
         &self,
@@ -681,15 +67,19 @@ pub trait Store: Send + Sync + 'static {
         source: TitleSource,
         now: f64,
     ) -> Result<Session, StoreError>;
+
     /// Deletes a session: it is gone at once for every read, and removed with its transcript
     /// and journal by [`Store::purge_deleted`] later (until then [`Store::restore_session`]
     /// brings it back). Refused while a run is active.
     async fn delete_session(&self, id: &str, now: f64) -> Result<(), StoreError>;
+
     /// Brings back session `id` of `owner` deleted since the last purge (`NotFound`: no such
     /// deleted session of theirs).
     async fn restore_session(&self, owner: Option<&str>, id: &str) -> Result<Session, StoreError>;
+
     /// Removes the sessions deleted before `before`, with everything of theirs; how many.
     async fn purge_deleted(&self, before: f64) -> Result<u64, StoreError>;
+
     /// Puts a session on `shelf` (`on`), or takes it off. A session is on one shelf at most:
     /// pinning brings it back from the archive, archiving unpins it.
     async fn shelve(
@@ -699,6 +89,14 @@ pub trait Store: Send + Sync + 'static {
         on: bool,
         now: f64,
     ) -> Result<Session, StoreError>;
+
+    /// Sets the model a session asks for (`None`: the server's default).
+    async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError>;
+}
+
+/// Accounts, their sign-ins, and the standing permissions (grants) each gave its agent.
+#[async_trait]
+pub trait AccountStore: Send + Sync {
     /// Records a standing permission for `pattern`: in `session` only, or (`None`) in every
     /// session of `owner`. Granting what is granted changes nothing.
     async fn add_grant(
@@ -708,6 +106,7 @@ pub trait Store: Send + Sync + 'static {
         pattern: &str,
         now: f64,
     ) -> Result<(), StoreError>;
+
     /// Whether a standing permission lets `pattern` go ahead in `session` of `owner`: `Some`
     /// with its scope (`always` over `session`), `None` when it must be asked.
     async fn granted(
@@ -716,10 +115,65 @@ pub trait Store: Send + Sync + 'static {
         session: &str,
         pattern: &str,
     ) -> Result<Option<&'static str>, StoreError>;
+
     /// The standing permissions of `owner`, newest first (at most `limit`).
     async fn grants(&self, owner: Option<&str>, limit: u32) -> Result<Vec<Grant>, StoreError>;
+
     /// Revokes grant `id` of `owner` (`NotFound`: no such grant of theirs).
     async fn revoke_grant(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError>;
+
+    /// How many accounts exist (none: open mode).
+    async fn count_users(&self) -> Result<u64, StoreError>;
+
+    /// Every account, by name.
+    async fn users(&self) -> Result<Vec<User>, StoreError>;
+
+    /// Creates an account (`NameTaken` when the name is used, in any case). An admin account
+    /// made while no other admin exists adopts the sessions that have no owner; the answer
+    /// says how many.
+    async fn create_user(
+        &self,
+        name: &str,
+        password_hash: &str,
+        admin: bool,
+        now: f64,
+    ) -> Result<(User, u64), StoreError>;
+
+    /// An account and its password hash, by name (any case).
+    async fn user_credentials(&self, name: &str) -> Result<(User, String), StoreError>;
+
+    /// Replaces an account's password hash and signs it out everywhere.
+    async fn set_password(&self, name: &str, password_hash: &str) -> Result<(), StoreError>;
+
+    /// Removes an account and its sign-ins; its sessions are left without an owner.
+    async fn remove_user(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Records a sign-in token (by its hash) until `expires_at`.
+    async fn create_token(
+        &self,
+        token_hash: &str,
+        user_id: &str,
+        now: f64,
+        expires_at: f64,
+    ) -> Result<(), StoreError>;
+
+    /// The account a token signs in, with the token's expiry, while it has not expired.
+    async fn token_user(
+        &self,
+        token_hash: &str,
+        now: f64,
+    ) -> Result<Option<(User, f64)>, StoreError>;
+
+    /// Moves a token's expiry.
+    async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError>;
+
+    /// Revokes a token.
+    async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError>;
+}
+
+/// Attached files: their bytes, who may read them, and their removal.
+#[async_trait]
+pub trait AttachmentStore: Send + Sync {
     /// Keeps a file `owner` attached (its bytes once per account and content): `Full` when
     /// the account's files would take more than `max_storage` bytes.
     async fn add_attachment(
@@ -728,36 +182,34 @@ pub trait Store: Send + Sync + 'static {
         data: &[u8],
         max_storage: u64,
     ) -> Result<Attachment, StoreError>;
+
     /// An attachment.
     async fn attachment(&self, id: &str) -> Result<Attachment, StoreError>;
+
     /// The bytes of an attachment.
     async fn attachment_bytes(&self, id: &str) -> Result<Vec<u8>, StoreError>;
+
     /// The bytes of the attachments `ids` names, by id, in one read (unknown ids are left
     /// out).
     async fn attachment_blobs(
         &self,
         ids: &[String],
     ) -> Result<std::collections::HashMap<String, Vec<u8>>, StoreError>;
+
     /// Removes attachments never sent that were made before `before`, and the bytes no
     /// attachment names any more; how many attachments it removed.
     async fn purge_attachments(&self, before: f64) -> Result<u64, StoreError>;
-    /// Sets the model a session asks for (`None`: the server's default).
-    async fn set_session_model(&self, id: &str, model: Option<&str>) -> Result<(), StoreError>;
+}
+
+/// Turns: a user message and the run that answers it, in a tree of branches (retries and edits).
+#[async_trait]
+pub trait TurnStore: Send + Sync {
     /// The session's transcript, in order.
     async fn messages(&self, session_id: &str) -> Result<Vec<Message>, StoreError>;
+
     /// The session's runs (of every branch), oldest first.
     async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>, StoreError>;
-    /// The runs of the branch the session shows, first turn first, each with its versions.
-    async fn branch(&self, session_id: &str) -> Result<Vec<(Run, Versions)>, StoreError>;
-    /// The messages of the branch that ends with `run_id`, in order: each turn's user message,
-    /// then its answer once it has settled (what the model is told came before).
-    async fn history(&self, run_id: &str) -> Result<Vec<Message>, StoreError>;
-    /// The versions of a run's place (it and its siblings), oldest first.
-    async fn versions(&self, run_id: &str) -> Result<Vec<Run>, StoreError>;
-    /// Shows the branch through `run_id`: down from it, the newest turn at each step; returns
-    /// the run it ends with. `Busy` while the session runs a turn, `NotFound` for a run of
-    /// another session.
-    async fn show_branch(&self, session_id: &str, run_id: &str) -> Result<String, StoreError>;
+
     /// These messages (of any session; those that do not exist are left out).
     async fn messages_by_id(&self, ids: &[String]) -> Result<Vec<Message>, StoreError>;
 
@@ -765,19 +217,43 @@ pub trait Store: Send + Sync + 'static {
     /// session then shows); `Busy` when the session already runs one, `Duplicate` when its
     /// client id was sent before, `NotFound` for a place of another session.
     async fn start_run(&self, turn: NewTurn<'_>) -> Result<(Run, Message), StoreError>;
+
+    /// The runs of the branch the session shows, first turn first, each with its versions.
+    async fn branch(&self, session_id: &str) -> Result<Vec<(Run, Versions)>, StoreError>;
+
+    /// The messages of the branch that ends with `run_id`, in order: each turn's user message,
+    /// then its answer once it has settled (what the model is told came before).
+    async fn history(&self, run_id: &str) -> Result<Vec<Message>, StoreError>;
+
+    /// The versions of a run's place (it and its siblings), oldest first.
+    async fn versions(&self, run_id: &str) -> Result<Vec<Run>, StoreError>;
+
+    /// Shows the branch through `run_id`: down from it, the newest turn at each step; returns
+    /// the run it ends with. `Busy` while the session runs a turn, `NotFound` for a run of
+    /// another session.
+    async fn show_branch(&self, session_id: &str, run_id: &str) -> Result<String, StoreError>;
+
     /// One run.
     async fn run(&self, run_id: &str) -> Result<Run, StoreError>;
+
     /// Every run still marked running.
     async fn running_runs(&self) -> Result<Vec<Run>, StoreError>;
+
     /// How many runs of `owner`'s sessions are running (`None`: of sessions with no owner).
     async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError>;
+}
 
+/// The run journal: events committed in order (gapless per run), read back as rows or as stored
+/// SSE frames, and the snapshots a settled turn is shown from.
+#[async_trait]
+pub trait JournalStore: Send + Sync {
     /// Commits a batch of journal writes in one transaction, in order; returns the journaled
     /// rows per op. An op on a finished run fails alone with `Finished`.
     async fn commit(
         &self,
         ops: Vec<JournalOp>,
     ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError>;
+
     /// Journal rows of a run with `after < seq <= up_to`, in order, at most `limit`.
     async fn events(
         &self,
@@ -786,6 +262,7 @@ pub trait Store: Send + Sync + 'static {
         up_to: Option<u64>,
         limit: u32,
     ) -> Result<Vec<JournalRow>, StoreError>;
+
     /// The same rows as [`Store::events`], already encoded as SSE frames, in one buffer: what a
     /// replaying follower sends.
     async fn frames(
@@ -803,13 +280,20 @@ pub trait Store: Send + Sync + 'static {
         run_ids: &[String],
         version: i64,
     ) -> Result<std::collections::HashMap<String, String>, StoreError>;
+
     /// Stores a run's snapshot (replacing one of another version).
     async fn put_snapshot(&self, run_id: &str, version: i64, data: &str) -> Result<(), StoreError>;
+
     /// Finished runs with no snapshot of `version`, oldest first, at most `limit`.
     async fn runs_without_snapshot(&self, version: i64, limit: u32)
         -> Result<Vec<Run>, StoreError>;
+}
 
+/// What a run waits on: open approvals and questions, and the follow-ups queued behind it.
+#[async_trait]
+pub trait InteractionStore: Send + Sync {
     async fn open_interaction(&self, interaction: &Interaction) -> Result<(), StoreError>;
+
     /// Answers a pending interaction of `kind` once: `AlreadyAnswered` for a second answer,
     /// `WrongKind` (nothing changed) when it is the other kind.
     async fn answer_interaction(
@@ -819,8 +303,10 @@ pub trait Store: Send + Sync + 'static {
         kind: &str,
         response: &Value,
     ) -> Result<Interaction, StoreError>;
+
     /// Closes a run's open interactions (the run ended).
     async fn close_interactions(&self, run_id: &str) -> Result<(), StoreError>;
+
     /// A run's interactions.
     async fn interactions(&self, run_id: &str) -> Result<Vec<Interaction>, StoreError>;
 
@@ -832,58 +318,29 @@ pub trait Store: Send + Sync + 'static {
         message: &QueuedMessage,
         limit: usize,
     ) -> Result<QueuedMessage, StoreError>;
+
     /// A session's queued follow-ups, oldest first.
     async fn queued_messages(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError>;
+
     /// The oldest queued follow-up (it stays queued until a turn starts it, see [`NewTurn`]).
     async fn next_queued(&self, session_id: &str) -> Result<Option<QueuedMessage>, StoreError>;
+}
 
-    /// How many accounts exist (none: open mode).
-    async fn count_users(&self) -> Result<u64, StoreError>;
-    /// Every account, by name.
-    async fn users(&self) -> Result<Vec<User>, StoreError>;
-    /// Creates an account (`NameTaken` when the name is used, in any case). An admin account
-    /// made while no other admin exists adopts the sessions that have no owner; the answer
-    /// says how many.
-    async fn create_user(
-        &self,
-        name: &str,
-        password_hash: &str,
-        admin: bool,
-        now: f64,
-    ) -> Result<(User, u64), StoreError>;
-    /// An account and its password hash, by name (any case).
-    async fn user_credentials(&self, name: &str) -> Result<(User, String), StoreError>;
-    /// Replaces an account's password hash and signs it out everywhere.
-    async fn set_password(&self, name: &str, password_hash: &str) -> Result<(), StoreError>;
-    /// Removes an account and its sign-ins; its sessions are left without an owner.
-    async fn remove_user(&self, name: &str) -> Result<(), StoreError>;
-    /// Records a sign-in token (by its hash) until `expires_at`.
-    async fn create_token(
-        &self,
-        token_hash: &str,
-        user_id: &str,
-        now: f64,
-        expires_at: f64,
-    ) -> Result<(), StoreError>;
-    /// The account a token signs in, with the token's expiry, while it has not expired.
-    async fn token_user(
-        &self,
-        token_hash: &str,
-        now: f64,
-    ) -> Result<Option<(User, f64)>, StoreError>;
-    /// Moves a token's expiry.
-    async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError>;
-    /// Revokes a token.
-    async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError>;
-
+/// Several instances on one database: the clock they share, leases on runs, commands between
+/// instances and the notices of committed rows.
+#[async_trait]
+pub trait InstanceStore: Send + Sync {
     /// The engine, and with it whether other instances may share this database.
     fn engine(&self) -> Engine;
+
     /// The time leases are reckoned by, in seconds since the epoch: the database's clock when
     /// several instances share it (theirs may differ), this machine's for SQLite.
     async fn clock(&self) -> Result<f64, StoreError>;
+
     /// Sessions (at most `limit`) with follow-ups waiting and no turn running: their turn
     /// ended where no queue worker saw it (its instance died just then, or was stopping).
     async fn idle_queues(&self, limit: u32) -> Result<Vec<String>, StoreError>;
+
     /// Extends `instance`'s lease on those of `run_ids` it still holds; returns them (a run
     /// missing from the answer was taken over, or ended).
     async fn renew_leases(
@@ -892,6 +349,7 @@ pub trait Store: Send + Sync + 'static {
         run_ids: &[String],
         until: f64,
     ) -> Result<Vec<String>, StoreError>;
+
     /// Takes over the running runs `which` names for `lease` (each once, whichever instance
     /// asks: the claim is one atomic update); returns them.
     async fn claim(
@@ -900,6 +358,7 @@ pub trait Store: Send + Sync + 'static {
         lease: Lease<'_>,
         now: f64,
     ) -> Result<Vec<Run>, StoreError>;
+
     /// Leaves a command for `instance` about `run_id` (and tells it, in the same
     /// transaction); returns its id.
     async fn send_command(
@@ -910,16 +369,57 @@ pub trait Store: Send + Sync + 'static {
         body: &Value,
         now: f64,
     ) -> Result<i64, StoreError>;
+
     /// Takes the commands waiting for `instance`, oldest first; each is taken once.
     async fn take_commands(&self, instance: &str, now: f64) -> Result<Vec<Command>, StoreError>;
+
     /// Records what a command did.
     async fn finish_command(&self, id: i64, result: &Value) -> Result<(), StoreError>;
+
     /// What a command did, once its instance has done it.
     async fn command_result(&self, id: i64) -> Result<Option<Value>, StoreError>;
+
     /// Removes commands made before `before`; how many.
     async fn purge_commands(&self, before: f64) -> Result<u64, StoreError>;
+
     /// What the database announces, from now on (`None`: this engine announces nothing, as
     /// with SQLite, where one process sees everything itself). The listener reconnects by
     /// itself and says so ([`Notice::Resync`]); it stops when the receiver is dropped.
     async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Notice>>, StoreError>;
+}
+
+/// Durable storage for sessions, transcripts, runs and their journal: every part of it, as
+/// one object (`Arc<dyn Store>`, whose methods need no import). A part can be handed on alone
+/// (the journal writer takes a [`JournalStore`]); code that holds a `SqlStore` itself brings
+/// the parts into scope with `use crate::store::prelude::*`.
+pub trait Store:
+    SessionStore
+    + AccountStore
+    + AttachmentStore
+    + TurnStore
+    + JournalStore
+    + InteractionStore
+    + InstanceStore
+    + 'static
+{
+}
+
+impl<T> Store for T where
+    T: SessionStore
+        + AccountStore
+        + AttachmentStore
+        + TurnStore
+        + JournalStore
+        + InteractionStore
+        + InstanceStore
+        + 'static
+{
+}
+
+/// Every part of the store, for callers: `use crate::store::prelude::*`.
+pub mod prelude {
+    pub use super::{
+        AccountStore, AttachmentStore, InstanceStore, InteractionStore, JournalStore, SessionStore,
+        Store, TurnStore,
+    };
 }

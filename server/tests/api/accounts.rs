@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, wait_for_event};
+use crate::helpers::{wait_for_event, TestApp};
 
 use crate::helpers::{ALICE_PASSWORD as ALICE_PW, BOB_PASSWORD as BOB_PW};
 
@@ -24,7 +24,7 @@ async fn status_of(res: reqwest::Response) -> (u16, Value) {
 
 #[tokio::test]
 async fn the_first_account_closes_open_mode_and_the_first_admin_adopts_its_conversations() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     // Open mode: no sign-in.
     let open_session = app.new_session().await;
     let (code, me) = app.get("/api/auth/me").await;
@@ -83,7 +83,7 @@ async fn the_first_account_closes_open_mode_and_the_first_admin_adopts_its_conve
 
 #[tokio::test]
 async fn signing_in_and_out() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     app.add_user("alice", ALICE_PW, false).await;
     let client = no_redirects();
     let login = |body: Value| client.post(app.url("/api/auth/login")).json(&body).send();
@@ -204,7 +204,7 @@ async fn signing_in_and_out() {
 
 #[tokio::test]
 async fn a_new_password_or_a_removed_account_signs_out_everywhere() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     app.add_user("alice", ALICE_PW, false).await;
     app.add_user("bob", BOB_PW, false).await;
     let first = app.sign_in("alice", ALICE_PW).await;
@@ -231,7 +231,7 @@ async fn a_new_password_or_a_removed_account_signs_out_everywhere() {
 
 #[tokio::test]
 async fn tokens_expire_and_use_moves_the_expiry() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     app.add_user("alice", ALICE_PW, false).await;
     let (user, _) = app.store.user_credentials("alice").await.unwrap();
     let now = server::clock::now();
@@ -289,7 +289,7 @@ async fn tokens_expire_and_use_moves_the_expiry() {
 
 #[tokio::test]
 async fn failed_sign_ins_are_throttled_per_name_and_per_address() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     app.add_user("alice", ALICE_PW, false).await;
     app.add_user("bob", BOB_PW, false).await;
     let login = |name: &str, password: &str| {
@@ -340,7 +340,7 @@ enum Expect {
 
 #[tokio::test]
 async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let (alice, bob) = app.two_users(true).await;
 
     app.use_cookie(Some(&alice));
@@ -719,7 +719,7 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
 
 #[tokio::test]
 async fn a_page_of_another_users_conversation_shows_only_your_own() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let (alice, bob) = app.two_users(false).await;
     app.use_cookie(Some(&alice));
     let session = app.new_session().await;
@@ -795,7 +795,7 @@ fn strip_nonces(html: &str) -> String {
 
 #[tokio::test]
 async fn with_an_account_other_host_names_reach_the_server() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     app.add_user("alice", ALICE_PW, false).await;
     let alice = app.sign_in("alice", ALICE_PW).await;
     let res = app
@@ -916,11 +916,13 @@ async fn with_no_account_the_server_refuses_a_network_address() {
 
 #[tokio::test]
 async fn behind_https_the_cookie_is_secure_and_failures_count_per_forwarded_address() {
-    let app = crate::helpers::spawn_app_configured(|state| {
-        state.public_url =
-            Some(server::security::PublicUrl::parse("https://chat.example.org").unwrap());
-    })
-    .await;
+    let app = crate::helpers::TestApp::builder()
+        .configure(|state| {
+            state.public_url =
+                Some(server::security::PublicUrl::parse("https://chat.example.org").unwrap());
+        })
+        .spawn()
+        .await;
     app.add_user("alice", ALICE_PW, false).await;
     let login = |from: &'static str, name: String, password: &'static str| {
         app.client

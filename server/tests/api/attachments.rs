@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::backends::{openai, say, COMPLETIONS};
-use crate::helpers::{spawn_app, spawn_app_configured, spawn_app_with_adapter, TestApp};
+use crate::helpers::TestApp;
 use crate::upstream::{Reply, Upstream};
 
 /// A small valid PNG (1×1, transparent).
@@ -59,7 +59,7 @@ async fn fetch(app: &TestApp, id: &str) -> (u16, String, Vec<u8>) {
 
 #[tokio::test]
 async fn files_travel_with_their_message_through_the_page_a_reload_the_export_and_an_edit() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let photo = upload_ok(&app, "holiday photo.png", png()).await;
     assert_eq!(photo["mime"], "image/png");
@@ -148,7 +148,7 @@ async fn files_travel_with_their_message_through_the_page_a_reload_the_export_an
 
 #[tokio::test]
 async fn a_message_of_files_alone_is_answered_and_named_after_its_first_file() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let notes = upload_ok(&app, "report.txt", b"done".to_vec()).await;
     let (code, started) = send(&app, &session, "  ", &[id(&notes)]).await;
@@ -164,11 +164,13 @@ async fn a_message_of_files_alone_is_answered_and_named_after_its_first_file() {
 
 #[tokio::test]
 async fn limits_and_refused_types_are_clear_json_errors_and_keep_nothing() {
-    let app = spawn_app_configured(|state| {
-        state.limits.max_attachment_bytes = 1024;
-        state.limits.max_attachment_storage = 2500;
-    })
-    .await;
+    let app = TestApp::builder()
+        .configure(|state| {
+            state.limits.max_attachment_bytes = 1024;
+            state.limits.max_attachment_storage = 2500;
+        })
+        .spawn()
+        .await;
     let session = app.new_session().await;
 
     // Too large, told by its length…
@@ -267,7 +269,10 @@ async fn limits_and_refused_types_are_clear_json_errors_and_keep_nothing() {
 
 #[tokio::test]
 async fn the_files_of_a_purged_conversation_go_with_it() {
-    let app = spawn_app_configured(|state| state.limits.max_attachment_storage = 1500).await;
+    let app = TestApp::builder()
+        .configure(|state| state.limits.max_attachment_storage = 1500)
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let file = upload_ok(&app, "a.txt", vec![b'a'; 1000]).await;
     let (code, started) = send(&app, &session, "keep this", &[id(&file)]).await;
@@ -291,7 +296,10 @@ async fn the_files_of_a_purged_conversation_go_with_it() {
 
 #[tokio::test]
 async fn files_kept_with_no_account_count_for_the_admin_who_adopts_them() {
-    let app = spawn_app_configured(|state| state.limits.max_attachment_storage = 1500).await;
+    let app = TestApp::builder()
+        .configure(|state| state.limits.max_attachment_storage = 1500)
+        .spawn()
+        .await;
     upload_ok(&app, "open.txt", vec![b'o'; 1000]).await;
     app.add_user("alice", crate::helpers::ALICE_PASSWORD, true)
         .await;
@@ -307,7 +315,7 @@ async fn files_kept_with_no_account_count_for_the_admin_who_adopts_them() {
 
 #[tokio::test]
 async fn one_accounts_files_are_not_anothers() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let (alice, bob) = app.two_users(true).await;
     app.use_cookie(Some(&alice));
     let hers = upload_ok(&app, "secret.txt", b"alice only".to_vec()).await;
@@ -344,7 +352,10 @@ async fn openai_gets_images_as_image_parts_and_text_files_in_the_workspace() {
         COMPLETIONS,
         say("A tiny transparent square, and three lines."),
     );
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let photo = upload_ok(&app, "dot.png", png()).await;
     let notes = upload_ok(&app, "notes.txt", NOTES.as_bytes().to_vec()).await;
@@ -408,7 +419,10 @@ async fn a_model_that_refuses_images_is_asked_again_with_their_names_and_remembe
     );
     upstream.script(COMPLETIONS, say("I cannot see it."));
     upstream.script(COMPLETIONS, say("Still cannot."));
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let photo = upload_ok(&app, "dot.png", png()).await;
     let (_, started) = send(&app, &session, "What is this?", &[id(&photo)]).await;
@@ -444,7 +458,7 @@ async fn a_model_that_refuses_images_is_asked_again_with_their_names_and_remembe
 
 #[tokio::test]
 async fn a_queued_follow_up_shows_its_files_and_carries_them_when_it_starts() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo approval").await;
     let approval = crate::helpers::wait_for_event(&app, &run, "approval").await;

@@ -12,7 +12,7 @@ use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
 use server::runtime::workspaces::Workspaces;
 use server::Config;
 
-use crate::helpers::{spawn_app_with_adapter, wait_for_event, SseEvent, TestApp};
+use crate::helpers::{of_kind, texts, wait_for_event, SseEvent, TestApp};
 use crate::upstream::{data, delta, split_bytes, usage, Piece, Reply, Upstream, DONE};
 
 pub(crate) const COMPLETIONS: &str = "POST /v1/chat/completions";
@@ -83,24 +83,12 @@ async fn answer_of(app: &TestApp, session: &str) -> String {
         .to_owned()
 }
 
-fn texts(events: &[SseEvent], kind: &str) -> String {
-    events
-        .iter()
-        .filter(|e| e.event == kind)
-        .map(|e| e.data["text"].as_str().unwrap_or_default())
-        .collect()
-}
-
 /// (input, output) tokens of a usage payload.
 fn tokens(usage: &Value) -> (u64, u64) {
     (
         usage["input_tokens"].as_u64().unwrap_or(0),
         usage["output_tokens"].as_u64().unwrap_or(0),
     )
-}
-
-fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {
-    events.iter().filter(|e| e.event == kind).collect()
 }
 
 pub(crate) fn stream(parts: &[String]) -> Reply {
@@ -141,7 +129,10 @@ async fn openai_streams_reasoning_text_and_usage_even_when_utf8_is_split() {
     .concat();
     // 7-byte pieces: lines, JSON and multi-byte characters all arrive cut.
     upstream.script(COMPLETIONS, Reply::Stream(split_bytes(&body, 7)));
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let (events, status, answer) = turn(&app, &session, "Say hello").await;
 
@@ -155,7 +146,17 @@ async fn openai_streams_reasoning_text_and_usage_even_when_utf8_is_split() {
         of_kind(&events, "done")[0].data["usage"]["output_tokens"],
         5
     );
-    assert_eq!(of_kind(&events, "title")[0].data["title"], "Say hello");
+    // The conversation is named after its first message, once, as a title from the prompt
+    // (not as the agent's).
+    let titles = of_kind(&events, "title");
+    assert_eq!(titles.len(), 1);
+    assert_eq!(titles[0].data["title"], "Say hello");
+    let (_, s) = app.get(&format!("/api/session?session_id={session}")).await;
+    assert_eq!(s["session"]["title"], "Say hello");
+    assert_eq!(
+        app.store.session(&session).await.unwrap().title_source,
+        server::store::TitleSource::Prompt
+    );
 
     let request = &upstream.requests(COMPLETIONS)[0];
     assert_eq!(request.auth.as_deref(), Some("Bearer sk-test"));
@@ -206,7 +207,10 @@ async fn openai_runs_tool_calls_whose_arguments_arrive_in_pieces_and_feeds_resul
             DONE.to_owned(),
         ]),
     );
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let (events, status, answer) = turn(&app, &session, "What do my notes say?").await;
 
@@ -274,7 +278,10 @@ pub(crate) fn say(text: &str) -> Reply {
 async fn openai_write_file_waits_for_the_users_approval_and_reports_a_denial() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     for (choice, file, written) in [("once", "out/a.txt", true), ("deny", "b.txt", false)] {
         upstream.script(COMPLETIONS, write_call(file, "hello"));
         upstream.script(COMPLETIONS, say("Done."));
@@ -353,7 +360,10 @@ async fn openai_ask_user_becomes_a_clarify_question_and_the_answer_goes_back() {
         ]),
     );
     upstream.script(COMPLETIONS, say("Using dev."));
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "Deploy").await;
     let question = wait_for_event(&app, &run, "clarify").await;
@@ -379,7 +389,10 @@ async fn openai_ask_user_becomes_a_clarify_question_and_the_answer_goes_back() {
 async fn openai_provider_errors_end_the_turn_as_error_with_a_hint_and_keep_partial_work() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let partial = delta(json!({"content": "Partial "}), None);
     let cases: Vec<(Reply, &str, &str)> = vec![
         (
@@ -452,7 +465,7 @@ async fn openai_provider_errors_end_the_turn_as_error_with_a_hint_and_keep_parti
         2,
         Duration::from_secs(5),
     );
-    let app = spawn_app_with_adapter(agent).await;
+    let app = TestApp::builder().adapter(agent).spawn().await;
     let (_, end) = failed_turn(&app, "Hi").await;
     assert!(end.data["message"]
         .as_str()
@@ -500,7 +513,10 @@ async fn openai_asks_again_without_what_a_local_server_rejects_and_reads_unindex
     );
     upstream.script(COMPLETIONS, say("alpha and beta"));
     upstream.script(COMPLETIONS, say("Again."));
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let (events, status, answer) = turn(&app, &session, "Read both").await;
     assert_eq!(status["terminal_state"], "completed");
@@ -540,7 +556,7 @@ async fn a_provider_that_goes_silent_ends_the_turn_after_the_idle_limit() {
         2,
         Duration::from_millis(300),
     );
-    let app = spawn_app_with_adapter(agent).await;
+    let app = TestApp::builder().adapter(agent).spawn().await;
     let (events, end) = failed_turn(&app, "Hi").await;
     assert!(end.data["message"]
         .as_str()
@@ -569,7 +585,10 @@ async fn openai_think_tags_in_the_content_become_reasoning() {
             DONE.to_owned(),
         ]),
     );
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 2)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 2))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let (events, status, answer) = turn(&app, &session, "2+2?").await;
     assert_eq!(status["terminal_state"], "completed");
@@ -599,7 +618,10 @@ async fn openai_calls_that_share_index_zero_but_not_their_id_stay_apart() {
         ]),
     );
     upstream.script(COMPLETIONS, say("Both read."));
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 3)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 3))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let (events, status, _) = turn(&app, &session, "Read a and b").await;
     assert_eq!(status["terminal_state"], "completed");
@@ -628,7 +650,10 @@ async fn openai_stops_at_the_iteration_limit_as_tool_limit_reached() {
             ]),
         );
     }
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 2)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 2))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let (events, status, _) = turn(&app, &session, "Loop").await;
     assert_eq!(status["terminal_state"], "tool_limit_reached");
@@ -647,7 +672,10 @@ async fn openai_stop_aborts_the_upstream_request() {
             Piece::Hang,
         ]),
     );
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "Take your time").await;
     wait_for_event(&app, &run, "token").await;
@@ -663,7 +691,10 @@ async fn openai_sends_the_sessions_history_on_each_turn() {
     let ws = tempfile::tempdir().unwrap();
     upstream.script(COMPLETIONS, say("Paris."));
     upstream.script(COMPLETIONS, say("About 2.1 million."));
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     turn(&app, &session, "Capital of France?").await;
     let (_, status, answer) = turn(&app, &session, "Population?").await;
@@ -779,7 +810,10 @@ async fn hermes_runs_map_into_the_journal_and_approvals_are_forwarded() {
         .into_bytes(),
     ));
     upstream.script("GET /v1/runs/run_h1/events", Reply::Stream(pieces));
-    let app = spawn_app_with_adapter(hermes(&upstream, Some("hk-1"))).await;
+    let app = TestApp::builder()
+        .adapter(hermes(&upstream, Some("hk-1")))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "How big is it?").await;
     let request = wait_for_event(&app, &run, "approval").await;
@@ -821,7 +855,10 @@ async fn hermes_runs_map_into_the_journal_and_approvals_are_forwarded() {
 #[tokio::test]
 async fn hermes_failures_cancellations_and_refusals_end_the_turn_explicitly() {
     let upstream = Upstream::start().await;
-    let app = spawn_app_with_adapter(hermes(&upstream, None)).await;
+    let app = TestApp::builder()
+        .adapter(hermes(&upstream, None))
+        .spawn()
+        .await;
     let cases = [
         (
             vec![
@@ -918,7 +955,10 @@ async fn hermes_stop_stops_the_gateway_run_and_closes_its_stream() {
             Piece::Hang,
         ]),
     );
-    let app = spawn_app_with_adapter(hermes(&upstream, None)).await;
+    let app = TestApp::builder()
+        .adapter(hermes(&upstream, None))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "Long job").await;
     wait_for_event(&app, &run, "token").await;
@@ -932,7 +972,10 @@ async fn hermes_stop_stops_the_gateway_run_and_closes_its_stream() {
 async fn openai_allow_always_holds_for_the_account_that_chose_it_only() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let (alice, bob) = app.two_users(false).await;
 
     app.use_cookie(Some(&alice));
@@ -982,7 +1025,10 @@ async fn after_an_edit_the_model_is_told_the_branch_shown() {
     for answer in ["Paris.", "About 2.1 million.", "Rome.", "Still Paris."] {
         upstream.script(COMPLETIONS, say(answer));
     }
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let first = app.start(&session, "Capital of France?").await;
     app.wait_finished(&first).await;

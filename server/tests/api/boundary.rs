@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use server::runtime::agui::{AguiAgent, AguiSettings};
+use server::runtime::agui_client::{AguiAgent, AguiSettings};
 use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
 use server::runtime::workspaces::Workspaces;
 
 use crate::backends::{stream, COMPLETIONS};
-use crate::helpers::{spawn_app_with_adapter, Api, ServerProcess, TestApp, TestDb};
+use crate::helpers::{Api, ServerProcess, TestApp, TestDb};
 use crate::upstream::{data, delta, Piece, Reply, Upstream, DONE};
 
 fn agent(upstream: &Upstream, workspace: &Path) -> Arc<OpenAiAgent> {
@@ -83,7 +83,10 @@ async fn run_turn(app: &TestApp, body: Value) -> (String, Value) {
 async fn each_accounts_agent_sees_only_its_own_workspace() {
     let upstream = Upstream::start().await;
     let root = tempfile::tempdir().unwrap();
-    let app = spawn_app_with_adapter(agent(&upstream, root.path())).await;
+    let app = TestApp::builder()
+        .adapter(agent(&upstream, root.path()))
+        .spawn()
+        .await;
     let (alice, bob) = app.two_users(false).await;
     let (alice_id, bob_id) = (
         account_id(&app, "alice").await,
@@ -228,7 +231,7 @@ async fn gateways_are_told_which_account_a_turn_is_for_and_never_its_name() {
         })
         .unwrap(),
     );
-    let app = spawn_app_with_adapter(adapter).await;
+    let app = TestApp::builder().adapter(adapter).spawn().await;
     let (alice, bob) = app.two_users(false).await;
     let finish = |text: &str| {
         let events = [
@@ -269,7 +272,10 @@ async fn a_password_in_the_providers_url_reaches_no_page_and_no_answer() {
     let port = crate::helpers::free_port();
     let base = format!("http://llmuser:{PASSWORD}@127.0.0.1:{port}/v1");
     let root = tempfile::tempdir().unwrap();
-    let app = spawn_app_with_adapter(agent_at(base, root.path())).await;
+    let app = TestApp::builder()
+        .adapter(agent_at(base, root.path()))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let (run, status) = run_turn(&app, json!({"session_id": session, "message": "hello"})).await;
     assert_eq!(status["terminal_state"], "error");
@@ -315,7 +321,7 @@ async fn a_password_in_the_providers_url_reaches_no_page_and_no_answer() {
 
 #[tokio::test]
 async fn attachments_are_never_kept_in_the_browsers_cache() {
-    let app = crate::helpers::spawn_app().await;
+    let app = crate::helpers::TestApp::builder().spawn().await;
     let (code, up) = app.upload("a.txt", b"hello".to_vec(), None).await;
     assert_eq!(code, 201, "{up}");
     let id = up["attachment"]["id"].as_str().unwrap();

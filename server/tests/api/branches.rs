@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, spawn_app_with, TestApp};
+use crate::helpers::TestApp;
 
 /// The turns the page shows: (user message, run id, versions as "i/n").
 async fn shown(app: &TestApp, session: &str) -> Vec<(String, String, String)> {
@@ -43,7 +43,7 @@ fn run_of(answer: &Value) -> String {
 
 #[tokio::test]
 async fn a_retry_is_a_new_version_of_the_turn_and_the_old_one_stays() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let first = finished(&app, &session, "/demo prose").await;
     let failed = finished(&app, &session, "/demo error").await;
@@ -81,7 +81,7 @@ async fn a_retry_is_a_new_version_of_the_turn_and_the_old_one_stays() {
 
 #[tokio::test]
 async fn an_edit_forks_the_conversation_and_each_version_keeps_what_followed_it() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let a = finished(&app, &session, "/demo prose").await;
     let b = finished(&app, &session, "first question").await;
@@ -170,7 +170,10 @@ async fn an_edit_forks_the_conversation_and_each_version_keeps_what_followed_it(
 
 #[tokio::test]
 async fn versions_cannot_change_while_a_turn_runs_and_bad_requests_get_clear_answers() {
-    let app = spawn_app_with(std::time::Duration::from_millis(40)).await;
+    let app = TestApp::builder()
+        .demo_delay(std::time::Duration::from_millis(40))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let done = finished(&app, &session, "/demo prose").await;
     let running = app.start(&session, "/demo long 200").await;
@@ -236,7 +239,7 @@ async fn versions_cannot_change_while_a_turn_runs_and_bad_requests_get_clear_ans
 #[tokio::test]
 async fn a_link_to_a_turn_on_another_branch_shows_that_branch_and_one_on_this_branch_changes_nothing(
 ) {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let first = finished(&app, &session, "the wombat question").await;
     let (code, edited) = app

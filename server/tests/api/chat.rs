@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, spawn_app_with, wait_for_event, SseEvent};
+use crate::helpers::{wait_for_event, SseEvent, TestApp};
 
 fn terminals(events: &[SseEvent]) -> Vec<&SseEvent> {
     events
@@ -15,7 +15,7 @@ fn terminals(events: &[SseEvent]) -> Vec<&SseEvent> {
 
 #[tokio::test]
 async fn the_user_message_is_stored_before_the_run_starts_and_the_answer_settles_in_band() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let (code, started) = app
         .post(
@@ -47,7 +47,7 @@ async fn the_user_message_is_stored_before_the_run_starts_and_the_answer_settles
     assert!(answer["content"].as_str().unwrap().contains("Hello there"));
     assert_eq!(
         s["session"]["title"], "Hello there",
-        "the agent titled the new session"
+        "the new session is named after its first message"
     );
     assert!(events.iter().any(|e| e.event == "usage"));
     assert!(events.iter().any(|e| e.event == "metering"));
@@ -55,7 +55,10 @@ async fn the_user_message_is_stored_before_the_run_starts_and_the_answer_settles
 
 #[tokio::test]
 async fn starting_on_a_busy_session_is_409_with_the_active_run() {
-    let app = spawn_app_with(Duration::from_millis(20)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(20))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo slow").await;
     let (code, body) = app
@@ -72,7 +75,10 @@ async fn starting_on_a_busy_session_is_409_with_the_active_run() {
 
 #[tokio::test]
 async fn cancel_is_idempotent_and_ends_the_run_once_as_cancelled() {
-    let app = spawn_app_with(Duration::from_millis(10)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(10))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo slow").await;
     wait_for_event(&app, &run, "token").await;
@@ -110,7 +116,7 @@ async fn cancel_is_idempotent_and_ends_the_run_once_as_cancelled() {
 
 #[tokio::test]
 async fn an_approval_is_answered_once_and_the_agent_continues() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     for (choice, expect) in [
         ("once", "approved: once"),
         ("deny", "left the build directory alone"),
@@ -171,7 +177,7 @@ async fn an_approval_is_answered_once_and_the_agent_continues() {
 
 #[tokio::test]
 async fn a_clarification_is_answered_once() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo clarify").await;
     let request = wait_for_event(&app, &run, "clarify").await;
@@ -211,7 +217,10 @@ async fn a_clarification_is_answered_once() {
 
 #[tokio::test]
 async fn a_queued_follow_up_starts_when_the_run_ends() {
-    let app = spawn_app_with(Duration::from_millis(3)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(3))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo long 60").await;
     let (code, queued) = app
@@ -256,7 +265,7 @@ async fn a_queued_follow_up_starts_when_the_run_ends() {
 
 #[tokio::test]
 async fn each_ending_is_journaled_once_with_its_terminal_state() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     for (scenario, event, state) in [
         ("/demo error", "apperror", "error"),
         ("/demo no_response", "apperror", "no_response"),
@@ -282,7 +291,7 @@ async fn each_ending_is_journaled_once_with_its_terminal_state() {
 
 #[tokio::test]
 async fn the_demo_agent_covers_todo_artifact_and_long_scenarios() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo todo").await;
     app.wait_finished(&run).await;
@@ -323,7 +332,10 @@ fn streamed(events: &[SseEvent]) -> String {
 
 #[tokio::test]
 async fn a_stopped_turn_settles_with_what_it_streamed_flagged_partial() {
-    let app = spawn_app_with(Duration::from_millis(2)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(2))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo long 5000").await;
     // Let it stream a while, then Stop.
@@ -374,7 +386,7 @@ async fn a_stopped_turn_settles_with_what_it_streamed_flagged_partial() {
 
 #[tokio::test]
 async fn every_ending_that_is_not_completion_keeps_the_streamed_answer() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     for (scenario, state, expected) in [
         ("/demo error", "error", "Let me check"),
         ("/demo no_response", "no_response", ""),
@@ -396,7 +408,10 @@ async fn every_ending_that_is_not_completion_keeps_the_streamed_answer() {
 
 #[tokio::test]
 async fn a_send_retried_with_the_same_client_id_starts_one_turn() {
-    let app = spawn_app_with(Duration::from_millis(5)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(5))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let body = json!({"session_id": session, "message": "/demo long 200", "client_id": "c-1"});
     let (code, first) = app.post("/api/chat/start", body.clone()).await;
@@ -451,7 +466,10 @@ async fn a_send_retried_with_the_same_client_id_starts_one_turn() {
 
 #[tokio::test]
 async fn a_follow_up_is_always_either_queued_or_started() {
-    let app = spawn_app_with(Duration::from_millis(1)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(1))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo long 40").await;
     app.post(
@@ -489,7 +507,7 @@ async fn a_follow_up_is_always_either_queued_or_started() {
 
 #[tokio::test]
 async fn page_data_after_a_run_holds_only_the_turns_that_came_after_it() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let first = app.start(&session, "/demo prose").await;
     app.wait_finished(&first).await;
@@ -523,7 +541,7 @@ async fn page_data_after_a_run_holds_only_the_turns_that_came_after_it() {
 
 #[tokio::test]
 async fn a_compression_between_model_calls_leaves_a_whole_answer() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo compress").await;
     app.wait_finished(&run).await;
@@ -553,7 +571,7 @@ async fn a_compression_between_model_calls_leaves_a_whole_answer() {
 
 #[tokio::test]
 async fn an_approval_answered_as_a_question_stays_pending_and_is_409() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo approval").await;
     let request = wait_for_event(&app, &run, "approval").await;
@@ -585,7 +603,7 @@ async fn an_approval_answered_as_a_question_stays_pending_and_is_409() {
 async fn a_follow_up_left_waiting_with_no_turn_running_starts_by_itself() {
     // As when the instance whose turn ended died before starting the next: the follow-up is
     // in the queue and nothing runs. The upkeep finds it and starts it, once.
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let item = server::store::QueuedMessage {
         id: "q-stranded".into(),

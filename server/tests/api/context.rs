@@ -11,7 +11,7 @@ use server::runtime::openai::{tool_schemas, OpenAiAgent, OpenAiSettings};
 use server::runtime::workspaces::Workspaces;
 
 use crate::backends::{say, stream, COMPLETIONS};
-use crate::helpers::{spawn_app_with_adapter, SseEvent, TestApp};
+use crate::helpers::{of_kind, SseEvent, TestApp};
 use crate::upstream::{delta, usage, Reply, Upstream, DONE};
 
 struct Setup {
@@ -32,7 +32,7 @@ async fn setup(max_tokens: Option<u32>, context_tokens: Option<u32>) -> Setup {
         Workspaces::open(workspace.path(), 1 << 30).unwrap(),
     )
     .unwrap();
-    let app = spawn_app_with_adapter(Arc::new(agent)).await;
+    let app = TestApp::builder().adapter(Arc::new(agent)).spawn().await;
     Setup {
         upstream,
         app,
@@ -53,10 +53,6 @@ async fn run_turn(app: &TestApp, session: &str, message: &str) -> (Value, Vec<Ss
     let run = app.start(session, message).await;
     let status = app.wait_finished(&run).await;
     (status, app.stream(&run, None).await)
-}
-
-fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {
-    events.iter().filter(|e| e.event == kind).collect()
 }
 
 async fn messages_of(app: &TestApp, session: &str) -> Vec<Value> {

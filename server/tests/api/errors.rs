@@ -2,11 +2,11 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::spawn_app;
+use crate::helpers::TestApp;
 
 #[tokio::test]
 async fn malformed_and_oversized_requests_get_4xx_json_errors() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let post_raw = |path: &str, body: &'static str, content_type: Option<&'static str>| {
         let mut req = app.client.post(app.url(path)).body(body);

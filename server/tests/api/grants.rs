@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, wait_for_event, TestApp};
+use crate::helpers::{wait_for_event, TestApp};
 
 /// Runs `/demo approval` in `session`; answers `choice` if it asks. Whether it asked.
 async fn approval_turn(app: &TestApp, session: &str, choice: &str) -> bool {
@@ -54,7 +54,7 @@ async fn grants(app: &TestApp) -> Vec<Value> {
 
 #[tokio::test]
 async fn this_session_and_always_hold_until_revoked() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let first = app.new_session().await;
     assert!(grants(&app).await.is_empty());
 
@@ -112,7 +112,7 @@ async fn this_session_and_always_hold_until_revoked() {
 
 #[tokio::test]
 async fn a_session_grant_goes_with_its_session() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     assert!(approval_turn(&app, &session, "session").await);
     assert_eq!(grants(&app).await.len(), 1);

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::helpers::{spawn_app_configured, ServerProcess, TestApp, TestDb, ALICE_PASSWORD};
+use crate::helpers::{ServerProcess, TestApp, TestDb, ALICE_PASSWORD};
 
 #[tokio::test]
 async fn a_burst_of_wrong_passwords_checks_at_most_five() {
-    let app = crate::helpers::spawn_app().await;
+    let app = crate::helpers::TestApp::builder().spawn().await;
     app.add_user("alice", ALICE_PASSWORD, false).await;
     let attempts = (0..60).map(|i| {
         let request = app
@@ -130,7 +130,7 @@ async fn an_open_server_behind_a_proxy_does_not_start_and_refuses_what_a_proxy_f
 
     // Running with an account, then the last one removed: what a proxy forwards is refused,
     // and so is the public name; this machine still gets in.
-    let app = crate::helpers::spawn_app().await;
+    let app = crate::helpers::TestApp::builder().spawn().await;
     let session = app.new_session().await;
     for (host, forwarded) in [
         ("chat.example.org", None),
@@ -220,7 +220,10 @@ async fn cancel_all(app: &TestApp, runs: &[String]) {
 
 #[tokio::test]
 async fn twenty_starts_at_once_start_no_more_than_the_limit() {
-    let app = spawn_app_configured(limits(|l| l.max_runs_per_user = 4)).await;
+    let app = TestApp::builder()
+        .configure(limits(|l| l.max_runs_per_user = 4))
+        .spawn()
+        .await;
     let mut sessions = Vec::new();
     for _ in 0..20 {
         sessions.push(app.new_session().await);
@@ -248,7 +251,10 @@ async fn twenty_starts_at_once_start_no_more_than_the_limit() {
 
 #[tokio::test]
 async fn twenty_follow_ups_at_once_queue_no_more_than_the_limit() {
-    let app = spawn_app_configured(limits(|l| l.max_queued = 3)).await;
+    let app = TestApp::builder()
+        .configure(limits(|l| l.max_queued = 3))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo slow").await;
     let sends = (0..20).map(|i| {
@@ -276,7 +282,7 @@ async fn twenty_follow_ups_at_once_queue_no_more_than_the_limit() {
 
 #[tokio::test]
 async fn turns_after_an_unknown_run_are_a_404_not_the_whole_history() {
-    let app = crate::helpers::spawn_app().await;
+    let app = crate::helpers::TestApp::builder().spawn().await;
     let (alice, bob) = app.two_users(false).await;
     app.use_cookie(Some(&alice));
     let session = app.new_session().await;
@@ -309,7 +315,7 @@ async fn turns_after_an_unknown_run_are_a_404_not_the_whole_history() {
 
 #[tokio::test]
 async fn an_export_is_streamed_a_page_at_a_time() {
-    let app = crate::helpers::spawn_app().await;
+    let app = crate::helpers::TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo long 12000").await;
     app.wait_finished_within(&run, Duration::from_secs(60))
@@ -371,7 +377,10 @@ async fn an_export_is_streamed_a_page_at_a_time() {
 
 #[tokio::test]
 async fn uploads_in_progress_are_bounded_per_account() {
-    let app = spawn_app_configured(limits(|l| l.max_uploads_per_user = 2)).await;
+    let app = TestApp::builder()
+        .configure(limits(|l| l.max_uploads_per_user = 2))
+        .spawn()
+        .await;
     let (alice, bob) = app.two_users(false).await;
     // Two uploads that never finish sending.
     let mut held = Vec::new();

@@ -415,49 +415,82 @@ pub fn parse_block(block: &str) -> Option<SseEvent> {
     })
 }
 
-pub async fn spawn_app() -> TestApp {
-    spawn_app_with(Duration::ZERO).await
+/// One adjustment of the state before a test's server serves.
+type Configure = Box<dyn FnOnce(&mut AppState) + Send>;
+
+/// How a test's server is made: `TestApp::builder()` then what differs from the default (a
+/// fresh database, the demo agent with no pause, the default limits), then `spawn()`.
+pub struct Builder {
+    db: Option<TestDb>,
+    adapter: Option<Arc<dyn RuntimeAdapter>>,
+    demo_delay: Duration,
+    configure: Vec<Configure>,
 }
 
-pub async fn spawn_app_with(delay: Duration) -> TestApp {
-    spawn_app_full(TestDb::new().await, delay, None).await
-}
-
-pub async fn spawn_app_full(db: TestDb, delay: Duration, heartbeat: Option<Duration>) -> TestApp {
-    spawn_app_parts(db, Arc::new(DemoAgent { delay }), heartbeat).await
-}
-
-/// A server whose turns run on `adapter`.
-pub async fn spawn_app_with_adapter(adapter: Arc<dyn RuntimeAdapter>) -> TestApp {
-    spawn_app_parts(TestDb::new().await, adapter, None).await
-}
-
-/// A server whose state `configure` adjusts before it serves (limits, timeouts).
-pub async fn spawn_app_configured(configure: impl FnOnce(&mut AppState)) -> TestApp {
-    spawn_app_setup(
-        TestDb::new().await,
-        Arc::new(DemoAgent {
-            delay: Duration::ZERO,
-        }),
-        configure,
-    )
-    .await
-}
-
-async fn spawn_app_parts(
-    db: TestDb,
-    adapter: Arc<dyn RuntimeAdapter>,
-    heartbeat: Option<Duration>,
-) -> TestApp {
-    spawn_app_setup(db, adapter, |state| {
-        if let Some(heartbeat) = heartbeat {
-            state.heartbeat = heartbeat;
+impl TestApp {
+    /// A server on loopback, as the builder's calls adjust it.
+    pub fn builder() -> Builder {
+        Builder {
+            db: None,
+            adapter: None,
+            demo_delay: Duration::ZERO,
+            configure: Vec::new(),
         }
-    })
-    .await
+    }
 }
 
-async fn spawn_app_setup(
+impl Builder {
+    /// On this database (default: a fresh one).
+    pub fn db(mut self, db: TestDb) -> Self {
+        self.db = Some(db);
+        self
+    }
+
+    /// The demo agent pauses this long between chunks.
+    pub fn demo_delay(mut self, delay: Duration) -> Self {
+        self.demo_delay = delay;
+        self
+    }
+
+    /// Turns run on `adapter` instead of the demo agent.
+    pub fn adapter(mut self, adapter: Arc<dyn RuntimeAdapter>) -> Self {
+        self.adapter = Some(adapter);
+        self
+    }
+
+    /// A quiet stream gets a heartbeat this often.
+    pub fn heartbeat(self, every: Duration) -> Self {
+        self.configure(move |state| state.heartbeat = every)
+    }
+
+    /// `configure` adjusts the state before the server serves (limits, timeouts).
+    pub fn configure(mut self, configure: impl FnOnce(&mut AppState) + Send + 'static) -> Self {
+        self.configure.push(Box::new(configure));
+        self
+    }
+
+    /// Starts it.
+    pub async fn spawn(self) -> TestApp {
+        let db = match self.db {
+            Some(db) => db,
+            None => TestDb::new().await,
+        };
+        let adapter = self.adapter.unwrap_or_else(|| {
+            Arc::new(DemoAgent {
+                delay: self.demo_delay,
+            })
+        });
+        let configure = self.configure;
+        spawn(db, adapter, move |state| {
+            for step in configure {
+                step(state);
+            }
+        })
+        .await
+    }
+}
+
+async fn spawn(
     db: TestDb,
     adapter: Arc<dyn RuntimeAdapter>,
     configure: impl FnOnce(&mut AppState),
@@ -587,4 +620,24 @@ impl Drop for ServerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The events of one kind.
+pub fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {
+    events.iter().filter(|e| e.event == kind).collect()
+}
+
+/// The `text` of the events of one kind, joined (a streamed answer, a reasoning).
+pub fn texts(events: &[SseEvent], kind: &str) -> String {
+    of_kind(events, kind)
+        .iter()
+        .map(|e| e.data["text"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// The seqs of `events` are `first, first + 1, …`: every event once, in order.
+pub fn assert_gapless(events: &[SseEvent], first: u64, what: &str) {
+    let seqs: Vec<u64> = events.iter().map(SseEvent::seq).collect();
+    let expected: Vec<u64> = (first..first + seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "{what}: every event once, in order");
 }

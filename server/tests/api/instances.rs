@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::helpers::{read_sse, ServerProcess, SseEvent, TestDb, TEST_DATABASE_ENV};
+use crate::helpers::{
+    assert_gapless, read_sse, ServerProcess, SseEvent, TestDb, TEST_DATABASE_ENV,
+};
 
 /// The lease of the instances here: a dead one's runs are reaped about this long after.
 const LEASE_SECS: u64 = 2;
@@ -134,13 +136,6 @@ async fn wait_ended(base: &str, run: &str, limit: Duration) -> Value {
         assert!(started.elapsed() < limit, "{run} did not end: {status}");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-}
-
-/// The seqs of `events`, which must be `from..=to` once each, in order.
-fn assert_gapless(events: &[SseEvent], from: u64, what: &str) {
-    let seqs: Vec<u64> = events.iter().map(SseEvent::seq).collect();
-    let expected: Vec<u64> = (from..from + seqs.len() as u64).collect();
-    assert_eq!(seqs, expected, "{what}: every event once, in order");
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use server::limits::{Limits, Stats};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::helpers::{read_sse, spawn_app_configured, SseEvent, TestApp};
+use crate::helpers::{read_sse, SseEvent, TestApp};
 
 fn limits(f: impl FnOnce(&mut Limits)) -> impl FnOnce(&mut server::AppState) {
     move |state| f(&mut state.limits)
@@ -21,7 +21,10 @@ async fn cancel(app: &TestApp, run: &str) {
 
 #[tokio::test]
 async fn follow_ups_wait_up_to_the_limit_per_conversation() {
-    let app = spawn_app_configured(limits(|l| l.max_queued = 2)).await;
+    let app = TestApp::builder()
+        .configure(limits(|l| l.max_queued = 2))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo slow").await;
     for i in 0..2 {
@@ -62,7 +65,10 @@ async fn follow_ups_wait_up_to_the_limit_per_conversation() {
 
 #[tokio::test]
 async fn turns_run_up_to_the_limit_per_account() {
-    let app = spawn_app_configured(limits(|l| l.max_runs_per_user = 2)).await;
+    let app = TestApp::builder()
+        .configure(limits(|l| l.max_runs_per_user = 2))
+        .spawn()
+        .await;
     let (alice, bob) = app.two_users(false).await;
     app.use_cookie(Some(&alice));
     let mut runs = Vec::new();
@@ -112,11 +118,13 @@ async fn turns_run_up_to_the_limit_per_account() {
 
 #[tokio::test]
 async fn streams_are_limited_per_account_and_in_all() {
-    let app = spawn_app_configured(limits(|l| {
-        l.max_streams_per_user = 2;
-        l.max_streams = 3;
-    }))
-    .await;
+    let app = TestApp::builder()
+        .configure(limits(|l| {
+            l.max_streams_per_user = 2;
+            l.max_streams = 3;
+        }))
+        .spawn()
+        .await;
     let (alice, bob) = app.two_users(false).await;
     app.use_cookie(Some(&alice));
     let session = app.new_session().await;
@@ -165,7 +173,10 @@ async fn streams_are_limited_per_account_and_in_all() {
 
 #[tokio::test]
 async fn a_client_that_trickles_its_headers_is_cut_off() {
-    let app = spawn_app_configured(limits(|l| l.header_timeout = Duration::from_millis(500))).await;
+    let app = TestApp::builder()
+        .configure(limits(|l| l.header_timeout = Duration::from_millis(500)))
+        .spawn()
+        .await;
     let mut slow = tokio::net::TcpStream::connect(app.addr).await.unwrap();
     slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .await
@@ -193,7 +204,7 @@ async fn a_client_that_trickles_its_headers_is_cut_off() {
 
 #[tokio::test]
 async fn an_agent_streaming_fast_is_not_held_to_one_commit_per_token() {
-    let app = spawn_app_configured(|_| {}).await;
+    let app = TestApp::builder().configure(|_| {}).spawn().await;
     let session = app.new_session().await;
     let before = Stats::get(&app.state.stats.journal_batches);
     let run = app.start(&session, "/demo long 20000").await;
@@ -224,7 +235,7 @@ async fn an_agent_streaming_fast_is_not_held_to_one_commit_per_token() {
 
 #[tokio::test]
 async fn a_client_that_stops_reading_a_replay_stops_the_replay() {
-    let app = spawn_app_configured(|_| {}).await;
+    let app = TestApp::builder().configure(|_| {}).spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo long 100000").await;
     let status = app
@@ -289,7 +300,7 @@ async fn a_client_that_stops_reading_a_replay_stops_the_replay() {
 
 #[tokio::test]
 async fn many_readers_during_a_run_lose_and_cancel_nothing() {
-    let app = spawn_app_configured(|_| {}).await;
+    let app = TestApp::builder().configure(|_| {}).spawn().await;
     // A long conversation to replay and search.
     let old = app.new_session().await;
     let old_run = app.start(&old, "/demo long 20000").await;

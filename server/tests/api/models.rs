@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::backends::{openai, say, COMPLETIONS};
-use crate::helpers::{spawn_app, spawn_app_with_adapter, TestApp};
+use crate::helpers::TestApp;
 use crate::upstream::{Reply, Upstream};
 
 const MODELS: &str = "GET /v1/models";
@@ -53,7 +53,10 @@ async fn the_model_list_comes_from_the_provider_is_kept_a_while_and_can_be_refre
         ]),
     );
     upstream.script(MODELS, listing(&["scripted-model", "c-model"]));
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
 
     let (code, answer) = app.get("/api/models").await;
     assert_eq!(code, 200, "{answer}");
@@ -100,7 +103,10 @@ async fn a_conversation_asks_for_a_model_and_each_turn_names_the_one_that_answer
     for text in ["One.", "Two.", "Three.", "Four."] {
         upstream.script(COMPLETIONS, say(text));
     }
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
 
     // No choice made: the default answers, and the turn says so.
@@ -191,7 +197,10 @@ async fn a_provider_that_cannot_list_its_models_leaves_the_default() {
         MODELS,
         Reply::Json(500, json!({"error": {"message": "down"}})),
     );
-    let app = spawn_app_with_adapter(openai(&upstream, ws.path(), 4)).await;
+    let app = TestApp::builder()
+        .adapter(openai(&upstream, ws.path(), 4))
+        .spawn()
+        .await;
     let (code, answer) = app.get("/api/models").await;
     assert_eq!(code, 200, "{answer}");
     assert_eq!(ids(&answer), ["scripted-model"]);
@@ -220,7 +229,7 @@ async fn a_provider_that_cannot_list_its_models_leaves_the_default() {
 
 #[tokio::test]
 async fn a_backend_without_a_choice_of_model_offers_none_and_refuses_one() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let (code, answer) = app.get("/api/models").await;
     assert_eq!(
         (code, answer),

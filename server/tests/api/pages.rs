@@ -1,8 +1,8 @@
-use crate::helpers::{spawn_app, TestApp};
+use crate::helpers::TestApp;
 
 #[tokio::test]
 async fn healthz_reports_ok() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let res = reqwest::get(app.url("/healthz")).await.unwrap();
     assert_eq!(res.status(), 200);
     let body: serde_json::Value = res.json().await.unwrap();
@@ -11,7 +11,7 @@ async fn healthz_reports_ok() {
 
 #[tokio::test]
 async fn home_page_is_rendered_on_the_server_with_its_hydration_scripts() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let res = reqwest::get(app.url("/")).await.unwrap();
     assert_eq!(res.status(), 200);
     assert!(res.headers()["content-type"]
@@ -39,7 +39,7 @@ async fn home_page_is_rendered_on_the_server_with_its_hydration_scripts() {
 
 #[tokio::test]
 async fn unknown_pages_answer_404_with_a_way_back() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let res = reqwest::get(app.url("/no/such/page")).await.unwrap();
     assert_eq!(res.status(), 404);
     let html = res.text().await.unwrap();
@@ -49,7 +49,7 @@ async fn unknown_pages_answer_404_with_a_way_back() {
 
 #[tokio::test]
 async fn built_assets_are_served_from_the_site_root() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let res = reqwest::get(app.url("/pkg/anchorage.css")).await.unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(res.text().await.unwrap(), "body{color:red}");
@@ -58,7 +58,7 @@ async fn built_assets_are_served_from_the_site_root() {
 
 #[tokio::test]
 async fn pages_are_compressed_but_event_streams_are_not() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let client = reqwest::Client::new();
     let page = client
         .get(app.url("/"))
@@ -92,7 +92,7 @@ async fn pages_are_compressed_but_event_streams_are_not() {
 #[tokio::test]
 async fn the_bundle_is_served_from_its_precompressed_copies() {
     use std::io::Read as _;
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let pkg = app.site.path().join("pkg");
     let css: String = (0..4000)
         .map(|i| format!(".c{i}{{color:#{:06x}}}\n", i * 97))
@@ -150,7 +150,7 @@ fn page_data(html: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn a_session_page_carries_the_data_it_was_rendered_from() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let (status, _) = app
         .post(
@@ -199,7 +199,7 @@ async fn a_session_page_carries_the_data_it_was_rendered_from() {
 
 #[tokio::test]
 async fn an_unknown_session_shows_the_newest_with_a_notice() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let html = reqwest::get(app.url("/s/no-such-session"))
         .await
@@ -223,7 +223,7 @@ async fn an_unknown_session_shows_the_newest_with_a_notice() {
 
 #[tokio::test]
 async fn pages_carry_a_policy_that_admits_only_their_own_hydration_script() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let mut nonces = Vec::new();
     for _ in 0..2 {
         let res = reqwest::get(app.url("/")).await.unwrap();
@@ -267,7 +267,7 @@ async fn pages_carry_a_policy_that_admits_only_their_own_hydration_script() {
 
 #[tokio::test]
 async fn a_long_conversation_opens_on_its_latest_window_and_loads_earlier_ones_before_it() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let mut runs = Vec::new();
     for i in 0..25 {
@@ -342,7 +342,7 @@ async fn a_long_conversation_opens_on_its_latest_window_and_loads_earlier_ones_b
 
 #[tokio::test]
 async fn the_sidebar_lists_a_page_of_sessions_and_any_session_still_opens() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let mut ids = Vec::new();
     for i in 0..55 {
         let (_, body) = app
@@ -449,7 +449,7 @@ fn snapshot_of(run: &str, events: Vec<app::api::JournalEvent>) -> app::api::Turn
 
 #[tokio::test]
 async fn a_settled_turn_travels_as_its_snapshot_and_its_rows_come_when_asked() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let tools = app.start(&session, "/demo tools").await;
     app.wait_finished(&tools).await;
@@ -535,7 +535,7 @@ async fn make_stale(app: &TestApp, run: &str) {
 #[tokio::test]
 async fn snapshots_missing_or_of_an_older_version_are_made_again() {
     use server::store::Store;
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo tools").await;
     app.wait_finished(&run).await;
@@ -562,7 +562,7 @@ async fn snapshots_missing_or_of_an_older_version_are_made_again() {
 
 #[tokio::test]
 async fn an_empty_conversation_offers_the_agents_examples() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let (code, page) = app.get("/api/page").await;
     assert_eq!(code, 200);
     let prompts: Vec<&str> = page["examples"]

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use server::store::StoreError;
 
-use crate::helpers::{spawn_app, TestApp};
+use crate::helpers::TestApp;
 
 async fn listed(app: &TestApp, query: &str) -> Vec<(String, bool, bool)> {
     let (code, body) = app.get(&format!("/api/sessions{query}")).await;
@@ -41,7 +41,7 @@ async fn titled(app: &TestApp, title: &str) -> String {
 
 #[tokio::test]
 async fn pinned_conversations_come_first_and_archived_ones_leave_the_list() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let a = titled(&app, "alpha").await;
     let b = titled(&app, "bravo").await;
     let c = titled(&app, "charlie").await;
@@ -132,7 +132,7 @@ async fn pinned_conversations_come_first_and_archived_ones_leave_the_list() {
 
 #[tokio::test]
 async fn a_deleted_conversation_can_be_restored_until_it_is_removed_with_its_journal() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo prose").await;
     app.wait_finished(&run).await;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use server::runtime::agui::{AguiAgent, AguiSettings};
+use server::runtime::agui_client::{AguiAgent, AguiSettings};
 
-use crate::helpers::{spawn_app, spawn_app_with, spawn_app_with_adapter, SseEvent, TestApp};
+use crate::helpers::{of_kind, texts, SseEvent, TestApp};
 use crate::upstream::{data, split_bytes, Piece, Reply, Upstream};
 
 const AGENT: &str = "POST /agent";
@@ -29,17 +29,6 @@ fn agent(upstream: &Upstream, key: Option<&str>) -> Arc<AguiAgent> {
 fn script(events: &[Value], size: usize) -> Reply {
     let text: String = events.iter().map(|e| data(e.clone())).collect();
     Reply::Stream(split_bytes(&text, size))
-}
-
-fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {
-    events.iter().filter(|e| e.event == kind).collect()
-}
-
-fn texts(events: &[SseEvent], kind: &str) -> String {
-    of_kind(events, kind)
-        .iter()
-        .map(|e| e.data["text"].as_str().unwrap_or_default())
-        .collect()
 }
 
 /// The session's messages (role, content).
@@ -99,7 +88,10 @@ async fn an_agui_agents_events_become_the_turn_even_split_mid_character() {
                "usage": [{"inputTokens": 20, "outputTokens": 5}]}),
     ];
     upstream.script(AGENT, script(&events, 7));
-    let app = spawn_app_with_adapter(agent(&upstream, Some("k-test"))).await;
+    let app = TestApp::builder()
+        .adapter(agent(&upstream, Some("k-test")))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "Hi there").await;
     let status = app.wait_finished(&run).await;
@@ -196,7 +188,10 @@ async fn an_agui_agent_that_fails_pauses_or_drops_ends_the_turn_honestly() {
     upstream.script(AGENT, script(&[start.clone(), text("Cut")], 64));
     // The agent refuses.
     upstream.script(AGENT, Reply::Json(401, json!({"detail": "bad key"})));
-    let app = spawn_app_with_adapter(agent(&upstream, None)).await;
+    let app = TestApp::builder()
+        .adapter(agent(&upstream, None))
+        .spawn()
+        .await;
 
     let (session, events, status) = agent_turn(&app, "one").await;
     assert_eq!(status["terminal_state"], "error");
@@ -261,7 +256,10 @@ async fn stop_closes_the_connection_to_the_agui_agent() {
     );
     pieces.push(Piece::Hang);
     upstream.script(AGENT, Reply::Stream(pieces));
-    let app = spawn_app_with_adapter(agent(&upstream, None)).await;
+    let app = TestApp::builder()
+        .adapter(agent(&upstream, None))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "go").await;
     crate::helpers::wait_for_event(&app, &run, "token").await;
@@ -416,7 +414,7 @@ fn journal_tools(events: &[SseEvent]) -> (Vec<(String, Value)>, Vec<String>) {
 
 #[tokio::test]
 async fn anchorage_answers_as_an_agui_agent_live_and_from_its_journal() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let input = |run: &str, text: &str| {
         json!({"threadId": "thread-one", "runId": run, "state": {}, "tools": [], "context": [],
                "forwardedProps": {}, "messages": [{"id": format!("u-{run}"), "role": "user", "content": text}]})
@@ -512,7 +510,10 @@ async fn anchorage_answers_as_an_agui_agent_live_and_from_its_journal() {
 
 #[tokio::test]
 async fn a_client_joining_a_live_run_gets_the_agui_start_events_it_missed() {
-    let app = spawn_app_with(Duration::from_millis(4)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo long 300").await;
     crate::helpers::wait_for_event(&app, &run, "token").await;
@@ -525,7 +526,10 @@ async fn a_client_joining_a_live_run_gets_the_agui_start_events_it_missed() {
 
 #[tokio::test]
 async fn anchorage_answers_as_an_ai_sdk_chat_endpoint_and_resumes() {
-    let app = spawn_app_with(Duration::from_millis(4)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(4))
+        .spawn()
+        .await;
     let body = |text: &str, id: &str| {
         json!({"id": "chat-abc", "trigger": "submit-message",
                "messages": [{"id": id, "role": "user", "parts": [{"type": "text", "text": text}]}]})
@@ -660,7 +664,10 @@ async fn a_failed_turn_ends_each_protocols_stream_as_that_protocol_says_failure(
     };
     upstream.script(AGENT, failing());
     upstream.script(AGENT, failing());
-    let app = spawn_app_with_adapter(agent(&upstream, None)).await;
+    let app = TestApp::builder()
+        .adapter(agent(&upstream, None))
+        .spawn()
+        .await;
 
     let input = json!({"threadId": "failing", "runId": "r1",
                        "messages": [{"id": "u1", "role": "user", "content": "go"}]});

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use server::runtime::openai::{OpenAiAgent, OpenAiSettings};
 use server::runtime::workspaces::Workspaces;
 
-use crate::helpers::{parse_block, spawn_app_with_adapter, SseEvent, TestApp};
+use crate::helpers::{of_kind, parse_block, SseEvent, TestApp};
 
 /// The model server's `/v1` URL.
 fn llama_url() -> String {
@@ -56,7 +56,7 @@ async fn with_model(max_tokens: Option<u32>, context_tokens: Option<u32>) -> Mod
     )
     .unwrap();
     Model {
-        app: spawn_app_with_adapter(Arc::new(agent)).await,
+        app: TestApp::builder().adapter(Arc::new(agent)).spawn().await,
         _workspace: workspace,
     }
 }
@@ -94,10 +94,6 @@ async fn follow(app: &TestApp, run: &str, after: Option<u64>, stop_after: usize)
         }
     }
     out
-}
-
-fn of_kind<'a>(events: &'a [SseEvent], kind: &str) -> Vec<&'a SseEvent> {
-    events.iter().filter(|e| e.event == kind).collect()
 }
 
 fn tokens(events: &[SseEvent]) -> String {

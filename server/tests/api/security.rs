@@ -2,11 +2,11 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::spawn_app;
+use crate::helpers::TestApp;
 
 #[tokio::test]
 async fn other_hosts_and_cross_site_writes_are_refused_and_change_nothing() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let count = || async {
         let (_, list) = app.get("/api/sessions").await;
         list["sessions"].as_array().map_or(0, Vec::len)

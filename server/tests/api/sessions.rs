@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::{spawn_app, spawn_app_with};
+use crate::helpers::TestApp;
 
 #[tokio::test]
 async fn sessions_are_created_listed_newest_first_renamed_and_searched() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let (code, first) = app
         .post("/api/session/new", json!({"title": "Rust lifetimes"}))
         .await;
@@ -67,7 +67,10 @@ async fn sessions_are_created_listed_newest_first_renamed_and_searched() {
 
 #[tokio::test]
 async fn deleting_a_session_removes_its_journal_and_is_refused_while_running() {
-    let app = spawn_app_with(Duration::from_millis(20)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(20))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo slow").await;
     let (code, body) = app
@@ -93,7 +96,7 @@ async fn deleting_a_session_removes_its_journal_and_is_refused_while_running() {
 
 #[tokio::test]
 async fn export_gives_markdown_and_the_journal_as_json_lines() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo prose").await;
     app.wait_finished(&run).await;
@@ -159,7 +162,7 @@ async fn export_gives_markdown_and_the_journal_as_json_lines() {
 async fn writes_from_several_requests_while_a_run_journals_never_fail() {
     // Session deletes, renames and new sessions race the journal writer; each waits its turn
     // for the write lock instead of failing.
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let busy = app.new_session().await;
     let run = app.start(&busy, "/demo long 3000").await;
     let mut codes = Vec::new();
@@ -184,7 +187,7 @@ async fn writes_from_several_requests_while_a_run_journals_never_fail() {
 
 #[tokio::test]
 async fn a_search_hit_in_a_message_names_the_turn_it_belongs_to() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let mut runs = Vec::new();
     for word in ["alpha", "narwhal", "gamma", "narwhal again", "delta"] {
@@ -226,7 +229,7 @@ async fn a_search_hit_in_a_message_names_the_turn_it_belongs_to() {
 
 #[tokio::test]
 async fn a_list_and_search_results_come_a_page_at_a_time() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let limit = server::routes::LIST_LIMIT as usize;
     for i in 0..=limit {
         let title = format!("Walrus notes {i}");

@@ -4,21 +4,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::{read_sse, spawn_app, spawn_app_full, spawn_app_with, SseEvent, TestApp};
+use crate::helpers::{assert_gapless, read_sse, SseEvent, TestApp};
 use futures::StreamExt;
 
-fn assert_gapless(events: &[SseEvent], from: u64) {
-    for (i, e) in events.iter().enumerate() {
-        assert_eq!(
-            e.seq(),
-            from + 1 + i as u64,
-            "gapless and in order: {events:?}"
-        );
-    }
-}
-
 fn assert_well_formed_run(events: &[SseEvent]) {
-    assert_gapless(events, 0);
+    assert_gapless(events, 1, "a whole run");
     let terminals = events
         .iter()
         .filter(|e| matches!(e.event.as_str(), "done" | "cancel" | "apperror"))
@@ -39,7 +29,7 @@ fn assert_well_formed_run(events: &[SseEvent]) {
 
 #[tokio::test]
 async fn a_finished_run_resumes_from_every_cursor_with_exactly_the_missing_events() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo tools").await;
     app.wait_finished(&run).await;
@@ -54,7 +44,10 @@ async fn a_finished_run_resumes_from_every_cursor_with_exactly_the_missing_event
 
 #[tokio::test]
 async fn a_running_run_resumes_from_every_cursor_with_exactly_the_missing_events() {
-    let app = spawn_app_with(Duration::from_millis(4)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(4))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo long 120").await;
     tokio::time::sleep(Duration::from_millis(150)).await;
@@ -95,7 +88,10 @@ async fn a_running_run_resumes_from_every_cursor_with_exactly_the_missing_events
 
 #[tokio::test]
 async fn fifty_concurrent_followers_see_identical_sequences() {
-    let app = spawn_app_with(Duration::from_millis(2)).await;
+    let app = TestApp::builder()
+        .demo_delay(Duration::from_millis(2))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo long 200").await;
     let mut tasks = Vec::new();
@@ -137,7 +133,7 @@ async fn stream_with_header(
 
 #[tokio::test]
 async fn cursors_that_do_not_fit_replay_from_the_start_and_after_seq_beats_the_header() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo prose").await;
     app.wait_finished(&run).await;
@@ -173,7 +169,7 @@ async fn cursors_that_do_not_fit_replay_from_the_start_and_after_seq_beats_the_h
 
 #[tokio::test]
 async fn stream_status_reports_the_journal_and_unknown_runs_are_404() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
     let run = app.start(&session, "/demo prose").await;
     let status = app.wait_finished(&run).await;
@@ -193,7 +189,11 @@ async fn stream_status_reports_the_journal_and_unknown_runs_are_404() {
 #[tokio::test]
 async fn a_silent_stream_gets_heartbeats_and_ids_on_every_journaled_frame() {
     let db = crate::helpers::TestDb::new().await;
-    let app = spawn_app_full(db, Duration::ZERO, Some(Duration::from_millis(150))).await;
+    let app = TestApp::builder()
+        .db(db)
+        .heartbeat(Duration::from_millis(150))
+        .spawn()
+        .await;
     let session = app.new_session().await;
     // The approval scenario waits for the user: the run goes quiet.
     let run = app.start(&session, "/demo approval").await;

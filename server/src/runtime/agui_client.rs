@@ -68,13 +68,6 @@ impl AguiAgent {
     }
 
     async fn turn(&self, turn: &TurnRequest, io: &RunIo) -> Result<RunEnd, Fail> {
-        if turn.first_turn {
-            io.emit(
-                EventKind::Title,
-                json!({ "title": super::demo::title_for(&turn.message) }),
-            )
-            .await?;
-        }
         let mut messages: Vec<Value> = turn
             .history
             .iter()

@@ -1,0 +1,502 @@
+//! `TurnState`: a turn as the page holds it, fed by journal rows and live frames alike; its
+//! answer, its ending, and the side channels the anchor leaves out (todos, open requests).
+
+use anchor::{
+    Applied, EventKind, Kind, Mode, Registry, RowChange, Seed, SourceEvent, TerminalState,
+};
+use serde_json::{json, Value};
+
+use super::segments::{push_segment, str_of, Segment, SegmentKind};
+use super::worklog::step_count;
+use crate::api::{JournalEvent, TurnData, TurnNotices, TurnSnapshot};
+
+/// An approval or clarify request waiting for the user.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pending {
+    /// Approve or deny an action.
+    Approval {
+        /// Its id.
+        id: String,
+        /// The command to run.
+        command: String,
+        /// What it does.
+        description: String,
+    },
+    /// Answer a question.
+    Clarify {
+        /// Its id.
+        id: String,
+        /// The question.
+        question: String,
+        /// Offered answers.
+        choices: Vec<String>,
+    },
+}
+
+impl Pending {
+    /// Its id.
+    pub fn id(&self) -> &str {
+        match self {
+            Pending::Approval { id, .. } | Pending::Clarify { id, .. } => id,
+        }
+    }
+}
+
+/// One assistant turn on the page.
+#[derive(Clone, Debug)]
+pub struct TurnState {
+    /// The anchor.
+    pub registry: Registry,
+    /// The run.
+    pub run_id: String,
+    /// The highest journal seq applied.
+    pub last_seq: u64,
+    /// Display segments, in acceptance order.
+    pub segments: Vec<Segment>,
+    /// The latest todo list.
+    pub todos: Option<Value>,
+    /// What the turn says beside its answer: earlier context left out, the answer cut off.
+    pub notices: TurnNotices,
+    /// Requests waiting for the user.
+    pub pending: Vec<Pending>,
+    /// `stream_end` was seen: nothing more will come.
+    pub ended: bool,
+    /// When the first and the last event happened.
+    pub first_at: Option<f64>,
+    /// When the last event happened.
+    pub last_at: Option<f64>,
+    /// How the user answered each approval or question, by its id ("Allowed once", …).
+    pub answers: std::collections::HashMap<String, String>,
+    /// Bumped whenever [`TurnState::process`] may have changed: not by the answer's tokens, so
+    /// what is derived from the process (the worklog, the stream) is not redone per token.
+    pub process_rev: u64,
+    next_key: u64,
+    /// A settled turn loaded as its snapshot: what it shows until its rows are loaded (the
+    /// registry and the segments are empty meanwhile).
+    folded: Option<Box<TurnSnapshot>>,
+}
+
+pub(super) fn ctx(session_id: &str, run_id: &str) -> Value {
+    json!({"session_id": session_id, "stream_id": run_id})
+}
+
+/// How a turn's answer stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerState {
+    /// The turn runs; the answer is taking shape.
+    Streaming,
+    /// The turn completed and its final answer is settled.
+    Final,
+    /// The turn completed; its settled message is on its way.
+    Settling,
+    /// The turn ended some other way (stopped, failed, interrupted): what was streamed stays,
+    /// marked as partial.
+    Partial,
+}
+
+impl AnswerState {
+    /// The `data-final-answer` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerState::Streaming | AnswerState::Settling => "streaming",
+            AnswerState::Final => "true",
+            AnswerState::Partial => "partial",
+        }
+    }
+}
+
+impl TurnState {
+    /// A turn rebuilt from its journal.
+    pub fn new(session_id: &str, turn: &TurnData) -> Self {
+        let registry = Registry::new(
+            &Seed::new(session_id)
+                .turn(turn.turn_id.clone())
+                .run(turn.run_id.clone())
+                .stream(turn.run_id.clone()),
+        )
+        .expect("a session id is never empty");
+        let mut state = TurnState {
+            registry,
+            run_id: turn.run_id.clone(),
+            last_seq: 0,
+            segments: Vec::new(),
+            todos: None,
+            notices: TurnNotices::default(),
+            pending: Vec::new(),
+            ended: false,
+            first_at: None,
+            last_at: None,
+            answers: std::collections::HashMap::new(),
+            process_rev: 0,
+            next_key: 0,
+            folded: None,
+        };
+        if let Some(snapshot) = &turn.snapshot {
+            state.last_seq = snapshot.last_seq;
+            (state.first_at, state.last_at) = snapshot.span;
+            state.ended = true;
+            state.folded = Some(Box::new(snapshot.clone()));
+            return state;
+        }
+        let context = ctx(session_id, &turn.run_id);
+        for event in &turn.events {
+            state.apply_journal(event, &context);
+        }
+        state
+    }
+
+    /// Applies a journal row (from the page data).
+    pub fn apply_journal(&mut self, event: &JournalEvent, context: &Value) -> bool {
+        if event.seq <= self.last_seq {
+            return false;
+        }
+        let input = json!({
+            "event": event.kind,
+            "event_id": format!("{}:{}", self.run_id, event.seq),
+            "seq": event.seq,
+            "run_id": self.run_id,
+            "payload": event.payload,
+        });
+        self.absorb(&event.kind, &event.payload, event.seq, |r| {
+            r.apply(&input, context)
+        });
+        true
+    }
+
+    /// Applies a live SSE frame; returns whether it was new. Frames at or below the last seq
+    /// were already applied (from the page data or before a reconnect) and change nothing.
+    pub fn apply_frame(
+        &mut self,
+        kind: &str,
+        data: &str,
+        last_event_id: &str,
+        session_id: &str,
+    ) -> bool {
+        let Some(seq) = last_event_id.rsplit_once(':').and_then(|(run, seq)| {
+            (run == self.run_id)
+                .then(|| seq.parse::<u64>().ok())
+                .flatten()
+        }) else {
+            return false;
+        };
+        if seq <= self.last_seq {
+            return false;
+        }
+        let payload: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+        // The frame exactly as the browser got it: type, data, and its own id.
+        let input = SourceEvent::live_frame(kind, data, Some(last_event_id));
+        let context = ctx(session_id, &self.run_id);
+        // Built from its parts, the frame is never a JSON object: a few percent less per token.
+        self.absorb(kind, &payload, seq, |r| r.apply(&input, &context));
+        true
+    }
+
+    fn absorb(
+        &mut self,
+        kind: &str,
+        payload: &Value,
+        seq: u64,
+        apply: impl FnOnce(&mut Registry) -> Applied,
+    ) {
+        self.last_seq = seq;
+        if let Some(at) = payload.get("created_at").and_then(Value::as_f64) {
+            self.first_at.get_or_insert(at);
+            self.last_at = Some(at);
+        }
+        let known = EventKind::parse(kind);
+        match known {
+            Some(EventKind::TodoState) => self.todos = Some(payload.clone()),
+            Some(EventKind::ContextStatus) if str_of(payload, "status") == "trimmed" => {
+                self.notices.left_out = Some(str_of(payload, "message")).filter(|m| !m.is_empty());
+            }
+            Some(EventKind::Done) => {
+                self.notices.cut_off = payload
+                    .get("cut_off")
+                    .map(|c| str_of(c, "message"))
+                    .filter(|m| !m.is_empty());
+            }
+            Some(EventKind::Approval) => self.pending.push(Pending::Approval {
+                id: str_of(payload, "approval_id"),
+                command: str_of(payload, "command"),
+                description: str_of(payload, "description"),
+            }),
+            Some(EventKind::Clarify) => self.pending.push(Pending::Clarify {
+                id: str_of(payload, "clarify_id"),
+                question: str_of(payload, "question"),
+                choices: payload
+                    .get("choices_offered")
+                    .and_then(Value::as_array)
+                    .map(|c| {
+                        c.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }),
+            Some(EventKind::ApprovalResolved | EventKind::ClarifyResolved) => {
+                let approval = known == Some(EventKind::ApprovalResolved);
+                let id = str_of(
+                    payload,
+                    if approval {
+                        "approval_id"
+                    } else {
+                        "clarify_id"
+                    },
+                );
+                self.pending.retain(|p| p.id() != id);
+                let answer = if approval {
+                    match str_of(payload, "choice").as_str() {
+                        "once" => "Allowed once".to_owned(),
+                        "session" => "Allowed for this session".to_owned(),
+                        "always" => "Always allowed".to_owned(),
+                        "deny" => "Denied".to_owned(),
+                        _ => String::new(),
+                    }
+                } else {
+                    let response = str_of(payload, "response");
+                    if response.trim().is_empty() {
+                        "No answer".to_owned()
+                    } else {
+                        format!("Answered: {response}")
+                    }
+                };
+                if !id.is_empty() && !answer.is_empty() {
+                    self.answers.insert(id, answer);
+                }
+            }
+            Some(EventKind::StreamEnd) => self.ended = true,
+            None => self.unrecognised(kind, payload, seq),
+            Some(_) => {}
+        }
+        let applied = apply(&mut self.registry);
+        if self.registry.anchor().lifecycle.terminal_state.is_some() {
+            self.pending.clear();
+        }
+        if let Some(RowChange::Appended(i)) = applied.change.row {
+            if let Some(row) = self.registry.row(i) {
+                push_segment(&mut self.segments, &mut self.next_key, &row);
+                // The answer's prose and the terminal note are not process; anything else
+                // appended (or reasoning growing) is, and turns the prose before it into process.
+                if self
+                    .segments
+                    .last()
+                    .is_some_and(|s| !matches!(s.kind, SegmentKind::Prose | SegmentKind::Terminal))
+                {
+                    self.process_rev += 1;
+                }
+            }
+        }
+    }
+
+    /// An event of a kind this build does not know (a newer server sent it): shown as a note
+    /// in the turn's work instead of vanishing, so what the turn did is never silently lost.
+    fn unrecognised(&mut self, kind: &str, payload: &Value, seq: u64) {
+        let name: String = kind.chars().filter(|c| !c.is_control()).take(64).collect();
+        self.segments.push(Segment {
+            key: self.next_key,
+            row_id: format!("{}:{seq}", self.run_id),
+            kind: SegmentKind::Lifecycle,
+            rev: 0,
+            source: name.clone(),
+            text: format!("This page does not know the event “{name}”: reload to update it."),
+            status: Some("unrecognised".to_owned()),
+            at: payload.get("created_at").and_then(Value::as_f64),
+            tool: None,
+            interaction: None,
+            merging: false,
+        });
+        self.next_key += 1;
+        self.process_rev += 1;
+    }
+}
+
+impl TurnState {
+    /// The settled final answer (`""` until there is one).
+    pub fn final_answer(&self) -> &str {
+        match &self.folded {
+            Some(s) if s.settled => &s.answer,
+            Some(_) => "",
+            None => &self.registry.anchor().content.final_answer,
+        }
+    }
+
+    /// How the turn ended, once it has.
+    pub fn terminal_state(&self) -> Option<TerminalState> {
+        match &self.folded {
+            Some(s) => s.terminal,
+            None => self.registry.anchor().lifecycle.terminal_state,
+        }
+    }
+
+    /// The row count of the anchor's scene.
+    pub fn row_count(&self) -> usize {
+        match &self.folded {
+            Some(s) => s.rows,
+            None => self.registry.row_count(),
+        }
+    }
+
+    /// The turn shows its snapshot: its rows (the steps, the stream) are not loaded.
+    pub fn needs_rows(&self) -> bool {
+        self.folded.is_some()
+    }
+
+    /// How many steps the worklog lists (see [`step_count`]).
+    pub fn steps(&self) -> usize {
+        match &self.folded {
+            Some(s) => s.steps,
+            None => step_count(&self.process()),
+        }
+    }
+
+    /// The stream's rows and how many of them are tool calls.
+    pub fn stream_counts(&self) -> (usize, usize) {
+        match &self.folded {
+            Some(s) => s.stream,
+            None => (
+                self.process().len(),
+                self.segments
+                    .iter()
+                    .filter(|seg| seg.kind == SegmentKind::ToolStart)
+                    .count(),
+            ),
+        }
+    }
+
+    /// The input and output tokens the turn reported.
+    pub fn usage_tokens(&self) -> Option<(u64, u64)> {
+        if let Some(s) = &self.folded {
+            return s.usage;
+        }
+        let usage = self.registry.anchor().usage.as_ref()?;
+        let input = usage.get("input_tokens")?.as_u64()?;
+        let output = usage.get("output_tokens")?.as_u64()?;
+        Some((input, output))
+    }
+
+    /// What the terminal note says, and its hint (for the card of a turn that did not
+    /// complete).
+    pub fn terminal_note(&self) -> (String, String) {
+        if let Some(s) = &self.folded {
+            return s.note.clone();
+        }
+        let message = self
+            .segments
+            .iter()
+            .rev()
+            .find(|seg| seg.kind == SegmentKind::Terminal)
+            .map(|n| n.text.clone())
+            .unwrap_or_default();
+        let hint = self
+            .registry
+            .anchor()
+            .activity_events
+            .iter()
+            .rev()
+            .find(|e| e.kind == Some(Kind::TerminalStatus))
+            .and_then(|e| e.payload.get("hint").and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        (message, hint)
+    }
+
+    /// What the turn says beside its answer.
+    pub fn notices(&self) -> TurnNotices {
+        match &self.folded {
+            Some(s) => s.notices.clone(),
+            None => self.notices.clone(),
+        }
+    }
+
+    /// What a settled turn shows folded, to stand for its journal in page data (`None` while
+    /// it runs). A turn made from it shows the same as this one, until its rows are loaded.
+    pub fn snapshot(&self) -> Option<TurnSnapshot> {
+        if let Some(s) = &self.folded {
+            return Some((**s).clone());
+        }
+        let terminal = self.terminal_state()?;
+        let settled = !self.final_answer().is_empty();
+        Some(TurnSnapshot {
+            answer: self.answer_text(),
+            settled,
+            terminal: Some(terminal),
+            note: self.terminal_note(),
+            usage: self.usage_tokens(),
+            steps: self.steps(),
+            stream: self.stream_counts(),
+            rows: self.row_count(),
+            last_seq: self.last_seq,
+            span: (self.first_at, self.last_at),
+            notices: self.notices.clone(),
+        })
+    }
+
+    /// Seconds between the first and the last event.
+    pub fn elapsed(&self) -> Option<f64> {
+        Some(self.last_at? - self.first_at?).filter(|e| *e >= 0.0)
+    }
+
+    /// Indices of the segments that stream the answer: the prose after the last segment that
+    /// breaks it (see [`anchor::answer::breaks_answer`]), with a trailing terminal note left out.
+    pub fn answer_stream(&self) -> std::ops::Range<usize> {
+        let end = self
+            .segments
+            .iter()
+            .rposition(|s| s.kind != SegmentKind::Terminal)
+            .map_or(0, |i| i + 1);
+        let start = self.segments[..end]
+            .iter()
+            .rposition(|s| s.kind != SegmentKind::Prose)
+            .map_or(0, |i| i + 1);
+        start..end
+    }
+
+    /// The answer as shown: the settled final answer once there is one, else the prose the
+    /// turn has streamed as its answer so far (see [`anchor::answer::answer_tail`]: the server stores the same
+    /// text as the partial answer of a turn that did not complete).
+    pub fn answer_text(&self) -> String {
+        if let Some(s) = &self.folded {
+            return s.answer.clone();
+        }
+        let settled = self.final_answer();
+        if !settled.is_empty() {
+            return settled.to_owned();
+        }
+        anchor::answer::join_prose(
+            self.segments[self.answer_stream()]
+                .iter()
+                .filter(|s| s.kind == SegmentKind::Prose)
+                .map(|s| (s.source.as_str(), s.text.as_str())),
+        )
+    }
+
+    /// How the answer stands.
+    pub fn answer_state(&self) -> AnswerState {
+        match self.terminal_state() {
+            None => AnswerState::Streaming,
+            Some(TerminalState::Completed) if self.final_answer().is_empty() => {
+                AnswerState::Settling
+            }
+            Some(TerminalState::Completed) => AnswerState::Final,
+            Some(_) => AnswerState::Partial,
+        }
+    }
+
+    /// Segments that show as process (the worklog), in order: everything but the terminal note
+    /// and the answer stream, which the answer shows whatever the turn's ending.
+    pub fn process(&self) -> Vec<&Segment> {
+        let hide = self.answer_stream();
+        self.segments
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| !hide.contains(i) && s.kind != SegmentKind::Terminal)
+            .map(|(_, s)| s)
+            .collect()
+    }
+
+    /// The scene in a display mode (for diagnostics and tests).
+    pub fn scene_json(&self, mode: Mode) -> Value {
+        serde_json::to_value(self.registry.scene(mode)).unwrap_or(Value::Null)
+    }
+}
