@@ -405,9 +405,12 @@ fn Steps(
     let count = move || counted(total.get(), if stream { "event" } else { "step" });
     let stored = StoredValue::new(turn);
     let load = move |_| stored.with_value(|t| chat.load_rows(t));
+    // Which of the four this is, as a memo: the count changes with every step, and a closure
+    // that read it would make the items anew each time (their window, and the reader's "Show
+    // earlier", started over under the reader's eyes). A turn with no steps has nothing to load.
+    let has_rows = Memo::new(move |_| !needs.get() || total.get() == 0);
     move || {
-        // A turn with no steps has nothing to load.
-        if !needs.get() || total.get() == 0 {
+        if has_rows.get() {
             return EitherOf4::A(view! {
                 <ProcessItems turn=stored.get_value() process=process turn_over=turn_over stream=stream />
             });
