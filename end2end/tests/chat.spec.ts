@@ -79,8 +79,10 @@ test.describe("chatting", () => {
 
     await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
-    const traceRows = await turn.locator("[data-row-id]").evaluateAll((els) => els.map((e) => e.getAttribute("data-row-id")));
-    expect(traceRows.length).toBeGreaterThan(5);
+    // The settled turn came as its snapshot: its rows arrive with the journal it now fetches.
+    const rows = turn.locator("[data-row-id]");
+    await expect.poll(() => rows.count()).toBeGreaterThan(5);
+    const traceRows = await rows.evaluateAll((els) => els.map((e) => e.getAttribute("data-row-id")));
     expect(new Set(traceRows).size).toBe(traceRows.length);
 
     await page.locator("[data-mode-switch] button", { hasText: "Worklog" }).click();
