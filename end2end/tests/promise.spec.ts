@@ -340,6 +340,45 @@ test("scrolling up while an answer streams stays up; Jump to latest brings the r
   expect(gap).toBeLessThanOrEqual(2);
 });
 
+test("content above the view that shrinks as the answer grows below does not stop following; the reader's scroll does", async ({ page, request }) => {
+  test.setTimeout(60_000);
+  await openNewSession(page, request);
+  await send(page, "/demo long 2000");
+  const transcript = page.locator(".transcript");
+  await expect.poll(() => transcript.evaluate((el) => el.scrollHeight - el.clientHeight), { timeout: 20_000 }).toBeGreaterThan(300);
+  await expect.poll(() => transcript.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight)).toBeLessThanOrEqual(2);
+  const jump = page.getByRole("button", { name: /Jump to latest/ });
+  await page.evaluate(() => {
+    (window as any).__jumps = 0;
+    new MutationObserver(() => {
+      if (document.querySelector(".jump-latest")) (window as any).__jumps++;
+    }).observe(document.body, { subtree: true, childList: true });
+  });
+  // What a long turn's row window does in one update: rows leave above the view as more
+  // arrive below. The browser keeps what is on screen in place (its scroll position drops by
+  // what left); that is not the reader scrolling up.
+  const dropped = await transcript.evaluate((el) => {
+    const before = el.scrollTop;
+    (el.querySelector(".turn .user-message") as HTMLElement).style.display = "none";
+    (el.querySelector(".transcript-dock") as HTMLElement).style.paddingBottom = "400px";
+    return before - el.scrollTop;
+  });
+  expect(dropped).toBeGreaterThan(0);
+  // Still following: the view goes back to the bottom as the answer grows, and Jump to latest
+  // never showed.
+  await expect
+    .poll(() => transcript.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight), { timeout: 10_000 })
+    .toBeLessThanOrEqual(2);
+  expect(await page.evaluate(() => (window as any).__jumps)).toBe(0);
+  await expect(jump).toHaveCount(0);
+  // The reader scrolling up (a drag, the scroll bar) stops following.
+  await transcript.evaluate((el) => el.scrollBy(0, -200));
+  await expect(jump).toBeVisible();
+  const away = await transcript.evaluate((el) => el.scrollTop);
+  await expect.poll(() => transcript.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight)).toBeGreaterThan(100);
+  expect(await transcript.evaluate((el) => el.scrollTop)).toBe(away);
+});
+
 test("a settled turn reads in the past tense, one row per tool call", async ({ page, request }) => {
   for (const mode of ["Stream", "Worklog"] as const) {
     await openNewSession(page, request);

@@ -47,7 +47,11 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
         let open = chat.settings.get();
         if let Some(el) = dialog.get() {
             if open && !el.open() {
-                let _ = el.show_modal();
+                // Refused (the page is mid-change): shown all the same, not as a modal.
+                if let Err(refusal) = el.show_modal() {
+                    leptos::logging::error!("Settings shown without a modal: {refusal:?}");
+                    el.set_open(true);
+                }
                 load_grants();
             } else if !open && el.open() {
                 el.close();
