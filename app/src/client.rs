@@ -274,7 +274,7 @@ pub fn to_login(come_back: bool) {
         return;
     };
     let location = window.location();
-    let mut target = "/login".to_owned();
+    let mut target = crate::api::paths::LOGIN_PAGE.to_owned();
     if come_back {
         let here = format!(
             "{}{}",

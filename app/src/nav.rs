@@ -19,8 +19,7 @@ thread_local! {
     static SHOWN: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-/// The address of a new conversation (stored once its first message is sent).
-pub const NEW_CHAT: &str = "/new";
+pub use crate::api::paths::NEW_CHAT;
 
 /// The address of what the page shows: its session, or a new conversation.
 pub fn address_of(chat: ChatState) -> String {

@@ -201,7 +201,7 @@ async fn replay_benchmark(db: &Db) -> Value {
             attachments: &[],
             client_id: None,
             queued_id: None,
-            place: server::store::Place::Next,
+            place: server::store::TurnAt::Next,
             default_model: None,
             // This instance's: no reaper takes it while the journal is written.
             lease: server::store::Lease {
@@ -534,7 +534,7 @@ async fn journal_benchmark(db: &Db) -> Value {
                     attachments: &[],
                     client_id: None,
                     queued_id: None,
-                    place: server::store::Place::Next,
+                    place: server::store::TurnAt::Next,
                     default_model: None,
                     lease: server::store::Lease {
                         instance: &instance,

@@ -279,7 +279,11 @@ pub async fn require_page(State(state): State<AppState>, request: Request, next:
                 .path_and_query()
                 .map_or("/", |p| p.as_str())
                 .to_owned();
-            see_other(&format!("/login?next={}", query_encode(&here)))
+            see_other(&format!(
+                "{}?next={}",
+                app::api::paths::LOGIN_PAGE,
+                query_encode(&here)
+            ))
         }
         Err(Denied::Store(e)) => ApiError::from(e).into_response(),
     }
@@ -388,7 +392,7 @@ pub fn safe_next(next: Option<&str>) -> String {
         && !next.contains('\\')
         && !next.chars().any(char::is_control)
         && next.len() <= 2048
-        && !next.starts_with("/login");
+        && !next.starts_with(app::api::paths::LOGIN_PAGE);
     if ok {
         next.to_owned()
     } else {

@@ -14,11 +14,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
 
-use crate::store::{JournalRow, Store};
+pub use crate::store::Frame;
+use crate::store::Store;
 
 /// Frames a slow follower may fall behind before it re-reads from the journal.
 const CHANNEL_CAPACITY: usize = 1024;
@@ -27,27 +27,6 @@ const FEED_PAGE: u32 = 512;
 /// How often a feed looks at the journal with no announcement (one lost while the listener
 /// reconnected, or a database that announces nothing).
 const FEED_POLL: Duration = Duration::from_secs(1);
-
-/// A committed journal row with its SSE encoding, shared by every follower.
-#[derive(Debug)]
-pub struct Frame {
-    /// The row.
-    pub row: JournalRow,
-    /// `id: run:seq`, `event: type`, `data: payload` and the blank line.
-    pub sse: Bytes,
-}
-
-impl Frame {
-    /// Encodes a row once.
-    pub fn new(row: JournalRow) -> Self {
-        let data = serde_json::to_string(&row.payload).unwrap_or_else(|_| "{}".to_owned());
-        let sse = crate::wire::encode_frame(&row.run_id, row.seq, &row.kind, &data);
-        Frame {
-            row,
-            sse: Bytes::from(sse),
-        }
-    }
-}
 
 struct Channel {
     tx: broadcast::Sender<Arc<Frame>>,
@@ -221,7 +200,7 @@ async fn feed(
             for row in rows {
                 let ended = row.kind == anchor::EventKind::StreamEnd.name();
                 cursor = row.seq;
-                hub.publish(Arc::new(Frame::new(row)));
+                hub.publish(Arc::new(Frame::encode(row)));
                 if ended {
                     hub.end_feed(&run_id, &wake, true);
                     return;

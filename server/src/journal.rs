@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::hub::{Frame, Hub};
 use crate::limits::Stats;
 use crate::store::prelude::*;
-use crate::store::{JournalOp, JournalRow, NewEvent, SettledAnswer, StoreError};
+use crate::store::{JournalOp, NewEvent, SettledAnswer, StoreError};
 
 /// How many queued writes one transaction may carry.
 const MAX_BATCH: usize = 512;
@@ -177,7 +177,7 @@ async fn commit_with_retry(
     store: &dyn JournalStore,
     ops: Vec<JournalOp>,
     stats: &Stats,
-) -> Vec<Result<Vec<JournalRow>, StoreError>> {
+) -> Vec<Result<Vec<Frame>, StoreError>> {
     let mut last = match store.commit(ops.clone()).await {
         Ok(results) => return results,
         Err(e) => e,
@@ -222,8 +222,8 @@ async fn write_loop(
         for (result, reply) in results.into_iter().zip(replies) {
             let result = result.map(|rows| {
                 rows.into_iter()
-                    .map(|row| {
-                        let frame = Arc::new(Frame::new(row));
+                    .map(|frame| {
+                        let frame = Arc::new(frame);
                         hub.publish(Arc::clone(&frame));
                         frame
                     })
@@ -244,7 +244,7 @@ mod tests {
 
     use super::*;
     use crate::store::sql::SqlStore;
-    use crate::store::{Frames, JournalRow, Lease, NewTurn, Place, Run};
+    use crate::store::{Frames, JournalRow, Lease, NewTurn, TurnAt, Run};
 
     /// The journal part of the real SQLite store, whose next `failures` commits fail as a busy
     /// database does (the writer uses nothing else).
@@ -283,7 +283,7 @@ mod tests {
         async fn commit(
             &self,
             ops: Vec<JournalOp>,
-        ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError> {
+        ) -> Result<Vec<Result<Vec<Frame>, StoreError>>, StoreError> {
             if self.failures.load(Ordering::SeqCst) > 0 {
                 self.failures.fetch_sub(1, Ordering::SeqCst);
                 return Err(StoreError::Database(sqlx::Error::PoolTimedOut));
@@ -326,7 +326,7 @@ mod tests {
                 attachments: &[],
                 client_id: None,
                 queued_id: None,
-                place: Place::Next,
+                place: TurnAt::Next,
                 default_model: None,
                 lease: Lease {
                     instance: "test",
@@ -428,7 +428,10 @@ mod tests {
         let seqs: Vec<Vec<(String, u64)>> = results
             .iter()
             .map(|r| match r {
-                Ok(rows) => rows.iter().map(|row| (row.kind.clone(), row.seq)).collect(),
+                Ok(frames) => frames
+                    .iter()
+                    .map(|f| (f.row.kind.clone(), f.row.seq))
+                    .collect(),
                 Err(_) => Vec::new(),
             })
             .collect();

@@ -307,12 +307,12 @@ pub fn router(state: AppState) -> Router {
     let page_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_page);
     let pages = Router::new()
         .route("/", get(pages::newest))
-        .route("/s/{session_id}", get(pages::session))
-        .route("/new", get(pages::new_chat))
+        .route(app::api::paths::SESSION_PAGE, get(pages::session))
+        .route(app::api::paths::NEW_CHAT, get(pages::new_chat))
         .route_layer(page_gate);
     Router::new()
         .route(app::api::paths::HEALTH, get(routes::health::healthz))
-        .route("/login", get(auth::login_form))
+        .route(app::api::paths::LOGIN_PAGE, get(auth::login_form))
         .route(
             security::FORM_PATH,
             axum::routing::post(auth::login).layer(axum::extract::DefaultBodyLimit::max(16 * 1024)),

@@ -276,6 +276,7 @@ fn summary(s: &Session) -> SessionSummary {
         active_run_id: s.active_run_id.clone(),
         hit_turn_id: s.hit_turn_id.clone(),
         pinned: s.pinned,
+        pinned_at: s.pinned_at,
         archived: s.archived,
     }
 }
@@ -301,21 +302,7 @@ impl PageBackend {
     /// The sidebar around a new conversation (none shown).
     pub async fn new_page(&self) -> Result<SessionPage, String> {
         let (sessions, more_sessions) = self.sidebar().await.map_err(|e| e.to_string())?;
-        Ok(SessionPage {
-            sessions: sessions.iter().map(summary).collect(),
-            more_sessions,
-            session: None,
-            missing: false,
-            agent: self.agent.clone(),
-            user: self.user(),
-            mode: None,
-            examples: self.examples.clone(),
-            default_model: self.default_model.clone(),
-            theme: None,
-            now: crate::clock::now(),
-            tz_offset: None,
-            event_kinds: event_kinds(),
-        })
+        Ok(self.assemble(&sessions, more_sessions, None, false))
     }
 
     /// As [`PageBackend::page`], with the turns `which` says.
@@ -342,7 +329,19 @@ impl PageBackend {
             Some(s) => Some(self.detail(&s, which).await.map_err(|e| e.to_string())?),
             None => None,
         };
-        Ok(SessionPage {
+        Ok(self.assemble(&sessions, more_sessions, session, missing))
+    }
+
+    /// The one place a page is made: the sidebar, what is shown, and what the server says
+    /// of itself and of now. (The browser's cookies fill `mode`, `theme` and `tz_offset`.)
+    fn assemble(
+        &self,
+        sessions: &[Session],
+        more_sessions: bool,
+        session: Option<SessionDetail>,
+        missing: bool,
+    ) -> SessionPage {
+        SessionPage {
             sessions: sessions.iter().map(summary).collect(),
             more_sessions,
             session,
@@ -356,7 +355,7 @@ impl PageBackend {
             now: crate::clock::now(),
             tz_offset: None,
             event_kinds: event_kinds(),
-        })
+        }
     }
 }
 

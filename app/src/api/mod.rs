@@ -30,9 +30,26 @@ pub struct SessionSummary {
     /// Pinned to the top of the list.
     #[serde(default)]
     pub pinned: bool,
+    /// When it was pinned (seconds since the epoch): the latest pinned comes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_at: Option<f64>,
     /// Archived (out of the list).
     #[serde(default)]
     pub archived: bool,
+}
+
+impl SessionSummary {
+    /// The sidebar's order, its one rule: the pinned first, the latest pinned at the top; then
+    /// the most recently updated; then by id. The server's listing query sorts the same way
+    /// (a test holds the two together) and the browser places a changed conversation by it.
+    pub fn sidebar_order(a: &Self, b: &Self) -> std::cmp::Ordering {
+        let pin = |s: &Self| s.pinned_at.filter(|_| s.pinned);
+        b.pinned
+            .cmp(&a.pinned)
+            .then_with(|| pin(b).unwrap_or(0.0).total_cmp(&pin(a).unwrap_or(0.0)))
+            .then_with(|| b.updated_at.total_cmp(&a.updated_at))
+            .then_with(|| a.id.cmp(&b.id))
+    }
 }
 
 /// A transcript message.
@@ -519,6 +536,7 @@ mod tests {
                 active_run_id: None,
                 hit_turn_id: None,
                 pinned: true,
+                pinned_at: Some(1.0),
                 archived: false,
             }],
             more_sessions: true,

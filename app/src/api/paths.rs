@@ -72,6 +72,11 @@ pub const AI_SDK_RESUME: &str = "/api/ai-sdk/chat/{id}/stream";
 /// `GET`: the server answers (outside the sign-in gate).
 pub const HEALTH: &str = "/healthz";
 
+/// The sign-in page (`GET`, HTML; `?next=` the address to go back to).
+pub const LOGIN_PAGE: &str = "/login";
+/// A new conversation's page (`GET`, HTML): nothing is stored until its first message.
+pub const NEW_CHAT: &str = "/new";
+
 /// The page of one conversation (`GET`, HTML), as the router mounts it.
 pub const SESSION_PAGE: &str = "/s/{session_id}";
 

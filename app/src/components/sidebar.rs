@@ -6,16 +6,12 @@ use crate::components::menu::Menu;
 use crate::dynamic::{dynamic, either};
 use crate::state::{use_chat, Action};
 
-/// Puts `session` in `list` where the server lists it: the pinned first, then the most
-/// recently updated.
+/// Puts `session` in `list` where the server lists it ([`SessionSummary::sidebar_order`]).
 #[cfg(feature = "hydrate")]
 pub(crate) fn place_in(list: &mut Vec<SessionSummary>, session: SessionSummary) {
     let at = list
         .iter()
-        .position(|s| {
-            (session.pinned && !s.pinned)
-                || (session.pinned == s.pinned && s.updated_at <= session.updated_at)
-        })
+        .position(|s| SessionSummary::sidebar_order(&session, s).is_le())
         .unwrap_or(list.len());
     list.insert(at, session);
 }

@@ -476,6 +476,7 @@ mod tests {
             owner_id: None,
             model: None,
             pinned: false,
+            pinned_at: None,
             archived: false,
             hit_turn_id: None,
         }

@@ -21,7 +21,7 @@ use crate::runtime::{
     TurnRequest, Waiters, HISTORY_IMAGES,
 };
 use crate::store::{
-    Claim, Command, CommandKind, Interaction, Lease, Message, NewTurn, Place, QueuedMessage, Run,
+    Claim, Command, CommandKind, Interaction, Lease, Message, NewTurn, TurnAt, QueuedMessage, Run,
     SettledAnswer, Store, StoreError, TitleSource,
 };
 

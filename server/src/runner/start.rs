@@ -32,7 +32,7 @@ impl Runner {
             attachments,
             client_id,
         };
-        self.start_turn(session_id, turn, None, Place::Next, max_running)
+        self.start_turn(session_id, turn, None, TurnAt::Next, max_running)
             .await
     }
 
@@ -43,7 +43,7 @@ impl Runner {
         run_id: &str,
         max_running: Option<u64>,
     ) -> Result<Started, RunError> {
-        let place = Place::Retry(run_id);
+        let place = TurnAt::Retry(run_id);
         self.start_turn(session_id, TurnText::default(), None, place, max_running)
             .await
     }
@@ -63,7 +63,7 @@ impl Runner {
             attachments: &[],
             client_id,
         };
-        self.start_turn(session_id, turn, None, Place::Edit(run_id), max_running)
+        self.start_turn(session_id, turn, None, TurnAt::Edit(run_id), max_running)
             .await
     }
 
@@ -86,7 +86,7 @@ impl Runner {
             &queued.session_id,
             turn,
             queued_id,
-            Place::Next,
+            TurnAt::Next,
             max_running,
         )
         .await
@@ -121,7 +121,7 @@ impl Runner {
         session_id: &str,
         text: TurnText<'_>,
         queued_id: Option<&str>,
-        place: Place<'_>,
+        place: TurnAt<'_>,
         max_running: Option<u64>,
     ) -> Result<Started, RunError> {
         let TurnText {

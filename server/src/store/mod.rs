@@ -252,7 +252,7 @@ pub trait JournalStore: Send + Sync {
     async fn commit(
         &self,
         ops: Vec<JournalOp>,
-    ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError>;
+    ) -> Result<Vec<Result<Vec<Frame>, StoreError>>, StoreError>;
 
     /// Journal rows of a run with `after < seq <= up_to`, in order, at most `limit`.
     async fn events(

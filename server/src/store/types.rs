@@ -129,6 +129,8 @@ pub struct Session {
     pub model: Option<String>,
     /// Pinned to the top of the list.
     pub pinned: bool,
+    /// When it was pinned (seconds since the epoch).
+    pub pinned_at: Option<f64>,
     /// Archived: out of the list (search still finds it).
     pub archived: bool,
     /// In search results: the turn of the newest message that matched (a link opens there).
@@ -281,6 +283,28 @@ pub struct JournalRow {
     pub terminal_state: Option<String>,
     /// The event's data (always an object; carries `created_at` too).
     pub payload: Map<String, Value>,
+}
+
+/// A committed journal row with its SSE frame, as the journal stored it: every follower sends
+/// these bytes.
+#[derive(Debug)]
+pub struct Frame {
+    /// The row.
+    pub row: JournalRow,
+    /// `id: run:seq`, `event: type`, `data: payload` and the blank line.
+    pub sse: bytes::Bytes,
+}
+
+impl Frame {
+    /// A row read back (another instance wrote it), encoded as the journal stored it.
+    pub fn encode(row: JournalRow) -> Self {
+        let data = serde_json::to_string(&row.payload).unwrap_or_else(|_| "{}".to_owned());
+        let sse = crate::wire::encode_frame(&row.run_id, row.seq, &row.kind, &data);
+        Frame {
+            row,
+            sse: sse.into(),
+        }
+    }
 }
 
 impl JournalRow {
@@ -513,7 +537,7 @@ pub struct NewTurn<'a> {
     /// (`NotFound` when it is no longer queued).
     pub queued_id: Option<&'a str>,
     /// Where the turn goes in the session's tree of turns.
-    pub place: Place<'a>,
+    pub place: TurnAt<'a>,
     /// The model to answer with when the session asks for none (`None`: the backend offers
     /// no choice, and the run records no model).
     pub default_model: Option<&'a str>,
@@ -624,7 +648,7 @@ pub enum Shelf {
 
 /// Where a new turn goes in its session's tree of turns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Place<'a> {
+pub enum TurnAt<'a> {
     /// After the turn the session shows last (a message sent, a follow-up started).
     Next,
     /// Beside this turn, answering its user message again (a retry): the turn's message and

@@ -194,3 +194,44 @@ async fn a_deleted_conversation_can_be_restored_until_it_is_removed_with_its_jou
         .await;
     assert_eq!(code, 200);
 }
+
+#[tokio::test]
+async fn the_server_lists_conversations_in_the_order_the_browser_places_them() {
+    let app = TestApp::builder().spawn().await;
+    let mut made = Vec::new();
+    for title in ["one", "two", "three", "four", "five"] {
+        made.push(titled(&app, title).await);
+    }
+    // Pins in another order than the conversations were made, and one renamed after its pin
+    // (updated later than the pins after it).
+    for i in [3, 0, 2] {
+        let (code, _) = app
+            .post("/api/session/pin", json!({"session_id": made[i], "on": true}))
+            .await;
+        assert_eq!(code, 200);
+    }
+    let (code, _) = app
+        .post(
+            "/api/session/rename",
+            json!({"session_id": made[3], "title": "four, renamed"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let (_, body) = app.get("/api/sessions").await;
+    let listed: Vec<app::api::SessionSummary> =
+        serde_json::from_value(body["sessions"].clone()).unwrap();
+    // The latest pinned first, then the rest by their updates.
+    let order: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        order,
+        [&made[2], &made[0], &made[3], &made[4], &made[1]].map(String::as_str)
+    );
+    // The browser's rule sorts them the same way, whatever order they come in.
+    for rotation in 0..listed.len() {
+        let mut shuffled = listed.clone();
+        shuffled.rotate_left(rotation);
+        shuffled.reverse();
+        shuffled.sort_by(app::api::SessionSummary::sidebar_order);
+        assert_eq!(shuffled, listed, "rotation {rotation}");
+    }
+}

@@ -8,9 +8,9 @@ impl JournalStore for SqlStore {
     async fn commit(
         &self,
         ops: Vec<JournalOp>,
-    ) -> Result<Vec<Result<Vec<JournalRow>, StoreError>>, StoreError> {
+    ) -> Result<Vec<Result<Vec<Frame>, StoreError>>, StoreError> {
         let mut tx = self.journal.begin_with(self.engine.begin_write()).await?;
-        let mut results: Vec<Option<Result<Vec<JournalRow>, StoreError>>> =
+        let mut results: Vec<Option<Result<Vec<Frame>, StoreError>>> =
             (0..ops.len()).map(|_| None).collect();
         // A run's appends go in together (one update, one insert), in their order; a run's
         // settling first writes what was appended to it before.
@@ -36,7 +36,7 @@ impl JournalStore for SqlStore {
                         results[index] = Some(Err(StoreError::Finished));
                         continue;
                     };
-                    let session_id = terminal_row.session_id.clone();
+                    let session_id = terminal_row.row.session_id.clone();
                     let usage = answer.usage.as_ref().map(Value::to_string);
                     // A turn that did not complete keeps what it had streamed as its answer.
                     let completed = terminal.terminal_state == Some(TerminalState::Completed);
@@ -122,7 +122,7 @@ impl JournalStore for SqlStore {
         if !pending.is_empty() {
             write_appends(&mut tx, pending, &mut results).await?;
         }
-        let results: Vec<Result<Vec<JournalRow>, StoreError>> = results
+        let results: Vec<Result<Vec<Frame>, StoreError>> = results
             .into_iter()
             .map(|result| result.unwrap_or(Err(StoreError::Finished)))
             .collect();

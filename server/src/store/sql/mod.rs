@@ -16,8 +16,8 @@ use sqlx::{AnyPool, Executor as _, Row};
 
 use super::prelude::*;
 use super::{
-    Attachment, Claim, Command, CommandKind, Engine, Frames, Grant, Interaction, JournalOp,
-    JournalRow, Message, NewEvent, NewTurn, Notice, Place, QueuedMessage, Role, Run, Session,
+    Attachment, Claim, Command, CommandKind, Engine, Frame, Frames, Grant, Interaction, JournalOp,
+    JournalRow, Message, NewEvent, NewTurn, Notice, TurnAt, QueuedMessage, Role, Run, Session,
     Shelf, StoreError, TitleSource, User, Versions,
 };
 
@@ -248,6 +248,7 @@ fn session_from(row: &AnyRow) -> Session {
         owner_id: row.get("owner_id"),
         model: row.get("model"),
         pinned: row.get::<Option<f64>, _>("pinned_at").is_some(),
+        pinned_at: row.get("pinned_at"),
         archived: row.get::<Option<f64>, _>("archived_at").is_some(),
         hit_turn_id: row.try_get("hit_turn_id").ok().flatten(),
     }
@@ -582,9 +583,13 @@ fn interaction_from(row: &AnyRow) -> Interaction {
 
 /// The payloads that announce a commit: each run's new high-water mark, a line `run_id seq`
 /// each, as few notifications as fit.
-fn journal_notices(results: &[Result<Vec<JournalRow>, StoreError>]) -> Vec<String> {
+fn journal_notices(results: &[Result<Vec<Frame>, StoreError>]) -> Vec<String> {
     let mut high: Vec<(&str, u64)> = Vec::new();
-    for row in results.iter().flatten().filter_map(|rows| rows.last()) {
+    for row in results
+        .iter()
+        .flatten()
+        .filter_map(|frames| frames.last().map(|f| &f.row))
+    {
         match high.iter_mut().find(|(run, _)| *run == row.run_id) {
             Some((_, seq)) => *seq = (*seq).max(row.seq),
             None => high.push((&row.run_id, row.seq)),
@@ -704,7 +709,7 @@ async fn append_in(
     tx: &mut AnyConnection,
     run_id: &str,
     events: &[&NewEvent],
-) -> Result<Option<Vec<JournalRow>>, StoreError> {
+) -> Result<Option<Vec<Frame>>, StoreError> {
     let mut rows = append_runs(tx, &[(run_id, events.to_vec())]).await?;
     Ok(rows.pop().flatten())
 }
@@ -716,7 +721,7 @@ async fn append_in(
 async fn append_runs(
     tx: &mut AnyConnection,
     runs: &[(&str, Vec<&NewEvent>)],
-) -> Result<Vec<Option<Vec<JournalRow>>>, StoreError> {
+) -> Result<Vec<Option<Vec<Frame>>>, StoreError> {
     // What each running run's new last seq is, and its session.
     let mut taken: std::collections::HashMap<String, (i64, String)> =
         std::collections::HashMap::with_capacity(runs.len());
@@ -738,15 +743,16 @@ async fn append_runs(
             taken.insert(row.get("id"), (row.get("last_seq"), row.get("session_id")));
         }
     }
-    let mut out = Vec::with_capacity(runs.len());
-    let mut rows: Vec<(JournalRow, String)> = Vec::new();
+    // Per run, how many rows it wrote (`None`: not running); the rows, each with its payload
+    // and its frame encoded once: stored, and handed back to be sent as they are.
+    let mut counts = Vec::with_capacity(runs.len());
+    let mut rows: Vec<(JournalRow, String, String)> = Vec::new();
     for (run_id, events) in runs {
         let Some((last, session_id)) = taken.get(*run_id) else {
-            out.push(None);
+            counts.push(None);
             continue;
         };
         let first = (last - events.len() as i64 + 1).max(1) as u64;
-        let mut mine = Vec::with_capacity(events.len());
         for (i, event) in events.iter().enumerate() {
             let row = JournalRow {
                 run_id: (*run_id).to_owned(),
@@ -759,10 +765,10 @@ async fn append_runs(
                 payload: event.payload.clone(),
             };
             let payload = serde_json::to_string(&event.payload).unwrap_or_else(|_| "{}".to_owned());
-            rows.push((row.clone(), payload));
-            mine.push(row);
+            let frame = crate::wire::encode_frame(&row.run_id, row.seq, &row.kind, &payload);
+            rows.push((row, payload, frame));
         }
-        out.push(Some(mine));
+        counts.push(Some(events.len()));
     }
     for chunk in rows.chunks(INSERT_ROWS) {
         let values = (0..chunk.len())
@@ -774,8 +780,7 @@ async fn append_runs(
              terminal_state, payload, frame) VALUES {values}"
         );
         let mut query = sqlx::query(&sql);
-        for (row, payload) in chunk {
-            let frame = crate::wire::encode_frame(&row.run_id, row.seq, &row.kind, payload);
+        for (row, payload, frame) in chunk {
             query = query
                 .bind(row.run_id.as_str())
                 .bind(row.seq as i64)
@@ -786,11 +791,18 @@ async fn append_runs(
                 .bind(i64::from(row.terminal))
                 .bind(row.terminal_state.as_deref())
                 .bind(payload.as_str())
-                .bind(frame);
+                .bind(frame.as_str());
         }
         query.execute(&mut *tx).await?;
     }
-    Ok(out)
+    let mut written = rows.into_iter().map(|(row, _, frame)| Frame {
+        row,
+        sse: frame.into(),
+    });
+    Ok(counts
+        .into_iter()
+        .map(|count| count.map(|n| written.by_ref().take(n).collect()))
+        .collect())
 }
 
 /// Journals the appends of the runs in `pending` (each event with its op's index) and puts
@@ -798,7 +810,7 @@ async fn append_runs(
 async fn write_appends(
     tx: &mut AnyConnection,
     pending: Vec<(String, Vec<(usize, NewEvent)>)>,
-    results: &mut [Option<Result<Vec<JournalRow>, StoreError>>],
+    results: &mut [Option<Result<Vec<Frame>, StoreError>>],
 ) -> Result<(), StoreError> {
     let runs: Vec<(&str, Vec<&NewEvent>)> = pending
         .iter()
@@ -827,7 +839,7 @@ async fn append_one(
     tx: &mut AnyConnection,
     run_id: &str,
     event: &NewEvent,
-) -> Result<Option<JournalRow>, StoreError> {
+) -> Result<Option<Frame>, StoreError> {
     Ok(append_in(tx, run_id, &[event])
         .await?
         .and_then(|mut rows| rows.pop()))

@@ -55,7 +55,7 @@ impl SessionStore for SqlStore {
         let rows = sqlx::query(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.owner_id IS NOT DISTINCT FROM $1 \
              AND s.deleted_at IS NULL AND (s.archived_at IS NOT NULL) = $4 \
-             ORDER BY s.pinned_at IS NULL, s.pinned_at DESC, s.updated_at DESC, s.created_at DESC, s.id \
+             ORDER BY s.pinned_at IS NULL, s.pinned_at DESC, s.updated_at DESC, s.id \
              LIMIT $2 OFFSET $3"
         ))
         .bind(owner)

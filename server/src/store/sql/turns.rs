@@ -76,14 +76,14 @@ impl TurnStore for SqlStore {
         // Where the turn goes: after the turn shown last, or beside the one it retries or
         // edits (which must be a turn of this session).
         let (parent, replaced_message): (Option<String>, Option<String>) = match place {
-            Place::Next => {
+            TurnAt::Next => {
                 let head = sqlx::query(&format!("SELECT {HEAD_SQL} AS head"))
                     .bind(session_id)
                     .fetch_one(&mut *tx)
                     .await?;
                 (head.get("head"), None)
             }
-            Place::Retry(of) | Place::Edit(of) => {
+            TurnAt::Retry(of) | TurnAt::Edit(of) => {
                 let row = sqlx::query(
                     "SELECT parent_run_id, user_message_id FROM runs WHERE id = $1 AND session_id = $2",
                 )
@@ -109,7 +109,7 @@ impl TurnStore for SqlStore {
         // A retry answers the same message again; anything else stores a new one.
         let retried_message = replaced_message
             .as_ref()
-            .filter(|_| matches!(place, Place::Retry(_)));
+            .filter(|_| matches!(place, TurnAt::Retry(_)));
         let user_message_id = match retried_message {
             Some(id) => id.clone(),
             None => {
