@@ -23,12 +23,16 @@ use axum::body::Body;
 use axum::routing::get;
 use bytes::Bytes;
 use futures::StreamExt;
-use leptos::prelude::LeptosOptions;
 use serde_json::{json, Map, Value};
 use server::runtime::{RunEnd, RunIo, RuntimeAdapter, TurnRequest};
 use server::store::{JournalOp, NewEvent, Store};
 use server::AppState;
-use tokio_util::sync::CancellationToken;
+
+// The tests' way to start a server (most of its helpers are the tests', not used here).
+#[allow(dead_code)]
+#[path = "../tests/api/helpers.rs"]
+mod helpers;
+use helpers::{TestApp, TestDb};
 
 const REPLAY_EVENTS: u64 = 100_000;
 const FOLLOWERS: usize = 1_000;
@@ -85,81 +89,44 @@ impl RuntimeAdapter for Metronome {
 }
 
 /// Where a benchmark keeps its data.
-#[derive(Clone, Debug)]
-enum Db {
-    Sqlite,
-    /// A PostgreSQL address whose connections use a schema of their own.
-    Postgres(String),
+/// The engines to measure: SQLite, and PostgreSQL when `ANCHORAGE_TEST_DATABASE_URL` names one.
+fn engines() -> Vec<&'static str> {
+    let mut engines = vec!["sqlite"];
+    if std::env::var(helpers::TEST_DATABASE_ENV).is_ok_and(|u| !u.trim().is_empty()) {
+        engines.push("postgres");
+    }
+    engines
 }
 
-impl Db {
-    /// The engines this run measures: SQLite, and PostgreSQL when the environment names one.
-    fn available() -> Vec<&'static str> {
-        let mut engines = vec!["sqlite"];
-        if postgres_base().is_some() {
-            engines.push("postgres");
-        }
-        engines
-    }
-
-    /// A new, empty database of `engine`.
-    async fn fresh(engine: &str) -> Db {
-        match engine {
-            "postgres" => {
-                use sqlx::{Connection as _, Executor as _};
-                let base = postgres_base().expect("ANCHORAGE_TEST_DATABASE_URL");
-                let schema = format!("bench_{}", uuid::Uuid::new_v4().simple());
-                let mut conn = sqlx::postgres::PgConnection::connect(&base).await.unwrap();
-                conn.execute(format!("CREATE SCHEMA {schema}").as_str())
-                    .await
-                    .unwrap();
-                let join = if base.contains('?') { '&' } else { '?' };
-                Db::Postgres(format!("{base}{join}options=-c%20search_path%3D{schema}"))
-            }
-            _ => Db::Sqlite,
-        }
-    }
-
-    async fn open(&self, dir: &std::path::Path) -> Arc<dyn Store> {
-        let url = match self {
-            Db::Sqlite => None,
-            Db::Postgres(url) => Some(url.as_str()),
-        };
-        server::store::sql::open(url, dir).await.unwrap()
+/// A new, empty database of `engine`.
+async fn fresh(engine: &str) -> TestDb {
+    match engine {
+        "postgres" => TestDb::postgres()
+            .await
+            .expect("ANCHORAGE_TEST_DATABASE_URL"),
+        _ => TestDb::sqlite(),
     }
 }
 
-fn postgres_base() -> Option<String> {
-    std::env::var("ANCHORAGE_TEST_DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
+async fn app(adapter: Arc<dyn RuntimeAdapter>) -> (String, AppState, TestApp) {
+    app_on(adapter, TestDb::sqlite()).await
 }
 
-async fn app(adapter: Arc<dyn RuntimeAdapter>) -> (String, AppState, tempfile::TempDir) {
-    app_on(adapter, &Db::Sqlite).await
-}
-
-/// A server over `db` on a loopback port: (its address, its state, its data directory).
-async fn app_on(
-    adapter: Arc<dyn RuntimeAdapter>,
-    db: &Db,
-) -> (String, AppState, tempfile::TempDir) {
-    let data = tempfile::tempdir().unwrap();
-    let store = db.open(data.path()).await;
-    let options = LeptosOptions::builder()
-        .output_name("anchorage")
-        .site_root("target/site")
-        .build();
-    let mut state = AppState::with_parts(store, adapter, options, CancellationToken::new()).await;
-    // Every follower here is the same (open-mode) reader: the per-account stream limit would
-    // refuse all but the first 64.
-    state.limits.max_streams_per_user = 4 * FOLLOWERS;
-    state.limits.max_streams = 4 * FOLLOWERS;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let serve_state = state.clone();
-    tokio::spawn(server::serve(listener, serve_state, std::future::pending()));
-    (base, state, data)
+/// A server over `db` on a loopback port, as the tests start one: (its address, its state,
+/// the server, which stops when dropped).
+async fn app_on(adapter: Arc<dyn RuntimeAdapter>, db: TestDb) -> (String, AppState, TestApp) {
+    let app = TestApp::builder()
+        .db(db)
+        .adapter(adapter)
+        // Every follower here is the same (open-mode) reader: the per-account stream limit
+        // would refuse all but the first 64.
+        .configure(|state| {
+            state.limits.max_streams_per_user = 4 * FOLLOWERS;
+            state.limits.max_streams = 4 * FOLLOWERS;
+        })
+        .spawn()
+        .await;
+    (app.api.base.clone(), app.state.clone(), app)
 }
 
 /// Reads a whole response, returning (bytes, seconds).
@@ -179,7 +146,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-async fn replay_benchmark(db: &Db) -> Value {
+async fn replay_benchmark(db: TestDb) -> Value {
     let (base, state, _data) = app_on(
         Arc::new(Metronome {
             events: 0,
@@ -348,15 +315,20 @@ async fn fanout_benchmark() -> Value {
 /// followers on each (those on the second read it through its feed).
 async fn fanout_two_instances_benchmark() -> Value {
     let events = RATE_PER_SEC * FANOUT_SECONDS;
-    let db = Db::fresh("postgres").await;
+    let db = fresh("postgres").await;
     let adapter = || {
         Arc::new(Metronome {
             events,
             interval: Duration::from_micros(1_000_000 / RATE_PER_SEC),
         })
     };
-    let (a, _state_a, _data_a) = app_on(adapter(), &db).await;
-    let (b, _state_b, _data_b) = app_on(adapter(), &db).await;
+    // A second instance: the same database, a data directory of its own.
+    let second = TestDb {
+        dir: tempfile::tempdir().unwrap(),
+        url: db.url.clone(),
+    };
+    let (b, _state_b, _data_b) = app_on(adapter(), second).await;
+    let (a, _state_a, _data_a) = app_on(adapter(), db).await;
     let mut result = fan_out(&a, &[a.clone(), b.clone()], events).await;
     result["instances"] = json!(2);
     result
@@ -503,7 +475,7 @@ async fn memory_benchmark() -> Value {
 /// Events per second through the journal writer: one run appending one event at a time
 /// (each waits for its commit: a commit's latency), then 32 runs appending at once (the
 /// writer batches them).
-async fn journal_benchmark(db: &Db) -> Value {
+async fn journal_benchmark(db: TestDb) -> Value {
     let (_base, state, _data) = app_on(
         Arc::new(Metronome {
             events: 0,
@@ -625,17 +597,17 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let mut out = serde_json::Map::new();
-        let engines = Db::available();
+        let engines = engines();
         if wants("replay") {
             for engine in &engines {
-                let db = Db::fresh(engine).await;
-                out.insert(format!("replay_{engine}"), replay_benchmark(&db).await);
+                let db = fresh(engine).await;
+                out.insert(format!("replay_{engine}"), replay_benchmark(db).await);
             }
         }
         if wants("journal") {
             for engine in &engines {
-                let db = Db::fresh(engine).await;
-                out.insert(format!("journal_{engine}"), journal_benchmark(&db).await);
+                let db = fresh(engine).await;
+                out.insert(format!("journal_{engine}"), journal_benchmark(db).await);
             }
         }
         if wants("fanout") {

@@ -244,7 +244,7 @@ mod tests {
 
     use super::*;
     use crate::store::sql::SqlStore;
-    use crate::store::{Frames, JournalRow, Lease, NewTurn, TurnAt, Run};
+    use crate::store::{Frames, JournalRow, Lease, NewTurn, Run, TurnAt};
 
     /// The journal part of the real SQLite store, whose next `failures` commits fail as a busy
     /// database does (the writer uses nothing else).

@@ -4,7 +4,7 @@ mod attachments;
 mod cards;
 mod composer;
 mod empty_chat;
-mod menu;
+pub(crate) mod menu;
 mod message;
 mod model_picker;
 mod prose;

@@ -3,6 +3,7 @@ use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::api::SessionPage;
+use crate::components::menu::Menu;
 use crate::components::{
     Composer, EmptyChat, ModelPicker, PendingCards, Settings, Sidebar, ToastNotice, TodoPanel,
     TurnView,
@@ -28,7 +29,6 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     let transcript = NodeRef::<leptos::html::Section>::new();
     let loading_earlier = RwSignal::new(false);
     let menu_button = NodeRef::<leptos::html::Button>::new();
-    let export_menu = NodeRef::<leptos::html::Details>::new();
 
     // What the page does once it is live: follow the running turn and the transcript's bottom,
     // keep the tab's title, the address and this browser's choices (see `crate::effects`).
@@ -100,12 +100,6 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 };
                 crate::api::url(crate::api::paths::SESSION_EXPORT, &query)
             })
-        }
-    };
-    // A download leaves the page as it was: the menu closes.
-    let close_export = move |_| {
-        if let Some(menu) = export_menu.get_untracked() {
-            menu.set_open(false);
         }
     };
     let has_turns = Memo::new(move |_| chat.turns.with(|t| !t.is_empty()));
@@ -195,13 +189,10 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         </button>
                     </div>
                     {move || chat.session_id.with(Option::is_some).then(|| view! {
-                        <details class="export-menu" node_ref=export_menu>
-                            <summary aria-label="Export">"⋯"</summary>
-                            <div class="export-links">
-                                <a href=export("md") download="" on:click=close_export>"Export Markdown"</a>
-                                <a href=export("jsonl") download="" on:click=close_export>"Export journal (JSONL)"</a>
-                            </div>
-                        </details>
+                        <Menu label="Export".to_owned() class="export-menu">
+                            <a role="menuitem" href=export("md") download="">"Export Markdown"</a>
+                            <a role="menuitem" href=export("jsonl") download="">"Export journal (JSONL)"</a>
+                        </Menu>
                     })}
                 </header>
                 <section

@@ -21,8 +21,8 @@ use crate::runtime::{
     TurnRequest, Waiters, HISTORY_IMAGES,
 };
 use crate::store::{
-    Claim, Command, CommandKind, Interaction, Lease, Message, NewTurn, TurnAt, QueuedMessage, Run,
-    SettledAnswer, Store, StoreError, TitleSource,
+    Claim, Command, CommandKind, Interaction, Lease, Message, NewTurn, QueuedMessage, Run,
+    SettledAnswer, Store, StoreError, TitleSource, TurnAt,
 };
 
 mod endings;

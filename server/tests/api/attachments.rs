@@ -42,12 +42,7 @@ async fn send(app: &TestApp, session: &str, message: &str, files: &[String]) -> 
 
 /// The bytes and content type `GET /api/attachment` serves.
 async fn fetch(app: &TestApp, id: &str) -> (u16, String, Vec<u8>) {
-    let res = app
-        .client
-        .get(app.url(&format!("/api/attachment?id={id}")))
-        .send()
-        .await
-        .unwrap();
+    let res = app.get_with(&format!("/api/attachment?id={id}"), &[]).await;
     let code = res.status().as_u16();
     let kind = res
         .headers()
@@ -334,12 +329,8 @@ async fn one_accounts_files_are_not_anothers() {
 }
 
 async fn fetch_as(app: &TestApp, cookie: &str, id: &str) -> u16 {
-    app.client
-        .get(app.url(&format!("/api/attachment?id={id}")))
-        .header("cookie", cookie)
-        .send()
+    app.get_with(&format!("/api/attachment?id={id}"), &[("cookie", cookie)])
         .await
-        .unwrap()
         .status()
         .as_u16()
 }

@@ -325,12 +325,7 @@ async fn attachments_are_never_kept_in_the_browsers_cache() {
     let (code, up) = app.upload("a.txt", b"hello".to_vec(), None).await;
     assert_eq!(code, 201, "{up}");
     let id = up["attachment"]["id"].as_str().unwrap();
-    let res = app
-        .client
-        .get(app.url(&format!("/api/attachment?id={id}")))
-        .send()
-        .await
-        .unwrap();
+    let res = app.get_with(&format!("/api/attachment?id={id}"), &[]).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["cache-control"], "private, no-store");
 }

@@ -321,13 +321,11 @@ async fn an_export_is_streamed_a_page_at_a_time() {
     app.wait_finished_within(&run, Duration::from_secs(60))
         .await;
     let res = app
-        .client
-        .get(app.url(&format!(
-            "/api/session/export?session_id={session}&format=jsonl"
-        )))
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            &format!("/api/session/export?session_id={session}&format=jsonl"),
+            &[],
+        )
+        .await;
     assert_eq!(res.status(), 200);
     assert!(
         res.headers().get("content-length").is_none(),
@@ -356,14 +354,11 @@ async fn an_export_is_streamed_a_page_at_a_time() {
     );
     // Compressed on its way (as a browser asks for it), the same lines, ended properly.
     let res = app
-        .client
-        .get(app.url(&format!(
-            "/api/session/export?session_id={session}&format=jsonl"
-        )))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            &format!("/api/session/export?session_id={session}&format=jsonl"),
+            &[("accept-encoding", "gzip")],
+        )
+        .await;
     assert_eq!(res.headers()["content-encoding"], "gzip");
     let zipped = res.bytes().await.expect("the whole body");
     let mut unzipped = String::new();

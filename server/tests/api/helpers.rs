@@ -54,6 +54,20 @@ impl TestDb {
         }
     }
 
+    /// A new schema in the PostgreSQL database [`TEST_DATABASE_ENV`] names (`None`: it names
+    /// none).
+    pub async fn postgres() -> Option<TestDb> {
+        let base = std::env::var(TEST_DATABASE_ENV).ok()?;
+        let base = base.trim();
+        if base.is_empty() {
+            return None;
+        }
+        Some(TestDb {
+            dir: tempfile::tempdir().expect("a temporary data directory"),
+            url: Some(new_schema(base).await),
+        })
+    }
+
     /// A store over it (a new connection each time: as a restarted server opens it).
     pub async fn open(&self) -> Arc<dyn Store> {
         server::store::sql::open(self.url.as_deref(), self.dir.path())
@@ -251,14 +265,26 @@ impl Api {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// `GET path` with these headers (a `cookie` among them replaces the signed-in one): the
+    /// response as it came, for what the JSON helpers do not show (headers, streamed bodies).
+    pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self.client.get(self.url(path));
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("cookie"))
+        {
+            req = self.with_cookie(req);
+        }
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        req.send().await.unwrap()
+    }
+
     /// The session's export in `format` (`md` or `jsonl`), as text.
     pub async fn export(&self, session: &str, format: &str) -> String {
         let path = format!("/api/session/export?session_id={session}&format={format}");
-        let res = self
-            .with_cookie(self.client.get(self.url(&path)))
-            .send()
-            .await
-            .unwrap();
+        let res = self.get_with(&path, &[]).await;
         assert_eq!(res.status(), 200, "{path}");
         res.text().await.unwrap()
     }

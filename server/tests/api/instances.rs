@@ -20,13 +20,12 @@ const LEASE_SECS: u64 = 2;
 
 /// A database several instances share; these tests mean nothing on SQLite.
 async fn shared_db() -> TestDb {
-    let db = TestDb::new().await;
-    assert!(
-        db.is_postgres(),
-        "these tests need PostgreSQL: run them as scripts/with-postgres.sh make pg-unit \
-         ({TEST_DATABASE_ENV} names the database)"
-    );
-    db
+    TestDb::postgres().await.unwrap_or_else(|| {
+        panic!(
+            "these tests need PostgreSQL: run them as scripts/with-postgres.sh make pg-unit \
+             ({TEST_DATABASE_ENV} names the database)"
+        )
+    })
 }
 
 /// `n` instances on `db`, their demo agent pausing `delay_ms` between chunks.

@@ -206,7 +206,10 @@ async fn the_server_lists_conversations_in_the_order_the_browser_places_them() {
     // (updated later than the pins after it).
     for i in [3, 0, 2] {
         let (code, _) = app
-            .post("/api/session/pin", json!({"session_id": made[i], "on": true}))
+            .post(
+                "/api/session/pin",
+                json!({"session_id": made[i], "on": true}),
+            )
             .await;
         assert_eq!(code, 200);
     }

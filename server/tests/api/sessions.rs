@@ -101,13 +101,11 @@ async fn export_gives_markdown_and_the_journal_as_json_lines() {
     let run = app.start(&session, "/demo prose").await;
     app.wait_finished(&run).await;
     let res = app
-        .client
-        .get(app.url(&format!(
-            "/api/session/export?session_id={session}&format=md"
-        )))
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            &format!("/api/session/export?session_id={session}&format=md"),
+            &[],
+        )
+        .await;
     assert_eq!(res.status(), 200);
     assert!(res.headers()["content-type"]
         .to_str()
@@ -126,13 +124,11 @@ async fn export_gives_markdown_and_the_journal_as_json_lines() {
     assert!(md.contains("demo agent"));
 
     let res = app
-        .client
-        .get(app.url(&format!(
-            "/api/session/export?session_id={session}&format=jsonl"
-        )))
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            &format!("/api/session/export?session_id={session}&format=jsonl"),
+            &[],
+        )
+        .await;
     let text = res.text().await.unwrap();
     let rows: Vec<serde_json::Value> = text
         .lines()
