@@ -341,26 +341,9 @@ async fn fan_out(owner: &str, bases: &[String], events: u64) -> Value {
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    let session: Value = client
-        .post(format!("{base}/api/session/new"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session = session["session"]["id"].as_str().unwrap().to_owned();
-    let started: Value = client
-        .post(format!("{base}/api/chat/start"))
-        .json(&json!({"session_id": session, "message": "go"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = started["run_id"].as_str().unwrap().to_owned();
+    let api = helpers::Api::new(base);
+    let session = api.new_session().await;
+    let run = api.start(&session, "go").await;
     let mut tasks = Vec::with_capacity(FOLLOWERS);
     for i in 0..FOLLOWERS {
         let client = client.clone();
@@ -418,26 +401,9 @@ async fn memory_benchmark() -> Value {
     }))
     .await;
     let client = reqwest::Client::new();
-    let session: Value = client
-        .post(format!("{base}/api/session/new"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session = session["session"]["id"].as_str().unwrap().to_owned();
-    let started: Value = client
-        .post(format!("{base}/api/chat/start"))
-        .json(&json!({"session_id": session, "message": "idle"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = started["run_id"].as_str().unwrap().to_owned();
+    let api = helpers::Api::new(&base);
+    let session = api.new_session().await;
+    let run = api.start(&session, "idle").await;
     // Warm up allocator and connection machinery with a few followers first.
     let mut held = Vec::new();
     for _ in 0..50 {
