@@ -144,7 +144,7 @@ pub struct ChatState {
     /// Files are being dragged over the conversation.
     pub dragging: RwSignal<bool>,
     /// How deep inside the conversation the drag is (elements entered and not left).
-    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    #[cfg(feature = "hydrate")]
     pub drag_depth: StoredValue<u32>,
     /// Who answers.
     pub agent: RwSignal<String>,
@@ -329,6 +329,7 @@ impl ChatState {
             draft: RwSignal::new(String::new()),
             files: RwSignal::new(Vec::new()),
             dragging: RwSignal::new(false),
+            #[cfg(feature = "hydrate")]
             drag_depth: StoredValue::new(0),
             agent: RwSignal::new(String::new()),
             user: RwSignal::new(None),

@@ -6,7 +6,7 @@ use crate::model::Pending;
 use crate::state::{use_chat, TurnHandle};
 
 /// What a card answers (sent only by the browser).
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+#[cfg(feature = "hydrate")]
 enum Answer {
     Approval(crate::api::ApprovalBody),
     Clarify(crate::api::ClarifyBody),
@@ -32,8 +32,6 @@ fn respond(answer: Answer, busy: RwSignal<bool>, failed: RwSignal<Option<String>
     });
 }
 
-#[cfg(not(feature = "hydrate"))]
-fn respond(_: Answer, _: RwSignal<bool>, _: RwSignal<Option<String>>) {}
 
 /// A card that asks the reader something takes the focus when it appears (keyboard and
 /// screen-reader users land on the question); when it goes, answered, the focus goes back to
@@ -100,7 +98,10 @@ fn ApprovalCard(run_id: String, id: String, command: String, description: String
                 approval_id: id.clone(),
                 choice: choice.to_owned(),
             };
-            respond(Answer::Approval(body), busy, failed)
+            #[cfg(feature = "hydrate")]
+            respond(Answer::Approval(body), busy, failed);
+            #[cfg(not(feature = "hydrate"))]
+            let _ = body;
         }
     };
     view! {
@@ -142,7 +143,10 @@ fn ClarifyCard(
                     clarify_id: id.clone(),
                     response: text,
                 };
+                #[cfg(feature = "hydrate")]
                 respond(Answer::Clarify(body), busy, failed);
+                #[cfg(not(feature = "hydrate"))]
+                let _ = body;
             }
         }
     };

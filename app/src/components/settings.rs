@@ -1,7 +1,7 @@
 use anchor::Mode;
 use leptos::prelude::*;
 
-use crate::api::{GrantData, Theme};
+use crate::api::Theme;
 use crate::state::use_chat;
 
 /// The keyboard shortcuts, as Settings lists them (the chat page handles them; ⌘ stands for
@@ -15,10 +15,12 @@ pub(crate) const SHORTCUTS: [(&str, &str); 4] = [
 
 /// What the Settings panel knows of the standing permissions.
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server renders it closed
 enum Grants {
     Loading,
-    Loaded(Vec<GrantData>),
+    // The server renders the panel closed: only the browser loads them.
+    #[cfg(feature = "hydrate")]
+    Loaded(Vec<crate::api::GrantData>),
+    #[cfg(feature = "hydrate")]
     Failed(String),
 }
 
@@ -61,8 +63,8 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
     #[cfg(not(feature = "hydrate"))]
     let _ = load_grants;
     let close = move || chat.settings.set(false);
+    #[cfg(feature = "hydrate")]
     let revoke = move |id: String| {
-        #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
             match crate::client::revoke_grant(&id).await {
                 Ok(_) => grants.update(|g| {
@@ -73,8 +75,6 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
                 Err(failure) => grants.set(Grants::Failed(failure.message)),
             }
         });
-        #[cfg(not(feature = "hydrate"))]
-        let _ = id;
     };
     let choose_theme = move |theme: Theme| {
         chat.theme.set(theme);
@@ -112,10 +112,13 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
                 </p>
                 {move || match grants.get() {
                     Grants::Loading => view! { <p class="settings-note">"Loading…"</p> }.into_any(),
+                    #[cfg(feature = "hydrate")]
                     Grants::Failed(message) => view! { <p class="settings-problem" role="alert">{message}</p> }.into_any(),
+                    #[cfg(feature = "hydrate")]
                     Grants::Loaded(list) if list.is_empty() => view! {
                         <p class="settings-empty">"None: every such action asks first."</p>
                     }.into_any(),
+                    #[cfg(feature = "hydrate")]
                     Grants::Loaded(list) => view! {
                         <ul class="grants">
                             {list.into_iter().map(|grant| {
