@@ -7,19 +7,23 @@ use leptos::prelude::*;
 use crate::api::{MessageData, QueuedData, SessionPage, SessionSummary, TurnData, Versions};
 use crate::model::TurnState;
 
-/// What the live connection of the running turn is doing.
+/// What the live connection of the running turn is doing. (The server renders `Idle`: the
+/// rest happen in the browser.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server renders only `Idle`
 pub enum Connection {
     /// Nothing is running.
     Idle,
     /// Connected and receiving.
+    #[cfg(feature = "hydrate")]
     Live,
     /// The stream dropped; the browser is reconnecting.
+    #[cfg(feature = "hydrate")]
     Reconnecting,
     /// Reconnected; the journal resumed after this seq.
+    #[cfg(feature = "hydrate")]
     Resumed(u64),
     /// The server cannot be reached.
+    #[cfg(feature = "hydrate")]
     Offline,
 }
 
@@ -28,9 +32,13 @@ impl Connection {
     pub fn label(self) -> String {
         match self {
             Connection::Idle => String::new(),
+            #[cfg(feature = "hydrate")]
             Connection::Live => "Live".into(),
+            #[cfg(feature = "hydrate")]
             Connection::Reconnecting => "Reconnecting…".into(),
+            #[cfg(feature = "hydrate")]
             Connection::Resumed(seq) => format!("Resumed from event {seq}"),
+            #[cfg(feature = "hydrate")]
             Connection::Offline => "Offline".into(),
         }
     }
@@ -39,10 +47,23 @@ impl Connection {
     pub fn as_str(self) -> &'static str {
         match self {
             Connection::Idle => "idle",
+            #[cfg(feature = "hydrate")]
             Connection::Live => "live",
+            #[cfg(feature = "hydrate")]
             Connection::Reconnecting => "reconnecting",
+            #[cfg(feature = "hydrate")]
             Connection::Resumed(_) => "resumed",
+            #[cfg(feature = "hydrate")]
             Connection::Offline => "offline",
+        }
+    }
+
+    /// The stream is down: reconnecting, or the server cannot be reached.
+    pub fn down(self) -> bool {
+        match self {
+            #[cfg(feature = "hydrate")]
+            Connection::Reconnecting | Connection::Offline => true,
+            _ => false,
         }
     }
 }

@@ -32,7 +32,6 @@ fn respond(answer: Answer, busy: RwSignal<bool>, failed: RwSignal<Option<String>
     });
 }
 
-
 /// A card that asks the reader something takes the focus when it appears (keyboard and
 /// screen-reader users land on the question); when it goes, answered, the focus goes back to
 /// the message field unless the reader has moved it elsewhere meanwhile.

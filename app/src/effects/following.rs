@@ -19,11 +19,8 @@ pub(super) fn follow_running_turn(chat: ChatState) {
             match (running, session_id) {
                 (Some(turn), Some(session_id)) => {
                     let key = turn.key();
-                    let stale = current.as_ref() != Some(&key)
-                        || matches!(
-                            chat.connection.get_untracked(),
-                            Connection::Offline | Connection::Reconnecting
-                        );
+                    let stale =
+                        current.as_ref() != Some(&key) || chat.connection.get_untracked().down();
                     if stale {
                         *slot = None;
                         *slot =
@@ -42,7 +39,7 @@ pub(super) fn follow_running_turn(chat: ChatState) {
     // browser's schedule for long.
     Effect::new(move |_| {
         let down = chat.connection.get();
-        if matches!(down, Connection::Offline | Connection::Reconnecting) {
+        if down.down() {
             set_timeout(
                 move || {
                     if chat.connection.get_untracked() == down {

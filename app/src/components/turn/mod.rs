@@ -16,7 +16,7 @@ use crate::components::prose::Prose;
 use crate::components::terminal::{Evidence, EvidenceCard, TerminalCard};
 use crate::dynamic::{dynamic, either, flag};
 use crate::model::{AnswerState, Segment, SegmentKind, WorkItem};
-use crate::state::{use_chat, Connection, Rows, TurnHandle};
+use crate::state::{use_chat, Rows, TurnHandle};
 use stream::Stream;
 use view_model::{ProcessSummary, WINDOW};
 use worklog::Worklog;
@@ -550,12 +550,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
     // Never an empty "running" shell: a turn that is not over says why it is not moving. A
     // blip the browser reconnects from at once shows in the header only; the card comes when
     // the connection stays down.
-    let down = Memo::new(move |_| {
-        matches!(
-            chat.connection.get(),
-            Connection::Reconnecting | Connection::Offline
-        )
-    });
+    let down = Memo::new(move |_| chat.connection.get().down());
     let down_long = RwSignal::new(false);
     Effect::new(move |_| {
         if !down.get() {
