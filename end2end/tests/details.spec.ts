@@ -117,16 +117,23 @@ test("exports are named after the conversation and its date; the menu closes aft
   await waitRunEnd(request, await startTurn(request, session, "/demo prose"));
   await page.goto(`/s/${session}`);
   await hydrated(page);
-  const menu = page.locator(".export-menu");
-  await menu.locator("summary").click();
-  await expect(menu).toHaveAttribute("open", "");
-  const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Export Markdown" }).click()]);
+  const trigger = page.getByRole("button", { name: "Export" });
+  await trigger.click();
+  const markdown = page.getByRole("menuitem", { name: "Export Markdown" });
+  // Open, with the focus on its first item (the menu every "⋯" of the app is).
+  await expect(markdown).toBeFocused();
+  const [download] = await Promise.all([page.waitForEvent("download"), markdown.click()]);
   expect(download.suggestedFilename()).toMatch(/^Lighthouse keeping \d{4}-\d{2}-\d{2}\.md$/);
-  await expect(menu).not.toHaveAttribute("open", "");
-  await expect(page.getByRole("link", { name: "Export Markdown" })).toBeHidden();
-  await menu.locator("summary").click();
-  const [journal] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Export journal (JSONL)" }).click()]);
+  // A download leaves the page as it was: the menu closed, the focus back on its "⋯".
+  await expect(markdown).toBeHidden();
+  await expect(trigger).toBeFocused();
+  await trigger.click();
+  await page.keyboard.press("ArrowDown");
+  const journalItem = page.getByRole("menuitem", { name: "Export journal (JSONL)" });
+  await expect(journalItem).toBeFocused();
+  const [journal] = await Promise.all([page.waitForEvent("download"), page.keyboard.press("Enter")]);
   expect(journal.suggestedFilename()).toMatch(/^Lighthouse keeping \d{4}-\d{2}-\d{2}\.jsonl$/);
+  await expect(journalItem).toBeHidden();
   const lines = (await (await request.get(`/api/session/export?session_id=${session}&format=jsonl`)).text()).split("\n").filter(Boolean).map((l) => JSON.parse(l));
   expect(lines[0].type).toBe("user_message");
   expect(lines[0].payload.content).toBe("/demo prose");
