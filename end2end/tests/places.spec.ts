@@ -120,8 +120,9 @@ test("pin and archive a conversation; delete one with Undo instead of a dialog",
   await expect(nav.locator(`[data-session-id='${older}']`)).toBeVisible();
   expect((await request.get(`/api/session?session_id=${older}`)).status()).toBe(200);
 
-  // Without Undo it stays deleted.
+  // Without Undo it stays deleted (once the server said so: the notice shows, then goes).
   await choose(page, `Older ${tag}`, "Delete");
+  await expect(toast).toContainText("Conversation deleted");
   await expect(toast).toBeHidden({ timeout: 15_000 });
   await page.reload();
   await hydrated(page);
