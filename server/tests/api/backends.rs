@@ -55,6 +55,14 @@ fn openai_at(
 }
 
 /// Runs one turn to its end; returns (events, terminal status, final answer).
+/// A server whose turns run on the openai backend against `upstream`.
+async fn openai_app(upstream: &Upstream, workspace: &Path, max_iterations: u32) -> TestApp {
+    TestApp::builder()
+        .adapter(openai(upstream, workspace, max_iterations))
+        .spawn()
+        .await
+}
+
 async fn turn(app: &TestApp, session: &str, message: &str) -> (Vec<SseEvent>, Value, String) {
     let run = app.start(session, message).await;
     let status = app.wait_finished(&run).await;
@@ -129,10 +137,7 @@ async fn openai_streams_reasoning_text_and_usage_even_when_utf8_is_split() {
     .concat();
     // 7-byte pieces: lines, JSON and multi-byte characters all arrive cut.
     upstream.script(COMPLETIONS, Reply::Stream(split_bytes(&body, 7)));
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let session = app.new_session().await;
     let (events, status, answer) = turn(&app, &session, "Say hello").await;
 
@@ -207,10 +212,7 @@ async fn openai_runs_tool_calls_whose_arguments_arrive_in_pieces_and_feeds_resul
             DONE.to_owned(),
         ]),
     );
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let session = app.new_session().await;
     let (events, status, answer) = turn(&app, &session, "What do my notes say?").await;
 
@@ -278,10 +280,7 @@ pub(crate) fn say(text: &str) -> Reply {
 async fn openai_write_file_waits_for_the_users_approval_and_reports_a_denial() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     for (choice, file, written) in [("once", "out/a.txt", true), ("deny", "b.txt", false)] {
         upstream.script(COMPLETIONS, write_call(file, "hello"));
         upstream.script(COMPLETIONS, say("Done."));
@@ -360,10 +359,7 @@ async fn openai_ask_user_becomes_a_clarify_question_and_the_answer_goes_back() {
         ]),
     );
     upstream.script(COMPLETIONS, say("Using dev."));
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let session = app.new_session().await;
     let run = app.start(&session, "Deploy").await;
     let question = wait_for_event(&app, &run, "clarify").await;
@@ -389,10 +385,7 @@ async fn openai_ask_user_becomes_a_clarify_question_and_the_answer_goes_back() {
 async fn openai_provider_errors_end_the_turn_as_error_with_a_hint_and_keep_partial_work() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let partial = delta(json!({"content": "Partial "}), None);
     let cases: Vec<(Reply, &str, &str)> = vec![
         (
@@ -513,10 +506,7 @@ async fn openai_asks_again_without_what_a_local_server_rejects_and_reads_unindex
     );
     upstream.script(COMPLETIONS, say("alpha and beta"));
     upstream.script(COMPLETIONS, say("Again."));
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let session = app.new_session().await;
     let (events, status, answer) = turn(&app, &session, "Read both").await;
     assert_eq!(status["terminal_state"], "completed");
@@ -585,10 +575,7 @@ async fn openai_think_tags_in_the_content_become_reasoning() {
             DONE.to_owned(),
         ]),
     );
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 2))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 2).await;
     let session = app.new_session().await;
     let (events, status, answer) = turn(&app, &session, "2+2?").await;
     assert_eq!(status["terminal_state"], "completed");
@@ -618,10 +605,7 @@ async fn openai_calls_that_share_index_zero_but_not_their_id_stay_apart() {
         ]),
     );
     upstream.script(COMPLETIONS, say("Both read."));
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 3))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 3).await;
     let session = app.new_session().await;
     let (events, status, _) = turn(&app, &session, "Read a and b").await;
     assert_eq!(status["terminal_state"], "completed");
@@ -650,10 +634,7 @@ async fn openai_stops_at_the_iteration_limit_as_tool_limit_reached() {
             ]),
         );
     }
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 2))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 2).await;
     let session = app.new_session().await;
     let (events, status, _) = turn(&app, &session, "Loop").await;
     assert_eq!(status["terminal_state"], "tool_limit_reached");
@@ -672,10 +653,7 @@ async fn openai_stop_aborts_the_upstream_request() {
             Piece::Hang,
         ]),
     );
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let session = app.new_session().await;
     let run = app.start(&session, "Take your time").await;
     wait_for_event(&app, &run, "token").await;
@@ -691,10 +669,7 @@ async fn openai_sends_the_sessions_history_on_each_turn() {
     let ws = tempfile::tempdir().unwrap();
     upstream.script(COMPLETIONS, say("Paris."));
     upstream.script(COMPLETIONS, say("About 2.1 million."));
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let session = app.new_session().await;
     turn(&app, &session, "Capital of France?").await;
     let (_, status, answer) = turn(&app, &session, "Population?").await;
@@ -972,10 +947,7 @@ async fn hermes_stop_stops_the_gateway_run_and_closes_its_stream() {
 async fn openai_allow_always_holds_for_the_account_that_chose_it_only() {
     let upstream = Upstream::start().await;
     let ws = tempfile::tempdir().unwrap();
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let (alice, bob) = app.two_users(false).await;
 
     app.use_cookie(Some(&alice));
@@ -1025,10 +997,7 @@ async fn after_an_edit_the_model_is_told_the_branch_shown() {
     for answer in ["Paris.", "About 2.1 million.", "Rome.", "Still Paris."] {
         upstream.script(COMPLETIONS, say(answer));
     }
-    let app = TestApp::builder()
-        .adapter(openai(&upstream, ws.path(), 4))
-        .spawn()
-        .await;
+    let app = openai_app(&upstream, ws.path(), 4).await;
     let session = app.new_session().await;
     let first = app.start(&session, "Capital of France?").await;
     app.wait_finished(&first).await;
