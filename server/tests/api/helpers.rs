@@ -555,6 +555,16 @@ async fn spawn(
     }
 }
 
+/// The ids of a listing's sessions (`/api/sessions`, its search), in order.
+pub fn session_ids(list: &Value) -> Vec<&str> {
+    list["sessions"]
+        .as_array()
+        .expect("a list of sessions")
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect()
+}
+
 /// A query value, percent-encoded.
 pub fn urlencode(value: &str) -> String {
     let mut out = String::new();

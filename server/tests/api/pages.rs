@@ -1,4 +1,4 @@
-use crate::helpers::TestApp;
+use crate::helpers::{session_ids, TestApp};
 
 #[tokio::test]
 async fn healthz_reports_ok() {
@@ -379,12 +379,7 @@ async fn the_sidebar_lists_a_page_of_sessions_and_any_session_still_opens() {
     );
     // The next page, and the end.
     let (_, next) = app.get("/api/sessions?offset=10&limit=50").await;
-    let rest: Vec<&str> = next["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let rest = session_ids(&next);
     assert_eq!(
         rest,
         ids[..45]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::TestApp;
+use crate::helpers::{session_ids, TestApp};
 
 #[tokio::test]
 async fn sessions_are_created_listed_newest_first_renamed_and_searched() {
@@ -17,12 +17,7 @@ async fn sessions_are_created_listed_newest_first_renamed_and_searched() {
     tokio::time::sleep(Duration::from_millis(5)).await;
     let second = app.new_session().await;
     let (_, list) = app.get("/api/sessions").await;
-    let ids: Vec<&str> = list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let ids = session_ids(&list);
     assert_eq!(ids, [second.as_str(), first.as_str()]);
 
     let (code, renamed) = app
@@ -38,12 +33,7 @@ async fn sessions_are_created_listed_newest_first_renamed_and_searched() {
     let run = app.start(&first, "tell me about the turbofish").await;
     app.wait_finished(&run).await;
     let (_, hits) = app.get("/api/sessions/search?q=TURBOFISH").await;
-    let hits: Vec<&str> = hits["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let hits = session_ids(&hits);
     assert_eq!(
         hits,
         [first.as_str()],
