@@ -104,8 +104,8 @@ pub enum Rows {
     Idle,
     /// On their way.
     Loading,
-    /// The last try failed, with this message.
-    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))] // the server never loads rows
+    /// The last try failed, with this message (only the browser loads them).
+    #[cfg(feature = "hydrate")]
     Failed(String),
 }
 

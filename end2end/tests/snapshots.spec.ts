@@ -105,13 +105,23 @@ test("a long settled turn's trace waits to be asked for; a running turn switches
   await expect(turn.locator("[data-final-answer='true']")).toContainText("t399");
   await reader.waitForTimeout(300);
   expect(fetched).toEqual([]);
+  // The network drops the first try: the turn says so, where the button was, and offers it again.
+  await reader.route("**/api/chat/journal**", (route) => route.abort("internetdisconnected"));
   await show.click();
+  const failure = turn.getByRole("alert");
+  await expect(failure).toContainText("The steps could not be loaded");
+  const again = turn.getByRole("button", { name: "Try again" });
+  await expect(again).toBeVisible();
+  await reader.screenshot({ path: testInfo.outputPath("long-trace-failed.png") });
+  await reader.unroute("**/api/chat/journal**");
+  await again.click();
   await expect(turn.locator(".stream-row").first()).toBeVisible();
+  await expect(failure).toHaveCount(0);
   // Windowed as any long trace: the latest rows, and the earlier ones on request.
   await expect(turn.locator(".stream-row[class*='row-tool']").last()).toContainText("src/f224.rs");
   expect(await turn.locator(".stream-row").count()).toBeLessThanOrEqual(200);
   await expect(turn.getByRole("button", { name: /^Show \d+ earlier$/ })).toBeVisible();
-  expect(fetched).toHaveLength(1);
+  expect(fetched).toHaveLength(2);
   await reader.screenshot({ path: testInfo.outputPath("long-trace-loaded.png") });
   await reader.context().close();
 

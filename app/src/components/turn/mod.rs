@@ -405,34 +405,36 @@ fn Steps(
     let count = move || counted(total.get(), if stream { "event" } else { "step" });
     let stored = StoredValue::new(turn);
     let load = move |_| stored.with_value(|t| chat.load_rows(t));
-    // Which of the four this is, as a memo: the count changes with every step, and a closure
+    // Whether the rows are there, as a memo: the count changes with every step, and a closure
     // that read it would make the items anew each time (their window, and the reader's "Show
     // earlier", started over under the reader's eyes). A turn with no steps has nothing to load.
     let has_rows = Memo::new(move |_| !needs.get() || total.get() == 0);
     move || {
         if has_rows.get() {
-            return EitherOf4::A(view! {
+            return EitherOf3::A(view! {
                 <ProcessItems turn=stored.get_value() process=process turn_over=turn_over stream=stream />
             });
         }
-        match rows.get() {
-            Rows::Loading => EitherOf4::B(view! {
-                <div class="rows-state" role="status">{move || format!("Loading {}…", count())}</div>
-            }),
-            Rows::Failed(message) => EitherOf4::C(view! {
-                <div class="rows-state rows-failed" role="alert">
-                    <span>{format!("The steps could not be loaded: {message}")}</span>
-                    <button type="button" class="pill load-rows" on:click=load>"Try again"</button>
-                </div>
-            }),
-            Rows::Idle => EitherOf4::D(view! {
-                <div class="rows-state">
-                    <button type="button" class="pill load-rows" on:click=load>
-                        {move || format!("Show {}", count())}
-                    </button>
-                </div>
-            }),
-        }
+        // Not loaded: offered, or offered again after a failed try (that only the browser makes).
+        let failed: Option<String> = match rows.get() {
+            Rows::Loading => {
+                return EitherOf3::B(view! {
+                    <div class="rows-state" role="status">{move || format!("Loading {}…", count())}</div>
+                });
+            }
+            Rows::Idle => None,
+            #[cfg(feature = "hydrate")]
+            Rows::Failed(message) => Some(message),
+        };
+        let again = failed.is_some();
+        EitherOf3::C(view! {
+            <div class="rows-state" class:rows-failed=again role=again.then_some("alert")>
+                {failed.map(|message| view! { <span>{format!("The steps could not be loaded: {message}")}</span> })}
+                <button type="button" class="pill load-rows" on:click=load>
+                    {move || if again { "Try again".to_owned() } else { format!("Show {}", count()) }}
+                </button>
+            </div>
+        })
     }
 }
 
