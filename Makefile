@@ -103,8 +103,15 @@ wasm-check:
 # database with a quick demo agent (end2end/tests/fixtures.ts).
 e2e: e2e-build e2e-run
 
+# Skipped when nothing it reads changed since it last ran and its outputs are as it left them
+# (scripts/fresh.sh): cargo-leptos would run wasm-bindgen and wasm-opt again for nothing.
+E2E_BUILD := cargo leptos build --release --cargo-locked $(SPLIT)
 e2e-build:
-	$(TOOLS_PATH) cargo leptos build --release --cargo-locked $(SPLIT)
+	@if $(TOOLS_PATH) bash scripts/fresh.sh check release $(E2E_BUILD); then \
+	  echo "e2e-build: the release build is that of the sources as they are"; \
+	else \
+	  $(TOOLS_PATH) $(E2E_BUILD) && $(TOOLS_PATH) bash scripts/fresh.sh save release $(E2E_BUILD); \
+	fi
 
 e2e-run:
 	rm -f end2end/test-results/results.json

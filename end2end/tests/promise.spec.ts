@@ -203,16 +203,16 @@ test("a queued follow-up appears and streams in the same page; a second Enter ne
   test.setTimeout(150_000);
   await openNewSession(page, request);
   await page.evaluate(() => ((window as any).__samePage = true));
-  // Long enough (16 s of tokens) to be still running when the follow-up is typed, however
+  // Long enough (10 s of tokens) to be still running when the follow-up is typed, however
   // slow the machine; the follow-up streams long enough to be seen streaming.
-  await send(page, "/demo long 2000");
+  await send(page, "/demo long 1200");
   await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
   const input = page.getByRole("textbox", { name: "Message" });
-  await input.fill("/demo long 1000");
+  await input.fill("/demo long 500");
   // Enter sends on a desktop; a phone's Enter is a new line and the button sends.
   if (isPhone(page)) await page.getByRole("button", { name: "Queue" }).tap();
   else await input.press("Enter");
-  await expect(page.locator(".queued")).toContainText("/demo long 1000");
+  await expect(page.locator(".queued")).toContainText("/demo long 500");
   await expect(input).toHaveValue("");
   // A stray Enter on the empty field does nothing; the first turn goes on.
   await input.press("Enter");
@@ -225,7 +225,7 @@ test("a queued follow-up appears and streams in the same page; a second Enter ne
   await expect(page.locator("article.turn")).toHaveCount(2, { timeout: 10_000 });
   await expect(page.locator(".queued")).toHaveCount(0);
   const second = lastTurn(page);
-  await expect(second.locator(".bubble")).toHaveText("/demo long 1000");
+  await expect(second.locator(".bubble")).toHaveText("/demo long 500");
   await expect(second.locator("[data-final-answer='streaming']")).toBeVisible();
   await expect(second.locator("[data-final-answer='true']")).toBeVisible({ timeout: 60_000 });
   await expect(first.locator("[data-terminal-state]")).toHaveCount(0);

@@ -15,7 +15,7 @@ const SCENARIOS: [string, boolean][] = [
   ["/demo compress", false],
   ["/demo todo", false],
   ["/demo artifact", false],
-  ["/demo long 300", true],
+  ["/demo long 160", true],
   ["/demo trace 400", true],
   ["tell me about lighthouses", true],
   ["/demo error", false],

@@ -495,7 +495,8 @@ impl Turn<'_> {
             }
             "trace" => {
                 // N activity rows as fast as possible (tool calls: a start and an end each),
-                // then an answer streamed at the configured pace: a long turn that keeps going.
+                // then an answer streamed at the configured pace (at least 20 ms a chunk: a
+                // long turn that keeps going), or at once on a server with no pause.
                 let n = rows(n, 2);
                 for i in 0..n / 2 {
                     let tid = format!("call_{i:06}");
@@ -514,9 +515,13 @@ impl Turn<'_> {
                         .emit(EventKind::Token, json!({ "text": text }))
                         .await?;
                     answer.push_str(&text);
-                    self.io
-                        .sleep(self.delay.max(Duration::from_millis(20)))
-                        .await?;
+                    if !self.delay.is_zero() {
+                        self.io
+                            .sleep(self.delay.max(Duration::from_millis(20)))
+                            .await?;
+                    } else if self.io.is_stopped() {
+                        return Err(Stopped);
+                    }
                 }
                 self.finish(answer).await
             }
