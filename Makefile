@@ -99,7 +99,7 @@ wasm-check:
 	cargo clippy -p anchor -p frontend --target wasm32-unknown-unknown --locked --features frontend/split -- -D warnings
 
 # Builds the release site (wasm-opt included), then runs Playwright (desktop and phone
-# projects) against it: two workers, each starting a release server of its own on a fresh
+# projects) against it: three workers, each starting a release server of its own on a fresh
 # database with a quick demo agent (end2end/tests/fixtures.ts).
 e2e: e2e-build e2e-run
 

@@ -7,9 +7,11 @@ export default defineConfig({
   timeout: 30_000,
   expect: { timeout: 10_000 },
   fullyParallel: false,
-  // Two test files at once, each worker on a server of its own (tests/fixtures.ts); E2E_WORKERS
-  // chooses another number. Against a server given by BASE_URL, one at a time: they share it.
-  workers: process.env.BASE_URL ? 1 : Number(process.env.E2E_WORKERS ?? 2),
+  // Three test files at once, each worker on a server of its own (tests/fixtures.ts): on two
+  // cores the third fills the time the others wait on a stream (measured: BENCHMARKS.md);
+  // E2E_WORKERS chooses another number. Against a server given by BASE_URL, one at a time:
+  // they share it.
+  workers: process.env.BASE_URL ? 1 : Number(process.env.E2E_WORKERS ?? 3),
   retries: 0,
   forbidOnly: !!process.env.CI,
   reporter: [["list"], ["json", { outputFile: "test-results/results.json" }]],

@@ -34,7 +34,10 @@ inputs() {
 
 outputs() {
   [ -x target/release/server ] && [ -d target/site/pkg ] || return 1
-  find target/release/server target/site -type f -printf '%p %s %T@\n' | sort
+  # The server writes compressed copies of the bundle beside it when it starts (server/src/
+  # assets.rs): those are its, not the build's.
+  find target/release/server target/site -type f ! -name '*.br' ! -name '*.gz' ! -name '*.tmp' \
+    -printf '%p %s %T@\n' | sort
 }
 
 case "$mode" in
