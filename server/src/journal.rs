@@ -253,6 +253,16 @@ mod tests {
         failures: AtomicU32,
     }
 
+    impl Flaky {
+        /// A store in `dir` that fails nothing until told to.
+        async fn open(dir: &std::path::Path) -> Arc<Self> {
+            Arc::new(Flaky {
+                inner: SqlStore::open_sqlite(&dir.join("a.db")).await.unwrap(),
+                failures: AtomicU32::new(0),
+            })
+        }
+    }
+
     #[async_trait]
     impl JournalStore for Flaky {
         async fn snapshots(
@@ -343,12 +353,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_batch_is_tried_again_and_nothing_is_lost() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Flaky {
-            inner: SqlStore::open_sqlite(&dir.path().join("a.db"))
-                .await
-                .unwrap(),
-            failures: AtomicU32::new(0),
-        });
+        let store = Flaky::open(dir.path()).await;
         let run = running_run(&store).await;
         let stats = Arc::new(Stats::default());
         let journal = Journal::spawn(
@@ -474,12 +479,7 @@ mod tests {
     #[tokio::test]
     async fn a_batch_that_keeps_failing_fails_op_by_op() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Flaky {
-            inner: SqlStore::open_sqlite(&dir.path().join("a.db"))
-                .await
-                .unwrap(),
-            failures: AtomicU32::new(0),
-        });
+        let store = Flaky::open(dir.path()).await;
         let run = running_run(&store).await;
         let ops: Vec<JournalOp> = (0..3)
             .map(|i| JournalOp::Append {
