@@ -189,18 +189,18 @@ async fn feed(
             if !hub.feeding(&run_id, &wake) {
                 return;
             }
-            let rows = match store.events(&run_id, cursor, None, FEED_PAGE).await {
-                Ok(rows) => rows,
+            let frames = match store.stored_frames(&run_id, cursor, FEED_PAGE).await {
+                Ok(frames) => frames,
                 Err(e) => {
                     tracing::warn!(run_id, "a feed could not read the journal: {e}");
                     break;
                 }
             };
-            let full = rows.len() == FEED_PAGE as usize;
-            for row in rows {
-                let ended = row.kind == anchor::EventKind::StreamEnd.name();
-                cursor = row.seq;
-                hub.publish(Arc::new(Frame::encode(row)));
+            let full = frames.len() == FEED_PAGE as usize;
+            for frame in frames {
+                let ended = frame.row.kind == anchor::EventKind::StreamEnd.name();
+                cursor = frame.row.seq;
+                hub.publish(Arc::new(frame));
                 if ended {
                     hub.end_feed(&run_id, &wake, true);
                     return;

@@ -244,7 +244,7 @@ mod tests {
 
     use super::*;
     use crate::store::sql::SqlStore;
-    use crate::store::{Frames, JournalRow, Lease, NewTurn, Run, TurnAt};
+    use crate::store::{Lease, NewTurn, TurnAt};
 
     /// The journal part of the real SQLite store, whose next `failures` commits fail as a busy
     /// database does (the writer uses nothing else).
@@ -265,31 +265,6 @@ mod tests {
 
     #[async_trait]
     impl JournalStore for Flaky {
-        async fn snapshots(
-            &self,
-            run_ids: &[String],
-            version: i64,
-        ) -> Result<std::collections::HashMap<String, String>, StoreError> {
-            self.inner.snapshots(run_ids, version).await
-        }
-
-        async fn put_snapshot(
-            &self,
-            run_id: &str,
-            version: i64,
-            data: &str,
-        ) -> Result<(), StoreError> {
-            self.inner.put_snapshot(run_id, version, data).await
-        }
-
-        async fn runs_without_snapshot(
-            &self,
-            version: i64,
-            limit: u32,
-        ) -> Result<Vec<Run>, StoreError> {
-            self.inner.runs_without_snapshot(version, limit).await
-        }
-
         async fn commit(
             &self,
             ops: Vec<JournalOp>,
@@ -299,26 +274,6 @@ mod tests {
                 return Err(StoreError::Database(sqlx::Error::PoolTimedOut));
             }
             self.inner.commit(ops).await
-        }
-
-        async fn events(
-            &self,
-            run_id: &str,
-            after: u64,
-            up_to: Option<u64>,
-            limit: u32,
-        ) -> Result<Vec<JournalRow>, StoreError> {
-            self.inner.events(run_id, after, up_to, limit).await
-        }
-
-        async fn frames(
-            &self,
-            run_id: &str,
-            after: u64,
-            up_to: Option<u64>,
-            limit: u32,
-        ) -> Result<Frames, StoreError> {
-            self.inner.frames(run_id, after, up_to, limit).await
         }
     }
 
@@ -384,7 +339,7 @@ mod tests {
                 .expect("journaled despite the failures");
         }
         assert_eq!(Stats::get(&stats.journal_retries), 2);
-        let rows = store.events(&run, 0, None, 100).await.unwrap();
+        let rows = store.inner.events(&run, 0, None, 100).await.unwrap();
         assert_eq!(rows.len(), 20);
         let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
         assert_eq!(seqs, (1..=20).collect::<Vec<_>>(), "gapless, once each");
@@ -457,7 +412,7 @@ mod tests {
         assert!(matches!(results[6], Err(StoreError::Finished)));
         assert_eq!(seqs[7], token(3));
         for (run, count) in [(&a, 3), (&b, 5), (&c, 1)] {
-            let rows = store.events(run, 0, None, 100).await.unwrap();
+            let rows = store.inner.events(run, 0, None, 100).await.unwrap();
             let found: Vec<u64> = rows.iter().map(|r| r.seq).collect();
             assert_eq!(found, (1..=count).collect::<Vec<_>>(), "{run}: gapless");
             let texts: Vec<&Value> = rows
@@ -471,8 +426,25 @@ mod tests {
                 texts.windows(2).all(|w| w[0].as_i64() < w[1].as_i64()),
                 "{run}: in order"
             );
-            let frames = store.frames(run, 0, None, 100).await.unwrap();
+            let frames = store.inner.frames(run, 0, None, 100).await.unwrap();
             assert_eq!(frames.count, count as u32, "{run}: each row has its frame");
+            // A feed publishes the frames stored at commit, byte for byte those a replay sends.
+            let stored = store.inner.stored_frames(run, 0, 100).await.unwrap();
+            let seqs: Vec<u64> = stored.iter().map(|f| f.row.seq).collect();
+            assert_eq!(
+                seqs,
+                (1..=count).collect::<Vec<_>>(),
+                "{run}: stored frames in order"
+            );
+            let joined: Vec<u8> = stored.iter().flat_map(|f| f.sse.iter().copied()).collect();
+            assert_eq!(
+                joined,
+                frames.sse.to_vec(),
+                "{run}: the same bytes as a replay"
+            );
+            let tail = store.inner.stored_frames(run, 1, 1).await.unwrap();
+            let second: Vec<u64> = (2..=count.min(2)).collect();
+            assert_eq!(tail.iter().map(|f| f.row.seq).collect::<Vec<_>>(), second);
         }
     }
 
@@ -497,6 +469,9 @@ mod tests {
             results[1].is_ok() && results[2].is_ok(),
             "the others are kept"
         );
-        assert_eq!(store.events(&run, 0, None, 10).await.unwrap().len(), 2);
+        assert_eq!(
+            store.inner.events(&run, 0, None, 10).await.unwrap().len(),
+            2
+        );
     }
 }

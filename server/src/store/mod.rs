@@ -243,17 +243,23 @@ pub trait TurnStore: Send + Sync {
     async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError>;
 }
 
-/// The run journal: events committed in order (gapless per run), read back as rows or as stored
-/// SSE frames, and the snapshots a settled turn is shown from.
+/// The run journal's writer: events committed in order, gapless per run (what
+/// [`crate::journal::Journal`] needs, and all it needs).
 #[async_trait]
 pub trait JournalStore: Send + Sync {
     /// Commits a batch of journal writes in one transaction, in order; returns the journaled
-    /// rows per op. An op on a finished run fails alone with `Finished`.
+    /// rows per op, each with the SSE frame stored for it. An op on a finished run fails alone
+    /// with `Finished`.
     async fn commit(
         &self,
         ops: Vec<JournalOp>,
     ) -> Result<Vec<Result<Vec<Frame>, StoreError>>, StoreError>;
+}
 
+/// The run journal read back (as rows, as the SSE frames stored with them), and the snapshots a
+/// settled turn is shown from.
+#[async_trait]
+pub trait HistoryStore: Send + Sync {
     /// Journal rows of a run with `after < seq <= up_to`, in order, at most `limit`.
     async fn events(
         &self,
@@ -263,8 +269,8 @@ pub trait JournalStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<JournalRow>, StoreError>;
 
-    /// The same rows as [`Store::events`], already encoded as SSE frames, in one buffer: what a
-    /// replaying follower sends.
+    /// The same rows as [`Store::events`], as the SSE frames stored with them, in one buffer:
+    /// what a replaying follower sends.
     async fn frames(
         &self,
         run_id: &str,
@@ -273,7 +279,15 @@ pub trait JournalStore: Send + Sync {
         limit: u32,
     ) -> Result<Frames, StoreError>;
 
-    /// Records an approval or clarify request.
+    /// The rows of a run after `after`, in order, at most `limit`, each with the SSE frame stored
+    /// with it: what a feed publishes of rows another instance committed.
+    async fn stored_frames(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Frame>, StoreError>;
+
     /// The stored snapshots of `version` among these runs (run id → its JSON).
     async fn snapshots(
         &self,
@@ -398,6 +412,7 @@ pub trait Store:
     + AttachmentStore
     + TurnStore
     + JournalStore
+    + HistoryStore
     + InteractionStore
     + InstanceStore
     + 'static
@@ -410,6 +425,7 @@ impl<T> Store for T where
         + AttachmentStore
         + TurnStore
         + JournalStore
+        + HistoryStore
         + InteractionStore
         + InstanceStore
         + 'static
@@ -419,7 +435,7 @@ impl<T> Store for T where
 /// Every part of the store, for callers: `use crate::store::prelude::*`.
 pub mod prelude {
     pub use super::{
-        AccountStore, AttachmentStore, InstanceStore, InteractionStore, JournalStore, SessionStore,
-        Store, TurnStore,
+        AccountStore, AttachmentStore, HistoryStore, InstanceStore, InteractionStore, JournalStore,
+        SessionStore, Store, TurnStore,
     };
 }

@@ -296,7 +296,7 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// A row read back (another instance wrote it), encoded as the journal stored it.
+    /// A row encoded as the journal writer encodes it (for a row stored before frames were).
     pub fn encode(row: JournalRow) -> Self {
         let data = serde_json::to_string(&row.payload).unwrap_or_else(|_| "{}".to_owned());
         let sse = crate::wire::encode_frame(&row.run_id, row.seq, &row.kind, &data);

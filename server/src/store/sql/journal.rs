@@ -140,7 +140,10 @@ impl JournalStore for SqlStore {
         tx.commit().await?;
         Ok(results)
     }
+}
 
+#[async_trait]
+impl HistoryStore for SqlStore {
     async fn events(
         &self,
         run_id: &str,
@@ -193,6 +196,38 @@ impl JournalStore for SqlStore {
             ended: crate::wire::ends_with_stream_end(&sse),
             sse: bytes::Bytes::from(sse),
         })
+    }
+
+    async fn stored_frames(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Frame>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT * FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        )
+        .bind(run_id)
+        .bind(after as i64)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let row = journal_row_from(r);
+                let stored: String = r.get("frame");
+                // Rows journaled before frames were stored with them have none.
+                if stored.is_empty() {
+                    Frame::encode(row)
+                } else {
+                    Frame {
+                        row,
+                        sse: stored.into(),
+                    }
+                }
+            })
+            .collect())
     }
 
     async fn snapshots(
