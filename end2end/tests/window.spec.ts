@@ -81,10 +81,17 @@ test("the sidebar comes with the top of the list; more come on request and as it
   await more.click();
   await expect(rows).toHaveCount(60);
   await expect(page.locator(`[data-session-id='${oldest}']`)).toHaveCount(0);
-  // Scrolled to its end, the list brings more (however many other tests left on this server).
-  await page.locator("#sidebar").evaluate((el) => (el.scrollTop = el.scrollHeight));
+  // Scrolled to its end, the list brings more (however many other tests left on this server),
+  // and the Settings button below it stays where it was, in view: a reader on their way to it
+  // never has it moved away under the pointer.
+  const settings = page.getByRole("button", { name: "Settings" });
+  await expect(settings).toBeInViewport();
+  const before = await settings.boundingBox();
+  await page.locator("#sidebar .sidebar-scroll").evaluate((el) => (el.scrollTop = el.scrollHeight));
   await expect.poll(() => rows.count()).toBeGreaterThan(60);
   await expect(page.locator(`[data-session-id='${oldest}']`)).toHaveCount(1);
+  await expect(settings).toBeInViewport();
+  expect(await settings.boundingBox()).toEqual(before);
   // Search finds it by its title.
   await page.getByRole("searchbox", { name: "Search conversations" }).fill(marker);
   await expect(rows).toHaveCount(1);

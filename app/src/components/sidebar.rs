@@ -473,7 +473,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         })
     };
     view! {
-        <nav id="sidebar" class="sidebar" aria-label="Sessions" on:scroll=near_end>
+        <nav id="sidebar" class="sidebar" aria-label="Sessions">
             <div class="sidebar-header">
                 <span class="brand">"Anchorage"</span>
                 <button
@@ -502,6 +502,10 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     </button>
                 </div>
             })}
+            // Only the conversations scroll: what is above stays, and so does the foot below,
+            // however the list grows (more come as it nears its end) — Settings never moves away
+            // from a pointer or a finger on its way to it.
+            <div class="sidebar-scroll" on:scroll=near_end>
             {move || if has_entries.get() {
                 Either::Left(view! {
                     <ul class="session-list">
@@ -547,6 +551,8 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     "Archived conversations"
                 </button>
             })}
+            </div>
+            <div class="sidebar-foot">
             <button
                 type="button"
                 class="settings-button"
@@ -562,6 +568,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                 {dynamic(move || chat.agent.get())}
             </p>
             {account}
+            </div>
         </nav>
     }
 }
