@@ -281,7 +281,13 @@ pub struct PendingFile {
 
 /// Where a file attached in the composer stands.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+#[cfg_attr(
+    not(feature = "hydrate"),
+    expect(
+        dead_code,
+        reason = "only the browser attaches files: a page the server renders has none pending"
+    )
+)]
 pub enum FileState {
     /// On its way to the server.
     Uploading,
