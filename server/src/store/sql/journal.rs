@@ -151,15 +151,7 @@ impl HistoryStore for SqlStore {
         up_to: Option<u64>,
         limit: u32,
     ) -> Result<Vec<JournalRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT * FROM run_events WHERE run_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
-        )
-        .bind(run_id)
-        .bind(after as i64)
-        .bind(up_to.map_or(i64::MAX, |u| u as i64))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self.journal_rows(run_id, after, up_to, limit).await?;
         Ok(rows.iter().map(journal_row_from).collect())
     }
 
@@ -204,14 +196,7 @@ impl HistoryStore for SqlStore {
         after: u64,
         limit: u32,
     ) -> Result<Vec<Frame>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT * FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-        )
-        .bind(run_id)
-        .bind(after as i64)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self.journal_rows(run_id, after, None, limit).await?;
         Ok(rows
             .iter()
             .map(|r| {
@@ -282,5 +267,26 @@ impl HistoryStore for SqlStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(run_from).collect())
+    }
+}
+
+impl SqlStore {
+    /// A run's journal rows with `after < seq <= up_to`, in order, at most `limit`, as stored.
+    async fn journal_rows(
+        &self,
+        run_id: &str,
+        after: u64,
+        up_to: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<AnyRow>, sqlx::Error> {
+        sqlx::query(
+            "SELECT * FROM run_events WHERE run_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
+        )
+        .bind(run_id)
+        .bind(after as i64)
+        .bind(up_to.map_or(i64::MAX, |u| u as i64))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
     }
 }
