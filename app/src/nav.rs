@@ -46,9 +46,10 @@ pub fn correct_address(chat: ChatState) {
 /// turns as they are. While the session still has a follow-up queued and no new turn has come,
 /// it asks again a few times: the server starts the follow-up just after the run ends.
 pub fn catch_up(chat: ChatState, session_id: String) {
+    const ATTEMPTS: u32 = 12;
     let epoch = chat.epoch.get_value();
     leptos::task::spawn_local(async move {
-        for attempt in 0..12u32 {
+        for attempt in 0..ATTEMPTS {
             if attempt > 0 {
                 client::sleep(150 * attempt).await;
             }
@@ -68,6 +69,14 @@ pub fn catch_up(chat: ChatState, session_id: String) {
                 .session
                 .as_ref()
                 .map_or((0, 0), |s| (s.turns.len(), s.queued.len()));
+            // A follow-up the page shows queued that is neither queued nor among the new turns
+            // started between the server's read of the turns and its read of the queue (it
+            // reads them in that order, so a follow-up is never in both): its turn is there by
+            // the next answer. Shown as it was until then, never as neither.
+            let shown = chat.queued.with_untracked(Vec::len);
+            if new == 0 && waiting < shown && attempt + 1 < ATTEMPTS {
+                continue;
+            }
             chat.append(&page);
             if new > 0 || waiting == 0 {
                 return;

@@ -232,6 +232,49 @@ test("a queued follow-up appears and streams in the same page; a second Enter ne
   expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
 });
 
+test("a follow-up that starts between the server's read of the turns and of the queue still appears", async ({ page, request }) => {
+  await openNewSession(page, request);
+  // The first catch-up after the turn ends is answered as if the follow-up had started just
+  // between the two reads: in neither the new turns nor the queue.
+  let doctored = 0;
+  await page.route(/\/api\/page\?.*after_run_id=/, async (route) => {
+    const response = await route.fetch();
+    if (doctored > 0) return route.fulfill({ response });
+    doctored++;
+    const json = await response.json();
+    if (json.session) {
+      json.session.turns = [];
+      json.session.queued = [];
+    }
+    return route.fulfill({ response, json });
+  });
+  await send(page, "/demo long 400");
+  await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
+  // Whether the queued line ever goes while the follow-up's turn is not there.
+  await page.evaluate(() => {
+    const w = window as any;
+    w.__neither = false;
+    new MutationObserver(() => {
+      const queued = !!document.querySelector(".queued");
+      if (queued) w.__queuedSeen = true;
+      else if (w.__queuedSeen && document.querySelectorAll("article.turn").length < 2) w.__neither = true;
+    }).observe(document.body, { childList: true, subtree: true });
+  });
+  const input = page.getByRole("textbox", { name: "Message" });
+  await input.fill("/demo prose");
+  if (isPhone(page)) await page.getByRole("button", { name: "Queue" }).tap();
+  else await input.press("Enter");
+  const queued = page.locator(".queued");
+  await expect(queued).toContainText("/demo prose");
+  await expect(page.locator("article.turn").first().locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  // It appears by itself, and the queued line never went before its turn came.
+  await expect(page.locator("article.turn")).toHaveCount(2);
+  await expect(lastTurn(page).locator(".bubble")).toHaveText("/demo prose");
+  await expect(queued).toHaveCount(0);
+  expect(doctored).toBe(1);
+  expect(await page.evaluate(() => (window as any).__neither)).toBe(false);
+});
+
 test("a message typed while the server cannot be reached is kept, sent once it can, and only once", async ({ page, request, context }) => {
   const session = await openNewSession(page, request);
   const input = page.getByRole("textbox", { name: "Message" });

@@ -133,7 +133,10 @@ impl PageBackend {
         session: &Session,
         which: Turns<'_>,
     ) -> Result<SessionDetail, StoreError> {
-        // The branch the session shows (retries and edits leave other versions beside it).
+        // The branch the session shows (retries and edits leave other versions beside it). Read
+        // before the queue (below): a follow-up that starts meanwhile leaves the queue as its
+        // turn begins, so it is in one of the two reads or, started between them, in neither
+        // (a page catching up asks again, `app::nav::catch_up`) — never in both.
         let (mut runs, mut versions): (Vec<Run>, Vec<app::api::Versions>) =
             self.store.branch(&session.id).await?.into_iter().unzip();
         let stream = self.mode == Some(Mode::TransparentStream);
