@@ -377,10 +377,18 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
     let show_more = move |_| load_more();
     // The page carries the first few sessions; the next ones come when the reader asks or
     // scrolls near the end of the list (never by themselves: a list that grew under the page
-    // would move what is below it).
+    // would move what is below it). Scrolls, that is, of a wheel or a finger: a scroll that
+    // only brings the "Show more" button into view (the focus moving to it, a click on it)
+    // loads nothing, so the button does not run away from the pointer or the focus on its way.
+    let reader_scrolls = StoredValue::new(false);
+    let wheel = move |_: leptos::ev::WheelEvent| reader_scrolls.set_value(true);
+    let finger = move |_: leptos::ev::TouchEvent| reader_scrolls.set_value(true);
     let near_end = move |_ev: leptos::ev::Event| {
         #[cfg(feature = "hydrate")]
         {
+            if !reader_scrolls.get_value() {
+                return;
+            }
             use wasm_bindgen::JsCast;
             let Some(el) = _ev
                 .target()
@@ -505,7 +513,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             // Only the conversations scroll: what is above stays, and so does the foot below,
             // however the list grows (more come as it nears its end) — Settings never moves away
             // from a pointer or a finger on its way to it.
-            <div class="sidebar-scroll" on:scroll=near_end>
+            <div class="sidebar-scroll" on:scroll=near_end on:wheel=wheel on:touchmove=finger>
             {move || if has_entries.get() {
                 Either::Left(view! {
                     <ul class="session-list">
