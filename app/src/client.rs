@@ -12,8 +12,8 @@ use crate::api::{
     ApprovalBody, BranchBody, Branched, Cancelled, ClarifyBody, Done, EditBody, GrantList,
     JournalPage, JournalQuery, ListQuery, ModelBody, ModelChosen, ModelList, ModelsQuery,
     NewSessionBody, PageQuery, PlaceBody, Queued, RenameBody, RevokeBody, RunBody, SearchQuery,
-    SendBody, SessionAnswer, SessionBody, SessionList, SessionPage, Started, StreamQuery,
-    UploadQuery, Uploaded,
+    SendBody, SessionAnswer, SessionBody, SessionList, SessionPage, ShareAnswer, ShareBody,
+    ShareList, Started, StreamQuery, UploadQuery, Uploaded,
 };
 
 /// A failed API call.
@@ -103,6 +103,24 @@ pub async fn grants() -> Result<GrantList, Failure> {
 /// Revokes a standing permission.
 pub async fn revoke_grant(id: &str) -> Result<Done, Failure> {
     post(paths::GRANTS_REVOKE, &RevokeBody { id: id.to_owned() }).await
+}
+
+/// Makes a read-only link to a conversation.
+pub async fn share(session_id: &str) -> Result<ShareAnswer, Failure> {
+    let body = ShareBody {
+        session_id: session_id.to_owned(),
+    };
+    post(paths::SHARE, &body).await
+}
+
+/// The viewer's share links.
+pub async fn shares() -> Result<ShareList, Failure> {
+    get(paths::SHARES, &()).await
+}
+
+/// Revokes a share link.
+pub async fn revoke_share(id: &str) -> Result<Done, Failure> {
+    post(paths::SHARE_REVOKE, &RevokeBody { id: id.to_owned() }).await
 }
 
 /// Sends a message and starts a turn (409 while one runs).

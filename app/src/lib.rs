@@ -46,6 +46,7 @@ mod routes;
 mod state;
 mod time;
 
+pub use components::terminal::terminal_label;
 pub use routes::{ChatPage, ChatPageProps};
 
 /// The id of the `<script type="application/json">` that carries the page data.
@@ -61,9 +62,33 @@ pub fn document_title(title: &str) -> String {
     }
 }
 
+/// The build whose bundle a page loads, given by the server as context of the render (see
+/// its `offline` module). Without it (a document rendered outside a chat page), pages load
+/// `/pkg/…`.
+#[cfg(feature = "ssr")]
+#[derive(Clone, Debug)]
+pub struct Bundle {
+    /// The address prefix: the page loads `{root}/pkg/…`.
+    pub root: String,
+    /// The build's id.
+    pub build: String,
+}
+
+/// The address prefix of the bundle ("" without a [`Bundle`]).
+#[cfg(feature = "ssr")]
+fn bundle_root() -> String {
+    use_context::<Bundle>().map(|b| b.root).unwrap_or_default()
+}
+
+/// The name of the `<meta>` that carries the build's id (the page says "Updated" once when it
+/// changes).
+pub const BUILD_META: &str = "anchorage-build";
+
 /// The head elements every document shares.
 #[cfg(feature = "ssr")]
 fn head_common() -> impl IntoView {
+    let stylesheet = format!("{}/pkg/anchorage.css", bundle_root());
+    let build = use_context::<Bundle>().map(|b| b.build);
     view! {
         <meta charset="utf-8" />
         <meta
@@ -71,12 +96,29 @@ fn head_common() -> impl IntoView {
             content="width=device-width, initial-scale=1, viewport-fit=cover, interactive-widget=resizes-content"
         />
         <meta name="color-scheme" content="light dark" />
-        <meta name="theme-color" content="#2f6f62" />
+        // The browser's bar takes the page's own background, in either theme.
+        <meta
+            name="theme-color"
+            content="#f7f7f5"
+            {..leptos::tachys::html::attribute::custom::custom_attribute(
+                "media",
+                "(prefers-color-scheme: light)",
+            )}
+        />
+        <meta
+            name="theme-color"
+            content="#131413"
+            {..leptos::tachys::html::attribute::custom::custom_attribute(
+                "media",
+                "(prefers-color-scheme: dark)",
+            )}
+        />
         <meta
             name="description"
             content="Chat with an AI agent; every turn streams, settles and survives a reload."
         />
-        <link rel="stylesheet" id="leptos" href="/pkg/anchorage.css" />
+        <link rel="stylesheet" id="leptos" href=stylesheet />
+        {build.map(|build| view! { <meta name=BUILD_META content=build /> })}
         <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
         <link rel="manifest" href="/manifest.webmanifest" />
         <link rel="apple-touch-icon" href="/icon-192.png" />
@@ -110,7 +152,7 @@ pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
                 // a <title> shows literally.
                 <title inner_html=markdown::escape(&title)></title>
                 <AutoReload options=options.clone() />
-                <HydrationScripts options />
+                <HydrationScripts options root=bundle_root() />
                 <script type="application/json" id=PAGE_DATA_ID inner_html=data></script>
             </head>
             <body>

@@ -112,6 +112,11 @@ pub fn load_current(chat: ChatState) {
     open(chat, path, false);
 }
 
+/// Loads the page shown again from the server (a kept copy it showed while offline).
+pub fn reload(chat: ChatState) {
+    open(chat, current_path(), false);
+}
+
 fn open(chat: ChatState, path: String, push: bool) {
     let ticket = LATEST.with(|n| {
         n.set(n.get() + 1);

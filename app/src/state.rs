@@ -211,6 +211,9 @@ pub struct ChatState {
     pub clock: RwSignal<crate::time::Clock>,
     /// A short notice at the bottom of the page (a conversation deleted, with Undo).
     pub toast: RwSignal<Option<Toast>>,
+    /// The page is a copy this browser kept, shown because the server cannot be reached
+    /// (false until the page is live, so that hydration finds what the server rendered).
+    pub saved: RwSignal<bool>,
     /// No turn of the shown conversation runs (one memo for the page: every turn's actions
     /// read it, and a streaming turn's tokens do not reach them).
     pub idle: Memo<bool>,
@@ -245,6 +248,8 @@ pub struct Toast {
     pub message: String,
     /// What Undo reverses (a delete, an archive), and of which conversation.
     pub undo: Option<(Action, SessionSummary)>,
+    /// An address the notice gives (a share link), with Copy.
+    pub link: Option<String>,
     /// It was the one shown.
     pub was_shown: bool,
 }
@@ -342,6 +347,7 @@ impl ChatState {
                 offset: page.tz_offset.unwrap_or(0),
             }),
             toast: RwSignal::new(None),
+            saved: RwSignal::new(false),
             earlier: RwSignal::new(false),
             queued: RwSignal::new(Vec::new()),
             mode: RwSignal::new(

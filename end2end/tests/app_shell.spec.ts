@@ -1,6 +1,10 @@
 import { test, expect } from "./fixtures";
 import { hydrated, isPhone, lastTurn, newSession, send, startTurn, waitRunEnd } from "./support";
 
+// These tests route the page's requests; a service worker's fetches would pass the routes by
+// (Playwright sees only the page's own), so the worker stays out (tests/pwa.spec.ts has it).
+test.use({ serviceWorkers: "block" });
+
 test.describe("app shell", () => {
   test("the server renders sidebar, empty chat and composer before any script runs", async ({ browser, request }) => {
     const session = await newSession(request);

@@ -21,6 +21,10 @@ import {
   watchLayout,
 } from "./support";
 
+// These tests route the page's requests; a service worker's fetches would pass the routes by
+// (Playwright sees only the page's own), so the worker stays out (tests/pwa.spec.ts has it).
+test.use({ serviceWorkers: "block" });
+
 // The turn keeps its promise where people look: nothing jumps, nothing vanishes, nothing is lost.
 
 /** Every token the run streamed, in order (its answer is the end of them: the anchor's rule,

@@ -2,6 +2,10 @@ import { test, expect } from "./fixtures";
 import type { Browser, Locator, Page } from "@playwright/test";
 import { hydrated, newSession, startTurn, waitRunEnd } from "./support";
 
+// These tests route the page's requests; a service worker's fetches would pass the routes by
+// (Playwright sees only the page's own), so the worker stays out (tests/pwa.spec.ts has it).
+test.use({ serviceWorkers: "block" });
+
 // A settled turn comes as its snapshot (the answer, the ending, the counts); its rows come when
 // the reader opens them, once, and show what a page given the whole journal shows.
 

@@ -182,6 +182,10 @@ impl From<StoreError> for ApiError {
                 "{limit} follow-ups are already waiting in this conversation, the limit"
             ))
             .with("limit", "max_queued"),
+            StoreError::TooManyShares { limit } => ApiError::too_many(format!(
+                "you have {limit} share links, the limit: revoke one in Settings first"
+            ))
+            .with("limit", "max_shares"),
             StoreError::Unattachable { id } => ApiError::bad_request(format!(
                 "attachment {id} cannot be sent: it does not exist, is not yours, or was sent already"
             ))

@@ -33,6 +33,7 @@ pub mod error;
 pub mod hub;
 pub mod journal;
 pub mod limits;
+pub mod offline;
 pub mod pages;
 pub mod protocols;
 pub mod routes;
@@ -84,6 +85,8 @@ pub struct AppState {
     pub connections: Arc<limits::Gate>,
     /// Counters about the server itself.
     pub stats: Arc<limits::Stats>,
+    /// This build's bundle (its id, its files), which pages link and the service worker keeps.
+    pub bundle: Arc<offline::Bundle>,
 }
 
 impl AppState {
@@ -150,8 +153,12 @@ impl AppState {
                 Err(e) => tracing::warn!("making snapshots of settled turns stopped: {e}"),
             }
         });
+        let pkg_dir =
+            std::path::Path::new(&*leptos_options.site_root).join(&*leptos_options.site_pkg_dir);
+        let bundle = Arc::new(offline::Bundle::read(&pkg_dir));
         AppState {
             leptos_options,
+            bundle,
             store,
             runner,
             hub,
@@ -302,6 +309,9 @@ pub fn router(state: AppState) -> Router {
     let options = state.leptos_options.clone();
     let options_pkg = options.site_pkg_dir.to_string();
     let pkg_dir = std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir);
+    // This build's bundle, under an address of its own that pages link (see `offline`).
+    let bundle = Arc::clone(&state.bundle);
+    let worker = bundle.worker();
     let guard = axum::middleware::from_fn_with_state(state.clone(), routes::guard::guard);
     let api_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_api);
     let page_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_page);
@@ -313,6 +323,12 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route(app::api::paths::HEALTH, get(routes::health::healthz))
         .route(app::api::paths::LOGIN_PAGE, get(auth::login_form))
+        // A shared conversation: whoever has the link (see `routes::share`).
+        .route(app::api::paths::SHARE_PAGE, get(routes::share::page))
+        .route(
+            offline::WORKER_PATH,
+            get(move || std::future::ready(offline::worker_response(&worker))),
+        )
         .route(
             security::FORM_PATH,
             axum::routing::post(auth::login).layer(axum::extract::DefaultBodyLimit::max(16 * 1024)),
@@ -331,6 +347,17 @@ pub fn router(state: AppState) -> Router {
             ServeDir::new(&pkg_dir)
                 .precompressed_br()
                 .precompressed_gzip(),
+        )
+        // The same files under this build's own address, which never changes content.
+        .nest_service(
+            &bundle.pkg_path(),
+            Router::new()
+                .fallback_service(
+                    ServeDir::new(&pkg_dir)
+                        .precompressed_br()
+                        .precompressed_gzip(),
+                )
+                .layer(axum::middleware::map_response(offline::immutable)),
         )
         // Requests from elsewhere (another site, a rebound host name) stop here.
         .layer(guard)

@@ -377,11 +377,12 @@ impl PageBackend {
 
 /// `GET /`: the newest session (or the empty state).
 pub async fn newest(State(state): State<AppState>, viewer: Viewer, req: Request<Body>) -> Response {
+    let saved_as = saved_as(&viewer);
     let page = PageBackend::of(&state, viewer)
         .with_mode(mode_cookie(req.headers()))
         .page(None)
         .await;
-    render(state, page, req).await
+    render(state, page, req, saved_as).await
 }
 
 /// `GET /s/{session_id}`: that session (or the newest, with a notice, when it is gone).
@@ -391,11 +392,12 @@ pub async fn session(
     Path(session_id): Path<String>,
     req: Request<Body>,
 ) -> Response {
+    let saved_as = saved_as(&viewer);
     let page = PageBackend::of(&state, viewer)
         .with_mode(mode_cookie(req.headers()))
         .page(Some(&session_id))
         .await;
-    render(state, page, req).await
+    render(state, page, req, saved_as).await
 }
 
 /// `GET /new`: a new conversation, not stored until its first message is sent.
@@ -404,14 +406,22 @@ pub async fn new_chat(
     viewer: Viewer,
     req: Request<Body>,
 ) -> Response {
+    let saved_as = saved_as(&viewer);
     let page = PageBackend::of(&state, viewer).new_page().await;
-    render(state, page, req).await
+    render(state, page, req, saved_as).await
+}
+
+/// Whose browser may keep a chat page to show offline (the service worker keeps each
+/// account's pages apart and drops them at sign-out).
+fn saved_as(viewer: &Viewer) -> String {
+    viewer.owner().unwrap_or("open").to_owned()
 }
 
 async fn render(
     state: AppState,
     page: Result<SessionPage, String>,
     req: Request<Body>,
+    saved_as: String,
 ) -> Response {
     let mut page = match page {
         Ok(page) => page,
@@ -439,8 +449,15 @@ async fn render(
     let nonce = leptos::nonce::Nonce::new();
     let policy = crate::security::page_policy(Some(&nonce));
     // Everything the page shows is loaded: the render has nothing to wait for.
+    let bundle = app::Bundle {
+        root: state.bundle.root(),
+        build: state.bundle.build.clone(),
+    };
     let handler = leptos_axum::render_app_async_with_context(
-        move || provide_context(nonce.clone()),
+        move || {
+            provide_context(nonce.clone());
+            provide_context(bundle.clone());
+        },
         move || app::shell(options.clone(), page.clone()),
     );
     let mut response = handler(req).await;
@@ -448,6 +465,11 @@ async fn render(
         response
             .headers_mut()
             .insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    if let Ok(value) = header::HeaderValue::from_str(&saved_as) {
+        response
+            .headers_mut()
+            .insert(crate::offline::SAVE_HEADER, value);
     }
     response
 }

@@ -6,7 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AttachmentData, GrantData, MessageData, ModelInfo, SessionSummary, Versions};
+use super::{
+    AttachmentData, GrantData, MessageData, ModelInfo, SessionSummary, ShareData, Versions,
+};
 
 /// A session: `POST /api/session/new`, `rename`, `delete`, `restore`, `pin`, `archive`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -121,6 +123,20 @@ pub struct ModelChosen {
 pub struct GrantList<G = GrantData> {
     /// Newest first.
     pub grants: Vec<G>,
+}
+
+/// A share link made: `POST /api/share`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShareAnswer {
+    /// The link.
+    pub share: ShareData,
+}
+
+/// The viewer's share links: `GET /api/shares`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShareList {
+    /// Newest first.
+    pub shares: Vec<ShareData>,
 }
 
 /// A file kept: `POST /api/attachments`.

@@ -447,6 +447,19 @@ pub struct GrantData {
     pub session_title: Option<String>,
 }
 
+/// A read-only link to a conversation, as Settings lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShareData {
+    /// Its id (for `POST /api/share/revoke`).
+    pub id: String,
+    /// Its address on this server (`/share/{token}`).
+    pub path: String,
+    /// The conversation's title when it was shared.
+    pub title: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+}
+
 /// A signed-in account, as the sidebar shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UserData {

@@ -69,6 +69,12 @@ pub const AGUI_RUN: &str = "/api/runs/{run_id}/agui";
 pub const AI_SDK_CHAT: &str = "/api/ai-sdk/chat";
 /// `GET`: the running turn of an AI SDK chat, resumed (204 when none runs).
 pub const AI_SDK_RESUME: &str = "/api/ai-sdk/chat/{id}/stream";
+/// `POST`: a read-only link to a conversation ([`super::ShareBody`] → [`super::ShareAnswer`]).
+pub const SHARE: &str = "/api/share";
+/// `GET`: the viewer's share links ([`super::ShareList`]).
+pub const SHARES: &str = "/api/shares";
+/// `POST`: revoke a share link ([`super::RevokeBody`]); its address answers 404 from then on.
+pub const SHARE_REVOKE: &str = "/api/share/revoke";
 /// `GET`: the server answers (outside the sign-in gate).
 pub const HEALTH: &str = "/healthz";
 
@@ -79,6 +85,14 @@ pub const NEW_CHAT: &str = "/new";
 
 /// The page of one conversation (`GET`, HTML), as the router mounts it.
 pub const SESSION_PAGE: &str = "/s/{session_id}";
+
+/// A shared conversation (`GET`, HTML without scripts; outside the sign-in gate).
+pub const SHARE_PAGE: &str = "/share/{token}";
+
+/// The address a share link carries.
+pub fn share_page(token: &str) -> String {
+    format!("/share/{token}")
+}
 
 /// The address of a conversation's page.
 pub fn session_page(session_id: &str) -> String {

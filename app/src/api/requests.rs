@@ -93,11 +93,18 @@ pub struct ModelBody {
     pub model: Option<String>,
 }
 
-/// `POST /api/grants/revoke`.
+/// `POST /api/grants/revoke`, `POST /api/share/revoke`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RevokeBody {
-    /// The grant.
+    /// The grant, or the share link.
     pub id: String,
+}
+
+/// `POST /api/share`: share the branch of the conversation shown.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShareBody {
+    /// The conversation.
+    pub session_id: String,
 }
 
 /// `POST /api/attachments?name=&session_id=` (the file's bytes are the body).

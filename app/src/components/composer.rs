@@ -193,6 +193,7 @@ pub(crate) fn Composer(
                     }
                 }
             ></textarea>
+            <super::VoiceButton draft=draft />
             <button
                 type="submit"
                 class="composer-send"

@@ -9,11 +9,13 @@ mod message;
 mod model_picker;
 mod prose;
 mod settings;
+mod share;
 mod sidebar;
 pub(crate) mod terminal;
 mod toast;
 mod todos;
 mod turn;
+mod voice;
 
 #[cfg(feature = "hydrate")]
 pub(crate) use attachments::{attach, file_key};
@@ -26,9 +28,15 @@ pub(crate) use empty_chat::EmptyChat;
 pub(crate) use model_picker::ModelPicker;
 pub(crate) use settings::Settings;
 #[cfg(feature = "hydrate")]
+pub(crate) use share::share;
+pub(crate) use share::SharedLinks;
+#[cfg(feature = "hydrate")]
 pub(crate) use sidebar::place_in;
 pub(crate) use sidebar::Sidebar;
 
 pub(crate) use toast::ToastNotice;
+#[cfg(feature = "hydrate")]
+pub(crate) use toast::{show_link, show_toast};
 pub(crate) use todos::TodoPanel;
 pub(crate) use turn::TurnView;
+pub(crate) use voice::VoiceButton;

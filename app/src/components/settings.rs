@@ -24,8 +24,8 @@ enum Grants {
     Failed(String),
 }
 
-/// Settings: the theme, the view turns open in, the standing permissions (with Revoke) and
-/// the keyboard shortcuts. A modal dialog (Escape or ✕ closes it, the focus comes back to
+/// Settings: the theme, the view turns open in, the standing permissions (with Revoke), the
+/// share links (with Copy and Revoke) and the keyboard shortcuts. A modal dialog (Escape or ✕ closes it, the focus comes back to
 /// what opened it); its content is made when it opens.
 #[component]
 pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView {
@@ -148,6 +148,7 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
                     }.into_any(),
                 }}
             </section>
+            <super::SharedLinks />
             <section class="settings-section" aria-labelledby="keys-title">
                 <h3 id="keys-title">"Keyboard shortcuts"</h3>
                 <dl class="shortcuts">

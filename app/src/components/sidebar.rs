@@ -16,37 +16,6 @@ pub(crate) fn place_in(list: &mut Vec<SessionSummary>, session: SessionSummary) 
     list.insert(at, session);
 }
 
-/// Shows a notice at the bottom of the page for a few seconds (a newer one replaces it).
-#[cfg(feature = "hydrate")]
-pub(crate) fn show_toast(
-    chat: crate::state::ChatState,
-    message: &str,
-    undo: Option<(Action, SessionSummary)>,
-    was_shown: bool,
-) {
-    let id = chat
-        .toast
-        .with_untracked(|t| t.as_ref().map_or(0, |t| t.id))
-        + 1;
-    chat.toast.set(Some(crate::state::Toast {
-        id,
-        message: message.to_owned(),
-        undo,
-        was_shown,
-    }));
-    set_timeout(
-        move || {
-            if chat
-                .toast
-                .with_untracked(|t| t.as_ref().is_some_and(|t| t.id == id))
-            {
-                chat.toast.set(None);
-            }
-        },
-        std::time::Duration::from_secs(8),
-    );
-}
-
 /// One session in the list, with its "⋯" (pin, rename, archive, delete).
 #[component]
 fn SessionRow(
@@ -181,7 +150,7 @@ fn SessionRow(
                             } else {
                                 "Conversation archived"
                             };
-                            show_toast(chat, message, Some((action, summary)), was_shown);
+                            super::show_toast(chat, message, Some((action, summary)), was_shown);
                             if was_shown {
                                 crate::nav::go(chat, "/");
                             }
@@ -196,6 +165,13 @@ fn SessionRow(
     });
     let rename_on_key = rename;
     let current_for_link = current.clone();
+    let share_id = session.id.clone();
+    let share = move |_| {
+        #[cfg(feature = "hydrate")]
+        super::share(chat, share_id.clone());
+        #[cfg(not(feature = "hydrate"))]
+        let _ = &share_id;
+    };
     view! {
         <li class="session-row" class:current=dynamic(current.clone()) data-session-id=session.id.clone()>
             {move || if editing.get() {
@@ -254,6 +230,7 @@ fn SessionRow(
                     </button>
                 })}
                 <button type="button" role="menuitem" on:click=move |_| editing.set(true)>"Rename"</button>
+                <button type="button" role="menuitem" on:click=share.clone()>"Share"</button>
                 <button type="button" role="menuitem" on:click=move |_| act.run(Action::Archive(!archived))>
                     {if archived { "Unarchive" } else { "Archive" }}
                 </button>

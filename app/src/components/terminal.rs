@@ -1,8 +1,8 @@
 use anchor::TerminalState;
 use leptos::prelude::*;
 
-/// The card title for a terminal state.
-pub(crate) fn terminal_label(state: TerminalState) -> &'static str {
+/// The card title for a terminal state (the server's shared pages say it too).
+pub fn terminal_label(state: TerminalState) -> &'static str {
     match state {
         TerminalState::Completed => "Completed",
         TerminalState::Cancelled => "Task cancelled",

@@ -1,13 +1,15 @@
 //! What the chat page does once it is live in the browser, each concern a named function in
 //! a module of its own: following the running turn (`following`), the transcript's bottom
 //! (`scroll`), the tab's title (`title`), the address and its history (`history`), this
-//! browser's stored choices (`storage`), the clock (`clock`) and where the focus goes (`focus`).
+//! browser's stored choices (`storage`), the clock (`clock`), where the focus goes (`focus`)
+//! and what the browser keeps of the app to open offline (`offline`).
 //! None of it runs on the server: effects run only once the page is hydrated.
 
 mod clock;
 mod focus;
 mod following;
 mod history;
+mod offline;
 mod scroll;
 mod storage;
 mod title;
@@ -51,4 +53,7 @@ pub(crate) fn chat_page(page: Page) {
     title::name_the_tab(chat);
     focus::composer_on_open(chat);
     focus::drawer(drawer_open, menu_button);
+    offline::watch_saved(chat);
+    offline::announce_update(chat);
+    offline::register_worker();
 }

@@ -195,6 +195,9 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         </Menu>
                     })}
                 </header>
+                {move || chat.saved.get().then(|| view! {
+                    <p class="offline-banner" role="status">"Offline — showing what was saved"</p>
+                })}
                 <section
                     class="transcript"
                     aria-label="Conversation"

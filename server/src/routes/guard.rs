@@ -47,7 +47,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     }
 }
 
-/// Adds the headers to a response (the HTML policy only where a page did not set its own).
+/// Adds the headers to a response (the HTML policies only where a page did not set its own).
 pub async fn headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let h = response.headers_mut();
@@ -61,10 +61,12 @@ pub async fn headers(request: Request, next: Next) -> Response {
         .is_some_and(|v| v.starts_with("text/html"));
     if html {
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        h.insert(
-            header::REFERRER_POLICY,
-            HeaderValue::from_static("same-origin"),
-        );
+        if !h.contains_key(header::REFERRER_POLICY) {
+            h.insert(
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("same-origin"),
+            );
+        }
         if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
             if let Ok(value) = HeaderValue::from_str(&page_policy(None)) {
                 h.insert(header::CONTENT_SECURITY_POLICY, value);

@@ -8,7 +8,9 @@ pub(crate) mod health;
 pub(crate) mod models;
 pub(crate) mod protocols;
 pub(crate) mod session;
+pub(crate) mod share;
 pub use session::LIST_LIMIT;
+pub use share::MAX_SHARES;
 pub(crate) mod stream;
 
 use app::api::paths;
@@ -39,6 +41,9 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("GET", paths::MODELS, get(models::list)),
         ("GET", paths::GRANTS, get(grants::list)),
         ("POST", paths::GRANTS_REVOKE, post(grants::revoke)),
+        ("POST", paths::SHARE, post(share::create)),
+        ("GET", paths::SHARES, get(share::list)),
+        ("POST", paths::SHARE_REVOKE, post(share::revoke)),
         ("POST", paths::ATTACHMENTS, post(attachments::upload)),
         ("GET", paths::ATTACHMENT, get(attachments::download)),
         ("POST", paths::CHAT_START, post(chat::start)),

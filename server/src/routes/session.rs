@@ -256,7 +256,7 @@ pub async fn export(
 }
 
 /// The civil date (UTC) of a time in seconds since the epoch, as `YYYY-MM-DD`.
-fn date_of(seconds: f64) -> String {
+pub(crate) fn date_of(seconds: f64) -> String {
     // Days to a proleptic Gregorian date (Howard Hinnant's days_from_civil, inverted).
     let days = (seconds / 86_400.0).floor() as i64 + 719_468;
     let era = days.div_euclid(146_097);

@@ -402,6 +402,22 @@ pub trait InstanceStore: Send + Sync {
     async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Notice>>, StoreError>;
 }
 
+/// Read-only links to conversations.
+#[async_trait]
+pub trait ShareStore: Send + Sync {
+    /// Keeps `share`, unless its owner already has `limit` of them ([`StoreError::TooManyShares`]).
+    async fn create_share(&self, share: &Share, limit: u32) -> Result<(), StoreError>;
+
+    /// The owner's shares of conversations not deleted, newest first (without their snapshots).
+    async fn shares(&self, owner: Option<&str>) -> Result<Vec<Share>, StoreError>;
+
+    /// Deletes one of the owner's shares; `NotFound` for one that is not theirs.
+    async fn revoke_share(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError>;
+
+    /// The share a link carries, unless revoked or its conversation deleted (`NotFound`).
+    async fn shared(&self, token: &str) -> Result<Share, StoreError>;
+}
+
 /// Durable storage for sessions, transcripts, runs and their journal: every part of it, as
 /// one object (`Arc<dyn Store>`, whose methods need no import). A part can be handed on alone
 /// (the journal writer takes a [`JournalStore`]); code that holds a `SqlStore` itself brings
@@ -415,6 +431,7 @@ pub trait Store:
     + HistoryStore
     + InteractionStore
     + InstanceStore
+    + ShareStore
     + 'static
 {
 }
@@ -428,6 +445,7 @@ impl<T> Store for T where
         + HistoryStore
         + InteractionStore
         + InstanceStore
+        + ShareStore
         + 'static
 {
 }
@@ -436,6 +454,6 @@ impl<T> Store for T where
 pub mod prelude {
     pub use super::{
         AccountStore, AttachmentStore, HistoryStore, InstanceStore, InteractionStore, JournalStore,
-        SessionStore, Store, TurnStore,
+        SessionStore, ShareStore, Store, TurnStore,
     };
 }

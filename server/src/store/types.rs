@@ -188,6 +188,25 @@ pub struct Message {
     pub attachments: Vec<app::api::AttachmentData>,
 }
 
+/// A read-only link to a snapshot of a conversation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Share {
+    /// Its id (how its owner names it: to list and revoke).
+    pub id: String,
+    /// What the link carries (128 random bits, URL-safe): whoever has it may read the snapshot.
+    pub token: String,
+    /// The account that made it (`None`: open mode).
+    pub owner: Option<String>,
+    /// The conversation it shows.
+    pub session_id: String,
+    /// The conversation's title when it was shared.
+    pub title: String,
+    /// What the link shows, as JSON (`routes::share` writes and reads it).
+    pub snapshot: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+}
+
 /// A file someone attached (sent with a message, or waiting to be).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Attachment {
@@ -439,6 +458,12 @@ pub enum StoreError {
     QueueFull {
         /// The limit.
         limit: usize,
+    },
+    /// The account has `limit` share links already.
+    #[error("too many share links")]
+    TooManyShares {
+        /// The limit.
+        limit: u32,
     },
     /// The database failed.
     #[error("database: {0}")]

@@ -378,6 +378,10 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         .await;
     assert_eq!(code, 201, "{up}");
     let file = up["attachment"]["id"].as_str().unwrap().to_owned();
+    // A share link of hers.
+    let (code, shared) = app.post("/api/share", json!({"session_id": session})).await;
+    assert_eq!(code, 200, "{shared}");
+    let share = shared["share"]["id"].as_str().unwrap().to_owned();
 
     app.use_cookie(Some(&bob));
     let own = app.new_session().await;
@@ -546,6 +550,24 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
             expect: Expect::NotFound,
         },
         Case {
+            method: "POST",
+            path: q("/api/share"),
+            body: json!({"session_id": session}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: q("/api/shares"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/share/revoke"),
+            body: json!({"id": share}),
+            expect: Expect::NotFound,
+        },
+        Case {
             method: "GET",
             path: q("/api/models"),
             body: Value::Null,
@@ -699,6 +721,7 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         app.store.grants(Some(&alice_id), 10).await.unwrap().len(),
         1
     );
+    assert_eq!(app.store.shares(Some(&alice_id)).await.unwrap().len(), 1);
     assert_eq!(
         s["session"]["pending_interactions"][0]["id"],
         json!(approval_id)

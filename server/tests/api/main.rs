@@ -21,5 +21,6 @@ mod real_model;
 mod restart;
 mod security;
 mod sessions;
+mod shares;
 mod streaming;
 mod upstream;

@@ -579,3 +579,102 @@ async fn an_empty_conversation_offers_the_agents_examples() {
         .unwrap();
     assert!(html.contains("Watch it use tools") && html.contains("/demo approval"));
 }
+
+/// The build's id the service worker names.
+fn worker_build(script: &str) -> String {
+    let start = script
+        .find("const BUILD = \"")
+        .expect("the worker names its build")
+        + 15;
+    script[start..start + 16].to_owned()
+}
+
+#[tokio::test]
+async fn the_service_worker_keeps_the_bundle_of_the_build_the_pages_link() {
+    let app = TestApp::builder().spawn().await;
+    let res = reqwest::get(app.url("/sw.js")).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/javascript"));
+    // Never kept by the HTTP cache: the browser sees a new build at its next check.
+    assert_eq!(res.headers()["cache-control"], "no-cache");
+    let script = res.text().await.unwrap();
+    let build = worker_build(&script);
+    assert!(build.chars().all(|c| c.is_ascii_hexdigit()), "{build}");
+    let css = format!("/build/{build}/pkg/anchorage.css");
+    assert!(script.contains(&format!("\"{css}\"")), "{script}");
+
+    // The page links that build's files and names the build.
+    let html = reqwest::get(app.url("/"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(&format!("href=\"{css}\"")),
+        "stylesheet of the build"
+    );
+    assert!(html.contains(&format!("/build/{build}/pkg/anchorage.js")));
+    assert!(html.contains(&format!("name=\"anchorage-build\" content=\"{build}\"")));
+
+    // Those addresses never change content; another build's are not here.
+    let res = reqwest::get(app.url(&css)).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["cache-control"]
+        .to_str()
+        .unwrap()
+        .contains("immutable"));
+    assert_eq!(res.text().await.unwrap(), "body{color:red}");
+    let res = reqwest::get(app.url("/build/0123456789abcdef/pkg/anchorage.css"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let res = reqwest::get(app.url(&format!("/build/{build}/pkg/nothing.wasm")))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    assert!(res.headers().get("cache-control").is_none());
+}
+
+#[tokio::test]
+async fn chat_pages_say_whose_they_are_to_keep_and_the_sign_in_page_does_not() {
+    let app = TestApp::builder().spawn().await;
+    let res = reqwest::get(app.url("/")).await.unwrap();
+    assert_eq!(res.headers()["x-anchorage-save"], "open");
+    let session = app.new_session().await;
+    let res = reqwest::get(app.url(&format!("/s/{session}")))
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["x-anchorage-save"], "open");
+
+    let (alice, _bob) = app.two_users(false).await;
+    let res = app
+        .client
+        .get(app.url("/"))
+        .header("cookie", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let owner = res.headers()["x-anchorage-save"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(!owner.is_empty() && owner != "open");
+    // Signed out: the sign-in page, nothing to keep.
+    let res = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(app.url("/"))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_redirection(), "{}", res.status());
+    assert!(res.headers().get("x-anchorage-save").is_none());
+    // The worker and the bundle need no sign-in: they hold nothing of anyone's.
+    assert_eq!(reqwest::get(app.url("/sw.js")).await.unwrap().status(), 200);
+}

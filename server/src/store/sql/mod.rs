@@ -17,8 +17,8 @@ use sqlx::{AnyPool, Executor as _, Row};
 use super::prelude::*;
 use super::{
     Attachment, Claim, Command, CommandKind, Engine, Frame, Frames, Grant, Interaction, JournalOp,
-    JournalRow, Message, NewEvent, NewTurn, Notice, QueuedMessage, Role, Run, Session, Shelf,
-    StoreError, TitleSource, TurnAt, User, Versions,
+    JournalRow, Message, NewEvent, NewTurn, Notice, QueuedMessage, Role, Run, Session, Share,
+    Shelf, StoreError, TitleSource, TurnAt, User, Versions,
 };
 
 mod accounts;
@@ -27,6 +27,7 @@ mod instances;
 mod interactions;
 mod journal;
 mod sessions;
+mod shares;
 mod turns;
 
 mod append;

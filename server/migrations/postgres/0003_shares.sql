@@ -1,0 +1,15 @@
+-- Read-only links to a conversation: a snapshot of the branch its owner saw when sharing it
+-- (answers and a summary of the work; no attachments' bytes, paths or approvals), reached
+-- by an unguessable token. Revoking deletes the row; so does deleting the conversation or
+-- the account. owner_id NULL: open mode.
+CREATE TABLE shares (
+    id          TEXT PRIMARY KEY,
+    token       TEXT NOT NULL UNIQUE,
+    owner_id    TEXT REFERENCES users(id) ON DELETE CASCADE,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    title       TEXT NOT NULL,
+    snapshot    TEXT NOT NULL,
+    created_at  DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX shares_by_owner ON shares (owner_id, created_at);
+CREATE INDEX shares_by_session ON shares (session_id);

@@ -1,0 +1,170 @@
+//! What a browser keeps of the app: the build's id and files, and the service worker that
+//! keeps them.
+//!
+//! The bundle is served twice: at `/pkg/…` (for anything that names it directly) and at
+//! `/build/{id}/pkg/…`, where `id` is a hash of the bundle's contents. Pages link the second,
+//! so a page names exactly the files of the build that rendered it: the service worker serves
+//! those cache-first forever (they cannot change), a new build has new addresses (taken at the
+//! next page load), and a page of the previous build that is still open keeps finding its own
+//! files — the lazily loaded Markdown renderer included, which its loader fetches by a path
+//! relative to the script, so it carries the build too.
+//!
+//! The worker script (`sw.js` beside this file) is filled in here with the build's id and
+//! file list, so a new build is also a new worker: the browser installs it at the next
+//! navigation and it fetches the new files before it takes over.
+
+use std::fs;
+use std::path::Path;
+
+use sha2::{Digest as _, Sha256};
+
+/// The worker's source; `__BUILD__` and `__SHELL__` are filled in.
+const TEMPLATE: &str = include_str!("sw.js");
+
+/// Where the worker is served (its scope is the whole site).
+pub const WORKER_PATH: &str = "/sw.js";
+
+/// The header that marks a chat page a browser may keep to show offline, with whose it is.
+pub const SAVE_HEADER: &str = "x-anchorage-save";
+
+/// Files of the bundle a page may load: the stylesheet, the scripts and the wasm modules
+/// (not the type declarations, not the precompressed copies the server writes beside them).
+fn loadable(name: &str) -> bool {
+    [".js", ".wasm", ".css"].iter().any(|e| name.ends_with(e)) && !name.ends_with(".d.ts")
+}
+
+/// One build of the site bundle.
+#[derive(Clone, Debug)]
+pub struct Bundle {
+    /// A hash of the bundle's file names and contents (16 hex digits).
+    pub build: String,
+    /// The loadable files, by name, sorted.
+    pub files: Vec<String>,
+}
+
+impl Bundle {
+    /// Reads the bundle in `pkg_dir`. A missing directory (a test without a site) is a
+    /// bundle of no files.
+    pub fn read(pkg_dir: &Path) -> Bundle {
+        let mut files: Vec<String> = fs::read_dir(pkg_dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.path().is_file())
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|name| loadable(name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        let mut hash = Sha256::new();
+        for name in &files {
+            hash.update(name.as_bytes());
+            hash.update([0]);
+            match fs::read(pkg_dir.join(name)) {
+                Ok(bytes) => {
+                    hash.update((bytes.len() as u64).to_le_bytes());
+                    hash.update(&bytes);
+                }
+                Err(_) => hash.update(u64::MAX.to_le_bytes()),
+            }
+        }
+        let build = hex::encode(&hash.finalize()[..8]);
+        Bundle { build, files }
+    }
+
+    /// The address prefix of this build's bundle: pages load `{root}/pkg/{file}`.
+    pub fn root(&self) -> String {
+        format!("/build/{}", self.build)
+    }
+
+    /// Where the bundle's files are served for this build.
+    pub fn pkg_path(&self) -> String {
+        format!("{}/pkg", self.root())
+    }
+
+    /// The service worker for this build: its id and the addresses it keeps.
+    pub fn worker(&self) -> String {
+        let shell: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| format!("{}/{f}", self.pkg_path()))
+            .collect();
+        let shell = serde_json::to_string(&shell).unwrap_or_else(|_| "[]".to_owned());
+        TEMPLATE
+            .replace("__BUILD__", &self.build)
+            .replace("__SHELL__", &shell)
+    }
+}
+
+/// The worker script as a response: never kept by the HTTP cache, so that the browser sees
+/// a new build at its next check.
+pub fn worker_response(script: &str) -> axum::response::Response {
+    use axum::http::header;
+    use axum::response::IntoResponse as _;
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        script.to_owned(),
+    )
+        .into_response()
+}
+
+/// Marks a file of a build's own address as never changing (an error is left as it is).
+pub async fn immutable(mut response: axum::response::Response) -> axum::response::Response {
+    use axum::http::{header, HeaderValue};
+    if response.status().is_success() {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, max-age=31536000, immutable"),
+        );
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_build_id_follows_the_contents_and_only_loadable_files_count() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("anchorage.js"), "one").unwrap();
+        fs::write(dir.path().join("anchorage.wasm"), "two").unwrap();
+        fs::write(dir.path().join("anchorage.d.ts"), "types").unwrap();
+        fs::write(dir.path().join("anchorage.wasm.br"), "copy").unwrap();
+        let first = Bundle::read(dir.path());
+        assert_eq!(first.files, ["anchorage.js", "anchorage.wasm"]);
+        assert_eq!(first.build.len(), 16);
+        // A precompressed copy or the type declarations change nothing.
+        fs::write(dir.path().join("anchorage.wasm.gz"), "another copy").unwrap();
+        fs::write(dir.path().join("anchorage.d.ts"), "other types").unwrap();
+        assert_eq!(Bundle::read(dir.path()).build, first.build);
+        // A byte of the wasm does.
+        fs::write(dir.path().join("anchorage.wasm"), "twO").unwrap();
+        assert_ne!(Bundle::read(dir.path()).build, first.build);
+    }
+
+    #[test]
+    fn the_worker_names_its_build_and_every_file_under_the_build_path() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("anchorage.css"), "a{}").unwrap();
+        fs::write(dir.path().join("split_markdown_renderer.wasm"), "w").unwrap();
+        let bundle = Bundle::read(dir.path());
+        let worker = bundle.worker();
+        assert!(!worker.contains("__BUILD__") && !worker.contains("__SHELL__"));
+        assert!(worker.contains(&format!("\"{}\"", bundle.build)));
+        for file in &bundle.files {
+            assert!(worker.contains(&format!("\"/build/{}/pkg/{file}\"", bundle.build)));
+        }
+    }
+
+    #[test]
+    fn no_directory_is_a_bundle_of_nothing() {
+        let bundle = Bundle::read(Path::new("/nonexistent/anchorage/pkg"));
+        assert!(bundle.files.is_empty());
+        assert_eq!(bundle.build.len(), 16);
+    }
+}

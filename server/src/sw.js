@@ -1,0 +1,158 @@
+// Anchorage's service worker, filled in by the server for one build (server/src/offline.rs).
+//
+// - The bundle of this build (`/build/<id>/pkg/…`) is fetched at install and served from the
+//   cache from then on: those addresses never change content.
+// - Pages go to the network first. A chat page the server marks as saveable is kept (the
+//   newest MAX_PAGES, per account: signing out, or another account's page, drops them) and
+//   served when the network is down, marked `data-saved` so the app says so.
+// - Nothing else is touched: the API and event streams always go to the network.
+"use strict";
+
+const BUILD = "__BUILD__";
+const SHELL = __SHELL__;
+const SHELL_PREFIX = "anchorage-shell-";
+const SHELL_CACHE = SHELL_PREFIX + BUILD;
+const PAGES_PREFIX = "anchorage-pages-";
+const MAX_PAGES = 20;
+const SAVE_HEADER = "x-anchorage-save";
+const SIGN_OUT = "/api/auth/logout";
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(
+    caches
+      .open(SHELL_CACHE)
+      .then((cache) => cache.addAll(SHELL))
+      .then(() => self.skipWaiting()),
+  );
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    (async () => {
+      // Cache names come back in the order they were made. The newest earlier build stays:
+      // a page of it may still be open and load its Markdown renderer.
+      const older = (await caches.keys()).filter(
+        (name) => name.startsWith(SHELL_PREFIX) && name !== SHELL_CACHE,
+      );
+      await Promise.all(older.slice(0, -1).map((name) => caches.delete(name)));
+      await self.clients.claim();
+    })(),
+  );
+});
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  const url = new URL(request.url);
+  if (url.origin !== self.location.origin) {
+    return;
+  }
+  if (request.method === "POST" && url.pathname === SIGN_OUT) {
+    event.waitUntil(forgetPages(null));
+    return;
+  }
+  if (request.method !== "GET") {
+    return;
+  }
+  if (url.pathname.startsWith("/build/")) {
+    event.respondWith(bundleFile(request));
+  } else if (request.mode === "navigate") {
+    event.respondWith(page(event));
+  }
+});
+
+async function bundleFile(request) {
+  const hit = await caches.match(request);
+  if (hit) {
+    return hit;
+  }
+  const response = await fetch(request);
+  if (response.ok && new URL(request.url).pathname.startsWith(`/build/${BUILD}/`)) {
+    const cache = await caches.open(SHELL_CACHE);
+    await cache.put(request, response.clone());
+  }
+  return response;
+}
+
+async function page(event) {
+  const request = event.request;
+  let response;
+  try {
+    response = await fetch(request);
+  } catch (offline) {
+    return (await saved(request)) || nothingSaved();
+  }
+  const owner = response.headers.get(SAVE_HEADER);
+  if (response.ok && response.type === "basic" && owner) {
+    event.waitUntil(save(owner, request.url, response.clone()));
+  }
+  return response;
+}
+
+/// Drops every account's saved pages but `keep`'s.
+async function forgetPages(keep) {
+  const names = (await caches.keys()).filter(
+    (name) => name.startsWith(PAGES_PREFIX) && name !== keep,
+  );
+  await Promise.all(names.map((name) => caches.delete(name)));
+}
+
+async function save(owner, address, response) {
+  const name = PAGES_PREFIX + owner;
+  await forgetPages(name);
+  const cache = await caches.open(name);
+  // Taken out first so that it goes to the end: the oldest saved page is dropped first.
+  await cache.delete(address);
+  await cache.put(address, response);
+  const keys = await cache.keys();
+  const extra = keys.slice(0, Math.max(0, keys.length - MAX_PAGES));
+  await Promise.all(extra.map((key) => cache.delete(key)));
+}
+
+async function saved(request) {
+  const names = (await caches.keys()).filter((name) => name.startsWith(PAGES_PREFIX));
+  for (const name of names) {
+    const cache = await caches.open(name);
+    let hit = await cache.match(request.url, { ignoreSearch: true });
+    if (!hit && new URL(request.url).pathname === "/") {
+      // The newest conversation is what `/` shows: the one read last.
+      const keys = await cache.keys();
+      hit = keys.length ? await cache.match(keys[keys.length - 1]) : undefined;
+    }
+    if (hit) {
+      return markSaved(hit);
+    }
+  }
+  return undefined;
+}
+
+/// The saved page, marked so that the app knows it is not the server's answer of now.
+async function markSaved(response) {
+  const text = await response.text();
+  const headers = new Headers(response.headers);
+  headers.delete("content-encoding");
+  headers.delete("content-length");
+  return new Response(text.replace("<html ", '<html data-saved="" '), {
+    status: 200,
+    headers,
+  });
+}
+
+function nothingSaved() {
+  const css = SHELL.find((file) => file.endsWith(".css"));
+  const style = css ? `<link rel="stylesheet" href="${css}">` : "";
+  const html =
+    '<!DOCTYPE html><html lang="en" data-saved=""><head><meta charset="utf-8">' +
+    '<meta name="viewport" content="width=device-width, initial-scale=1">' +
+    `<title>Offline · Anchorage</title>${style}</head><body>` +
+    '<main class="not-found"><h1>Offline</h1>' +
+    "<p>This page was not saved on this device. It opens when the network is back.</p>" +
+    '<p><a href="/">Your saved conversations</a></p></main></body></html>';
+  return new Response(html, {
+    status: 503,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy":
+        "default-src 'self'; script-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    },
+  });
+}

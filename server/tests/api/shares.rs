@@ -1,0 +1,206 @@
+//! Share links: a read-only snapshot of a conversation, whoever has the link, until revoked.
+
+use serde_json::json;
+
+use crate::helpers::TestApp;
+
+/// A client that sends no cookie and follows no redirect: someone who was only given a link.
+fn stranger() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_link_shows_the_conversation_without_a_script_until_revoked() {
+    let app = TestApp::builder().spawn().await;
+    let session = app.new_session().await;
+    let run = app
+        .start(&session, "What is <script>alert(1)</script> doing here?")
+        .await;
+    app.wait_finished(&run).await;
+
+    let (code, made) = app.post("/api/share", json!({"session_id": session})).await;
+    assert_eq!(code, 200, "{made}");
+    let path = made["share"]["path"].as_str().unwrap().to_owned();
+    let token = path.strip_prefix("/share/").unwrap();
+    // 128 random bits, URL-safe.
+    assert_eq!(token.len(), 22, "{token}");
+    assert!(token
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+
+    let res = stranger().get(app.url(&path)).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let h = res.headers().clone();
+    assert!(h["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .starts_with("default-src 'none'"));
+    assert_eq!(h["x-robots-tag"], "noindex, nofollow");
+    assert_eq!(h["referrer-policy"], "no-referrer");
+    assert_eq!(h["cache-control"], "no-store");
+    let html = res.text().await.unwrap();
+    assert!(
+        !html.contains("<script"),
+        "no script, and the message escaped: {html}"
+    );
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("You wrote:"), "the answer");
+    assert!(html.contains("shared-work"), "a line on the work: {html}");
+    assert!(html.contains("noindex"));
+    // Nothing of the controls or the journal.
+    for absent in ["composer", "<form", "<button", &run] {
+        assert!(!html.contains(absent), "{absent} in {html}");
+    }
+
+    let (code, list) = app.get("/api/shares").await;
+    assert_eq!(code, 200);
+    assert_eq!(list["shares"].as_array().unwrap().len(), 1);
+    assert_eq!(list["shares"][0]["path"], json!(path));
+    let id = list["shares"][0]["id"].as_str().unwrap().to_owned();
+
+    let (code, _) = app.post("/api/share/revoke", json!({"id": id})).await;
+    assert_eq!(code, 200);
+    let res = stranger().get(app.url(&path)).send().await.unwrap();
+    assert_eq!(res.status(), 404);
+    assert!(res.text().await.unwrap().contains("revoked"));
+    let (_, list) = app.get("/api/shares").await;
+    assert_eq!(list["shares"], json!([]));
+    // Revoked twice: no such link.
+    let (code, body) = app.post("/api/share/revoke", json!({"id": id})).await;
+    assert_eq!(code, 404);
+    assert!(body["error"].is_string());
+}
+
+#[tokio::test]
+async fn a_snapshot_is_of_its_moment_and_dies_with_its_conversation() {
+    let app = TestApp::builder().spawn().await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "first words").await;
+    app.wait_finished(&run).await;
+    let (_, made) = app.post("/api/share", json!({"session_id": session})).await;
+    let path = made["share"]["path"].as_str().unwrap().to_owned();
+    // What is said after the link was made is not in it.
+    let run = app.start(&session, "later words").await;
+    app.wait_finished(&run).await;
+    let html = stranger()
+        .get(app.url(&path))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("first words"));
+    assert!(!html.contains("later words"));
+    // Deleted: the link leads nowhere (and the list forgets it); restored, it leads again.
+    let (code, _) = app
+        .post("/api/session/delete", json!({"session_id": session}))
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        stranger()
+            .get(app.url(&path))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    let (_, list) = app.get("/api/shares").await;
+    assert_eq!(list["shares"], json!([]));
+    let (code, _) = app
+        .post("/api/session/restore", json!({"session_id": session}))
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        stranger()
+            .get(app.url(&path))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_and_unknown_links_answer_json_and_html_errors() {
+    let app = TestApp::builder().spawn().await;
+    let (code, body) = app.post("/api/share", json!({})).await;
+    assert!((400..500).contains(&code), "{code}");
+    assert!(body["error"].is_string(), "{body}");
+    let (code, body) = app
+        .post("/api/share", json!({"session_id": "nosuchsession"}))
+        .await;
+    assert_eq!(code, 404);
+    assert!(body["error"].is_string());
+    for path in ["/share/nosuchtoken", "/share/%3Cscript%3E"] {
+        let res = stranger().get(app.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), 404, "{path}");
+        assert!(!res.text().await.unwrap().contains("<script>"));
+    }
+}
+
+#[tokio::test]
+async fn links_are_their_owners_and_an_account_has_a_bounded_number() {
+    let app = TestApp::builder().spawn().await;
+    let (alice, bob) = app.two_users(false).await;
+    app.use_cookie(Some(&alice));
+    let session = app.new_session().await;
+    let (code, made) = app.post("/api/share", json!({"session_id": session})).await;
+    assert_eq!(code, 200);
+    let path = made["share"]["path"].as_str().unwrap().to_owned();
+    let id = made["share"]["id"].as_str().unwrap().to_owned();
+
+    // Bob neither sees nor revokes hers, nor shares her conversation.
+    app.use_cookie(Some(&bob));
+    let (_, list) = app.get("/api/shares").await;
+    assert_eq!(list["shares"], json!([]));
+    let (code, _) = app.post("/api/share/revoke", json!({"id": id})).await;
+    assert_eq!(code, 404);
+    let (code, _) = app.post("/api/share", json!({"session_id": session})).await;
+    assert_eq!(code, 404);
+    // Signed out, the link still opens.
+    assert_eq!(
+        stranger()
+            .get(app.url(&path))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+
+    // A hundred links, then a clear refusal.
+    app.use_cookie(Some(&alice));
+    for _ in 1..server::routes::MAX_SHARES {
+        let (code, body) = app.post("/api/share", json!({"session_id": session})).await;
+        assert_eq!(code, 200, "{body}");
+    }
+    let (code, body) = app.post("/api/share", json!({"session_id": session})).await;
+    assert_eq!(code, 429);
+    assert!(
+        body["error"].as_str().unwrap().contains("revoke one"),
+        "{body}"
+    );
+    // Bob has his own allowance.
+    app.use_cookie(Some(&bob));
+    let own = app.new_session().await;
+    let (code, _) = app.post("/api/share", json!({"session_id": own})).await;
+    assert_eq!(code, 200);
+
+    // Her account removed: her links go with it.
+    app.store.remove_user("alice").await.unwrap();
+    assert_eq!(
+        stranger()
+            .get(app.url(&path))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+}
