@@ -46,6 +46,14 @@ if ! rustup toolchain list | grep -q "^$PINNED"; then
   ln -sfn "$(rustc +stable --print sysroot)" "${RUSTUP_HOME:-$HOME/.rustup}/toolchains/$PINNED-$HOST"
 fi
 
+# OpenSSL's headers for the server's passkeys (webauthn-rs checks signatures with OpenSSL 3),
+# found through pkg-config: `make run` builds the server, so every mode needs them.
+if ! pkg-config --exists openssl 2>/dev/null; then
+  say "installing Debian's libssl-dev and pkg-config (the server's passkeys use OpenSSL)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config >/dev/null
+fi
+
 # Debian's Chromium for the Playwright suite (never a downloaded browser): its headless shell,
 # which the suite runs in (end2end/chromium.ts), and the full browser, which the benchmarks and
 # a run with CHROMIUM_PATH=/usr/bin/chromium use.

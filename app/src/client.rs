@@ -9,11 +9,12 @@ use serde_json::Value;
 
 use crate::api::{self, paths};
 use crate::api::{
-    ApprovalBody, BranchBody, Branched, Cancelled, ClarifyBody, Done, EditBody, GrantList,
-    JournalPage, JournalQuery, ListQuery, ModelBody, ModelChosen, ModelList, ModelsQuery,
-    NewSessionBody, PageQuery, PlaceBody, Queued, RenameBody, RevokeBody, RunBody, SearchQuery,
-    SendBody, SessionAnswer, SessionBody, SessionList, SessionPage, ShareAnswer, ShareBody,
-    ShareList, Started, StreamQuery, UploadQuery, Uploaded,
+    ApprovalBody, BranchBody, Branched, Cancelled, CeremonyStart, ClarifyBody, Done, EditBody,
+    GrantList, JournalPage, JournalQuery, ListQuery, ModelBody, ModelChosen, ModelList,
+    ModelsQuery, NewSessionBody, PageQuery, PasskeyAnswer, PasskeyFinishBody, PasskeyList,
+    PlaceBody, Queued, RenameBody, RevokeBody, RunBody, SearchQuery, SendBody, SessionAnswer,
+    SessionBody, SessionList, SessionPage, ShareAnswer, ShareBody, ShareList, Started, StreamQuery,
+    UploadQuery, Uploaded,
 };
 
 /// A failed API call.
@@ -121,6 +122,26 @@ pub async fn shares() -> Result<ShareList, Failure> {
 /// Revokes a share link.
 pub async fn revoke_share(id: &str) -> Result<Done, Failure> {
     post(paths::SHARE_REVOKE, &RevokeBody { id: id.to_owned() }).await
+}
+
+/// The viewer's passkeys.
+pub async fn passkeys() -> Result<PasskeyList, Failure> {
+    get(paths::PASSKEYS, &()).await
+}
+
+/// Begins adding a passkey: the options for the browser.
+pub async fn passkey_start() -> Result<CeremonyStart, Failure> {
+    post(paths::PASSKEY_REGISTER_START, &serde_json::json!({})).await
+}
+
+/// Hands the server the browser's new credential.
+pub async fn passkey_finish(body: &PasskeyFinishBody) -> Result<PasskeyAnswer, Failure> {
+    post(paths::PASSKEY_REGISTER_FINISH, body).await
+}
+
+/// Removes a passkey.
+pub async fn remove_passkey(id: &str) -> Result<Done, Failure> {
+    post(paths::PASSKEY_REMOVE, &RevokeBody { id: id.to_owned() }).await
 }
 
 /// Sends a message and starts a turn (409 while one runs).

@@ -401,17 +401,30 @@ pub fn safe_next(next: Option<&str>) -> String {
 }
 
 /// The sign-in page with `status`.
-fn login_page(status: StatusCode, error: Option<&str>, name: &str, next: &str) -> Response {
+fn login_page(
+    status: StatusCode,
+    error: Option<&str>,
+    name: &str,
+    next: &str,
+    passkeys: bool,
+) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        login_html(error, name, next),
+        login_html(error, name, next, passkeys),
     )
         .into_response()
 }
 
-/// The sign-in page: a plain form that works without JavaScript.
-fn login_html(error: Option<&str>, name: &str, next: &str) -> String {
+/// Whether the sign-in page offers passkeys: once any account has one (a failed count
+/// leaves the password alone on the page).
+async fn offers_passkeys(state: &AppState) -> bool {
+    state.store.count_passkeys().await.is_ok_and(|n| n > 0)
+}
+
+/// The sign-in page: a plain form that works without JavaScript; with `passkeys`, a button
+/// that signs in with one (`/passkey.js`, which hides it where the browser has none).
+fn login_html(error: Option<&str>, name: &str, next: &str, passkeys: bool) -> String {
     let error = error.map_or_else(String::new, |e| {
         format!(
             r#"<p class="login-error" role="alert" id="login-error">{}</p>"#,
@@ -423,6 +436,7 @@ fn login_html(error: Option<&str>, name: &str, next: &str) -> String {
     } else {
         r#" aria-describedby="login-error""#
     };
+    let passkey = if passkeys { PASSKEY_BUTTON } else { "" };
     let focus_name = if name.is_empty() { " autofocus" } else { "" };
     let focus_password = if name.is_empty() { "" } else { " autofocus" };
     let html = format!(
@@ -448,7 +462,7 @@ fn login_html(error: Option<&str>, name: &str, next: &str) -> String {
 <input id="password" name="password" type="password" autocomplete="current-password" required{focus_password}>
 <input type="hidden" name="next" value="{next}">
 <button type="submit">Sign in</button>
-</form>
+{passkey}</form>
 <p class="login-note">Accounts are made on the server: <code>server user add NAME</code>.</p>
 </main>
 </body>
@@ -459,6 +473,12 @@ fn login_html(error: Option<&str>, name: &str, next: &str) -> String {
     );
     html
 }
+
+/// The passkey part of the sign-in form (its script is on the site: the policy admits it).
+const PASSKEY_BUTTON: &str = r#"<button type="button" class="passkey-button" id="passkey-button">Sign in with a passkey</button>
+<p class="login-error" role="alert" id="passkey-problem" hidden></p>
+<script src="/passkey.js" defer></script>
+"#;
 
 /// The query of `GET /login`.
 #[derive(Debug, Default, Deserialize)]
@@ -476,7 +496,13 @@ pub async fn login_form(
     let next = safe_next(q.next.as_deref());
     match resolve(&state, &headers).await {
         Ok(_) => see_other(&next),
-        Err(Denied::SignIn) => login_page(StatusCode::OK, None, "", &next),
+        Err(Denied::SignIn) => login_page(
+            StatusCode::OK,
+            None,
+            "",
+            &next,
+            offers_passkeys(&state).await,
+        ),
         Err(Denied::Store(e)) => ApiError::from(e).into_response(),
     }
 }
@@ -537,15 +563,22 @@ pub async fn login(
     let body = match parsed {
         Ok(body) => body,
         Err(e) if form => {
-            return login_page(StatusCode::BAD_REQUEST, Some(&e), "", "/");
+            return login_page(
+                StatusCode::BAD_REQUEST,
+                Some(&e),
+                "",
+                "/",
+                offers_passkeys(&state).await,
+            );
         }
         Err(e) => return ApiError::bad_request(format!("malformed JSON: {e}")).into_response(),
     };
     let next = safe_next(body.next.as_deref());
     let name = body.username.trim();
+    let passkeys = form && offers_passkeys(&state).await;
     let refuse = |status: StatusCode, message: &str| {
         if form {
-            login_page(status, Some(message), name, &next)
+            login_page(status, Some(message), name, &next, passkeys)
         } else {
             ApiError::refusal(status, message).into_response()
         }
@@ -586,6 +619,16 @@ pub async fn login(
         _ => return refuse(StatusCode::UNAUTHORIZED, WRONG),
     };
     state.throttle.succeeded(reservation);
+    let response = if form {
+        see_other(&next)
+    } else {
+        axum::Json(json!({ "user": user })).into_response()
+    };
+    signed_in(&state, &user, response).await
+}
+
+/// `response`, signing this browser in as `user`: a new token on the server, its cookie here.
+pub(crate) async fn signed_in(state: &AppState, user: &User, mut response: Response) -> Response {
     let token = new_token();
     let now = crate::clock::now();
     if let Err(e) = state
@@ -600,12 +643,7 @@ pub async fn login(
     {
         return ApiError::from(e).into_response();
     }
-    let mut response = if form {
-        see_other(&next)
-    } else {
-        axum::Json(json!({ "user": user })).into_response()
-    };
-    if let Ok(value) = HeaderValue::from_str(&session_cookie(&token, secure(&state))) {
+    if let Ok(value) = HeaderValue::from_str(&session_cookie(&token, secure(state))) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     response
@@ -714,7 +752,7 @@ mod tests {
 
     #[test]
     fn the_sign_in_page_escapes_what_it_repeats() {
-        let page = login_html(Some("<b>bad</b>"), "\"><script>x", "/s/1\"x");
+        let page = login_html(Some("<b>bad</b>"), "\"><script>x", "/s/1\"x", false);
         assert!(!page.contains("<b>bad"), "{page}");
         assert!(page.contains("&lt;b&gt;bad&lt;/b&gt;"));
         assert!(!page.contains("<script>"));
@@ -724,5 +762,10 @@ mod tests {
             !page.contains("<script"),
             "no script: it works without JavaScript"
         );
+        // With passkeys on the server, their button and its script (the form works without).
+        let page = login_html(None, "", "/", true);
+        assert!(page.contains("Sign in with a passkey"));
+        assert!(page.contains(r#"<script src="/passkey.js" defer></script>"#));
+        assert!(page.contains(r#"<button type="submit">Sign in</button>"#));
     }
 }

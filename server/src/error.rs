@@ -182,6 +182,10 @@ impl From<StoreError> for ApiError {
                 "{limit} follow-ups are already waiting in this conversation, the limit"
             ))
             .with("limit", "max_queued"),
+            StoreError::TooManyPasskeys { limit } => ApiError::too_many(format!(
+                "you have {limit} passkeys, the limit: remove one in Settings first"
+            ))
+            .with("limit", "max_passkeys"),
             StoreError::TooManyShares { limit } => ApiError::too_many(format!(
                 "you have {limit} share links, the limit: revoke one in Settings first"
             ))

@@ -323,6 +323,17 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route(app::api::paths::HEALTH, get(routes::health::healthz))
         .route(app::api::paths::LOGIN_PAGE, get(auth::login_form))
+        // Signing in with a passkey (see `routes::passkeys`).
+        .route(
+            app::api::paths::AUTH_PASSKEY_START,
+            axum::routing::post(routes::passkeys::sign_in_start)
+                .layer(axum::extract::DefaultBodyLimit::max(16 * 1024)),
+        )
+        .route(
+            app::api::paths::AUTH_PASSKEY_FINISH,
+            axum::routing::post(routes::passkeys::sign_in_finish)
+                .layer(axum::extract::DefaultBodyLimit::max(64 * 1024)),
+        )
         // A shared conversation: whoever has the link (see `routes::share`).
         .route(app::api::paths::SHARE_PAGE, get(routes::share::page))
         .route(

@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AttachmentData, GrantData, MessageData, ModelInfo, SessionSummary, ShareData, Versions,
+    AttachmentData, GrantData, MessageData, ModelInfo, PasskeyData, SessionSummary, ShareData,
+    Versions,
 };
 
 /// A session: `POST /api/session/new`, `rename`, `delete`, `restore`, `pin`, `archive`.
@@ -123,6 +124,30 @@ pub struct ModelChosen {
 pub struct GrantList<G = GrantData> {
     /// Newest first.
     pub grants: Vec<G>,
+}
+
+/// A passkey ceremony begun: what to hand the browser's `navigator.credentials`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CeremonyStart {
+    /// Names the ceremony for its `finish`.
+    pub ceremony: String,
+    /// The options (`{publicKey: …}`, in the JSON form `PublicKeyCredential.parse…FromJSON`
+    /// reads).
+    pub options: serde_json::Value,
+}
+
+/// A passkey added: `POST /api/passkeys/register/finish`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PasskeyAnswer {
+    /// It.
+    pub passkey: PasskeyData,
+}
+
+/// The viewer's passkeys: `GET /api/passkeys`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PasskeyList {
+    /// Oldest first.
+    pub passkeys: Vec<PasskeyData>,
 }
 
 /// A share link made: `POST /api/share`.

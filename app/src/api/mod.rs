@@ -447,6 +447,20 @@ pub struct GrantData {
     pub session_title: Option<String>,
 }
 
+/// A passkey, as Settings lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PasskeyData {
+    /// Its id (for `POST /api/passkeys/remove`).
+    pub id: String,
+    /// What its owner calls it.
+    pub name: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+    /// When it last signed in.
+    #[serde(default)]
+    pub last_used_at: Option<f64>,
+}
+
 /// A read-only link to a conversation, as Settings lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ShareData {

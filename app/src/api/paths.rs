@@ -75,6 +75,18 @@ pub const SHARE: &str = "/api/share";
 pub const SHARES: &str = "/api/shares";
 /// `POST`: revoke a share link ([`super::RevokeBody`]); its address answers 404 from then on.
 pub const SHARE_REVOKE: &str = "/api/share/revoke";
+/// `GET`: the viewer's passkeys ([`super::PasskeyList`]).
+pub const PASSKEYS: &str = "/api/passkeys";
+/// `POST`: begin adding a passkey (→ [`super::CeremonyStart`]).
+pub const PASSKEY_REGISTER_START: &str = "/api/passkeys/register/start";
+/// `POST`: the browser's new credential ([`super::PasskeyFinishBody`] → [`super::PasskeyAnswer`]).
+pub const PASSKEY_REGISTER_FINISH: &str = "/api/passkeys/register/finish";
+/// `POST`: remove a passkey ([`super::RevokeBody`]).
+pub const PASSKEY_REMOVE: &str = "/api/passkeys/remove";
+/// `POST`: begin signing in with a passkey (outside the sign-in gate; `{username}`).
+pub const AUTH_PASSKEY_START: &str = "/api/auth/passkey/start";
+/// `POST`: the browser's signed challenge (outside the sign-in gate): signs in.
+pub const AUTH_PASSKEY_FINISH: &str = "/api/auth/passkey/finish";
 /// `GET`: the server answers (outside the sign-in gate).
 pub const HEALTH: &str = "/healthz";
 

@@ -100,6 +100,26 @@ pub struct RevokeBody {
     pub id: String,
 }
 
+/// `POST /api/passkeys/register/finish`, `POST /api/auth/passkey/finish`: what the browser's
+/// authenticator answered (`PublicKeyCredential.toJSON()`) to the ceremony `ceremony`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PasskeyFinishBody {
+    /// The ceremony begun by the matching `start`.
+    pub ceremony: String,
+    /// The credential, as the browser writes it.
+    pub credential: serde_json::Value,
+    /// What to call a new passkey (registering only; "Passkey N" without).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// `POST /api/auth/passkey/start`: whose passkey signs in.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PasskeySignInBody {
+    /// The account's name.
+    pub username: String,
+}
+
 /// `POST /api/share`: share the branch of the conversation shown.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShareBody {

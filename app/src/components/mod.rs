@@ -7,6 +7,7 @@ mod empty_chat;
 pub(crate) mod menu;
 mod message;
 mod model_picker;
+mod passkeys;
 mod prose;
 mod settings;
 mod share;
@@ -26,6 +27,7 @@ pub(crate) use composer::Composer;
 pub(crate) use composer::{focus_composer, store_draft, stored_draft, touch_only};
 pub(crate) use empty_chat::EmptyChat;
 pub(crate) use model_picker::ModelPicker;
+pub(crate) use passkeys::Passkeys;
 pub(crate) use settings::Settings;
 #[cfg(feature = "hydrate")]
 pub(crate) use share::share;

@@ -148,6 +148,7 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
                     }.into_any(),
                 }}
             </section>
+            <super::Passkeys />
             <super::SharedLinks />
             <section class="settings-section" aria-labelledby="keys-title">
                 <h3 id="keys-title">"Keyboard shortcuts"</h3>

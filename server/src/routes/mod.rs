@@ -6,9 +6,11 @@ pub(crate) mod grants;
 pub(crate) mod guard;
 pub(crate) mod health;
 pub(crate) mod models;
+pub(crate) mod passkeys;
 pub(crate) mod protocols;
 pub(crate) mod session;
 pub(crate) mod share;
+pub use passkeys::MAX_PASSKEYS;
 pub use session::LIST_LIMIT;
 pub use share::MAX_SHARES;
 pub(crate) mod stream;
@@ -44,6 +46,18 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("POST", paths::SHARE, post(share::create)),
         ("GET", paths::SHARES, get(share::list)),
         ("POST", paths::SHARE_REVOKE, post(share::revoke)),
+        ("GET", paths::PASSKEYS, get(passkeys::list)),
+        (
+            "POST",
+            paths::PASSKEY_REGISTER_START,
+            post(passkeys::register_start),
+        ),
+        (
+            "POST",
+            paths::PASSKEY_REGISTER_FINISH,
+            post(passkeys::register_finish),
+        ),
+        ("POST", paths::PASSKEY_REMOVE, post(passkeys::remove)),
         ("POST", paths::ATTACHMENTS, post(attachments::upload)),
         ("GET", paths::ATTACHMENT, get(attachments::download)),
         ("POST", paths::CHAT_START, post(chat::start)),

@@ -418,6 +418,43 @@ pub trait ShareStore: Send + Sync {
     async fn shared(&self, token: &str) -> Result<Share, StoreError>;
 }
 
+/// Passkeys and the ceremonies that add and use them.
+#[async_trait]
+pub trait PasskeyStore: Send + Sync {
+    /// Keeps a passkey, unless the account has `limit` already.
+    async fn add_passkey(&self, passkey: &StoredPasskey, limit: u32) -> Result<(), StoreError>;
+
+    /// An account's passkeys, oldest first.
+    async fn passkeys(&self, user_id: &str) -> Result<Vec<StoredPasskey>, StoreError>;
+
+    /// Removes one of the account's passkeys; `NotFound` for one that is not theirs.
+    async fn remove_passkey(&self, user_id: &str, id: &str) -> Result<(), StoreError>;
+
+    /// Records a sign-in with a passkey: its credential as it is now (the counter moved).
+    async fn used_passkey(&self, id: &str, passkey: &str, now: f64) -> Result<(), StoreError>;
+
+    /// How many passkeys the server holds (the sign-in page offers them when there are any).
+    async fn count_passkeys(&self) -> Result<u64, StoreError>;
+
+    /// Keeps the state of a ceremony until `expires_at`.
+    async fn open_ceremony(
+        &self,
+        id: &str,
+        user_id: &str,
+        kind: &str,
+        state: &str,
+        expires_at: f64,
+    ) -> Result<(), StoreError>;
+
+    /// Takes a ceremony of `kind` (once: it is gone after), unless expired: `(user_id, state)`.
+    async fn take_ceremony(
+        &self,
+        id: &str,
+        kind: &str,
+        now: f64,
+    ) -> Result<(String, String), StoreError>;
+}
+
 /// Durable storage for sessions, transcripts, runs and their journal: every part of it, as
 /// one object (`Arc<dyn Store>`, whose methods need no import). A part can be handed on alone
 /// (the journal writer takes a [`JournalStore`]); code that holds a `SqlStore` itself brings
@@ -432,6 +469,7 @@ pub trait Store:
     + InteractionStore
     + InstanceStore
     + ShareStore
+    + PasskeyStore
     + 'static
 {
 }
@@ -446,6 +484,7 @@ impl<T> Store for T where
         + InteractionStore
         + InstanceStore
         + ShareStore
+        + PasskeyStore
         + 'static
 {
 }
@@ -454,6 +493,6 @@ impl<T> Store for T where
 pub mod prelude {
     pub use super::{
         AccountStore, AttachmentStore, HistoryStore, InstanceStore, InteractionStore, JournalStore,
-        SessionStore, ShareStore, Store, TurnStore,
+        PasskeyStore, SessionStore, ShareStore, Store, TurnStore,
     };
 }

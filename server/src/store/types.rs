@@ -207,6 +207,25 @@ pub struct Share {
     pub created_at: f64,
 }
 
+/// A passkey of an account, as kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredPasskey {
+    /// Its id (how Settings names it).
+    pub id: String,
+    /// The account.
+    pub user_id: String,
+    /// The credential's id (as webauthn-rs writes it).
+    pub credential_id: String,
+    /// What its owner calls it.
+    pub name: String,
+    /// The credential (webauthn-rs's JSON).
+    pub passkey: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+    /// When it last signed in.
+    pub last_used_at: Option<f64>,
+}
+
 /// A file someone attached (sent with a message, or waiting to be).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Attachment {
@@ -458,6 +477,12 @@ pub enum StoreError {
     QueueFull {
         /// The limit.
         limit: usize,
+    },
+    /// The account has `limit` passkeys already.
+    #[error("too many passkeys")]
+    TooManyPasskeys {
+        /// The limit.
+        limit: u32,
     },
     /// The account has `limit` share links already.
     #[error("too many share links")]

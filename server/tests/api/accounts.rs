@@ -336,6 +336,8 @@ enum Expect {
     OwnTurn,
     /// 200, and none of alice's ids or titles in the body.
     NothingOfHers,
+    /// Refused (4xx), and none of alice's ids or titles in the body.
+    Refused,
 }
 
 #[tokio::test]
@@ -382,6 +384,26 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
     let (code, shared) = app.post("/api/share", json!({"session_id": session})).await;
     assert_eq!(code, 200, "{shared}");
     let share = shared["share"]["id"].as_str().unwrap().to_owned();
+    // A passkey of hers, and a ceremony of hers in progress.
+    app.store
+        .add_passkey(
+            &server::store::StoredPasskey {
+                id: "passkey-hers".into(),
+                user_id: alice_id.clone(),
+                credential_id: "her-credential".into(),
+                name: "Alice's secret plans".into(),
+                passkey: "{}".into(),
+                created_at: 1.0,
+                last_used_at: None,
+            },
+            20,
+        )
+        .await
+        .unwrap();
+    app.store
+        .open_ceremony("ceremony-hers", &alice_id, "register", "{}", 4e9)
+        .await
+        .unwrap();
 
     app.use_cookie(Some(&bob));
     let own = app.new_session().await;
@@ -569,6 +591,30 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         },
         Case {
             method: "GET",
+            path: q("/api/passkeys"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/passkeys/register/start"),
+            body: json!({}),
+            expect: Expect::Refused,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/passkeys/register/finish"),
+            body: json!({"ceremony": "ceremony-hers", "credential": {}}),
+            expect: Expect::Refused,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/passkeys/remove"),
+            body: json!({"id": "passkey-hers"}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
             path: q("/api/models"),
             body: Value::Null,
             expect: Expect::NothingOfHers,
@@ -691,6 +737,23 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
                     case.path
                 );
             }
+            Expect::Refused => {
+                assert!(
+                    (400..500).contains(&code),
+                    "{} {}: {code} {body}",
+                    case.method,
+                    case.path
+                );
+                let text = body.to_string();
+                for hers in [&session, &run, "Alice's secret plans", "alice"] {
+                    assert!(
+                        !text.contains(hers),
+                        "{} {} shows {hers}",
+                        case.method,
+                        case.path
+                    );
+                }
+            }
             Expect::NothingOfHers => {
                 assert_eq!(code, 200, "{} {}: {body}", case.method, case.path);
                 let text = body.to_string();
@@ -722,6 +785,7 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         1
     );
     assert_eq!(app.store.shares(Some(&alice_id)).await.unwrap().len(), 1);
+    assert_eq!(app.store.passkeys(&alice_id).await.unwrap().len(), 1);
     assert_eq!(
         s["session"]["pending_interactions"][0]["id"],
         json!(approval_id)

@@ -15,6 +15,7 @@ mod instances;
 mod limits;
 mod models;
 mod pages;
+mod passkeys;
 mod places;
 mod protocols;
 mod real_model;

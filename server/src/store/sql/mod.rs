@@ -18,7 +18,7 @@ use super::prelude::*;
 use super::{
     Attachment, Claim, Command, CommandKind, Engine, Frame, Frames, Grant, Interaction, JournalOp,
     JournalRow, Message, NewEvent, NewTurn, Notice, QueuedMessage, Role, Run, Session, Share,
-    Shelf, StoreError, TitleSource, TurnAt, User, Versions,
+    Shelf, StoreError, StoredPasskey, TitleSource, TurnAt, User, Versions,
 };
 
 mod accounts;
@@ -26,6 +26,7 @@ mod attachments;
 mod instances;
 mod interactions;
 mod journal;
+mod passkeys;
 mod sessions;
 mod shares;
 mod turns;

@@ -1,0 +1,186 @@
+//! Settings' passkeys: the account's, with Remove, and "Add a passkey" (the browser's own
+//! dialog makes it; the server keeps it). Shown to a signed-in account only.
+
+use leptos::prelude::*;
+
+use crate::state::use_chat;
+
+/// What the section knows.
+#[derive(Clone, Debug, PartialEq)]
+enum Keys {
+    Loading,
+    #[cfg(feature = "hydrate")]
+    Loaded(Vec<crate::api::PasskeyData>),
+}
+
+/// The Passkeys section of Settings.
+#[component]
+pub(crate) fn Passkeys() -> impl IntoView {
+    let chat = use_chat();
+    let keys = RwSignal::new(Keys::Loading);
+    let problem = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    #[cfg(feature = "hydrate")]
+    let load = move || {
+        leptos::task::spawn_local(async move {
+            match crate::client::passkeys().await {
+                Ok(answer) => {
+                    let _ = keys.try_set(Keys::Loaded(answer.passkeys));
+                }
+                Err(failure) => {
+                    let _ = problem.try_set(Some(failure.message));
+                }
+            }
+        });
+    };
+    #[cfg(feature = "hydrate")]
+    load();
+    let add = move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            busy.set(true);
+            problem.set(None);
+            leptos::task::spawn_local(async move {
+                if let Err(message) = webauthn::add().await {
+                    let _ = problem.try_set(Some(message));
+                }
+                let _ = busy.try_set(false);
+                load();
+            });
+        }
+    };
+    #[cfg(feature = "hydrate")]
+    let remove = move |id: String| {
+        leptos::task::spawn_local(async move {
+            match crate::client::remove_passkey(&id).await {
+                Ok(_) => load(),
+                Err(failure) => {
+                    let _ = problem.try_set(Some(failure.message));
+                }
+            }
+        });
+    };
+    move || {
+        chat.user.get().is_some().then(|| {
+            view! {
+                <section class="settings-section" aria-labelledby="passkeys-title">
+                    <h3 id="passkeys-title">"Passkeys"</h3>
+                    <p class="settings-note">
+                        "Sign in with this device's lock instead of the password, which stays the way back in."
+                    </p>
+                    {move || match keys.get() {
+                        Keys::Loading => view! { <p class="settings-note">"Loading…"</p> }.into_any(),
+                        #[cfg(feature = "hydrate")]
+                        Keys::Loaded(list) if list.is_empty() => view! {
+                            <p class="settings-empty">"None yet."</p>
+                        }.into_any(),
+                        #[cfg(feature = "hydrate")]
+                        Keys::Loaded(list) => view! {
+                            <ul class="grants passkeys">
+                                {list.into_iter().map(|key| {
+                                    let id = key.id.clone();
+                                    let used = key.last_used_at.map_or_else(
+                                        || "Not used yet".to_owned(),
+                                        |_| "Used to sign in".to_owned(),
+                                    );
+                                    view! {
+                                        <li class="grant">
+                                            <span class="grant-what">
+                                                <span class="share-title">{key.name.clone()}</span>
+                                                <span class="grant-scope">{used}</span>
+                                            </span>
+                                            <button
+                                                type="button"
+                                                aria-label=format!("Remove {}", key.name)
+                                                on:click=move |_| remove(id.clone())
+                                            >
+                                                "Remove"
+                                            </button>
+                                        </li>
+                                    }
+                                }).collect_view()}
+                            </ul>
+                        }.into_any(),
+                    }}
+                    {move || problem.get().map(|p| view! { <p class="settings-problem" role="alert">{p}</p> })}
+                    <button type="button" class="settings-action" disabled=move || busy.get() on:click=add>
+                        {move || if busy.get() { "Adding…" } else { "Add a passkey" }}
+                    </button>
+                </section>
+            }
+        })
+    }
+}
+
+#[cfg(feature = "hydrate")]
+mod webauthn {
+    use js_sys::{Function, Object, Reflect, JSON};
+    use wasm_bindgen::{JsCast as _, JsValue};
+    use wasm_bindgen_futures::JsFuture;
+
+    fn get(target: &JsValue, key: &str) -> JsValue {
+        Reflect::get(target, &key.into()).unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// What to tell the reader of a failure of the browser's dialog.
+    fn said(error: &JsValue) -> String {
+        match get(error, "name").as_string().as_deref() {
+            Some("NotAllowedError") => "No passkey was made (the dialog was closed).".to_owned(),
+            Some("InvalidStateError") => "This device has a passkey of yours already.".to_owned(),
+            _ => format!(
+                "The browser did not make a passkey: {}",
+                get(error, "message").as_string().unwrap_or_default()
+            ),
+        }
+    }
+
+    /// The browser makes a credential from the server's options; its JSON form.
+    async fn create(options: &serde_json::Value) -> Result<serde_json::Value, String> {
+        let window = web_sys::window().ok_or("no window")?;
+        let class = get(&window, "PublicKeyCredential");
+        let parse = get(&class, "parseCreationOptionsFromJSON")
+            .dyn_into::<Function>()
+            .map_err(|_| "This browser cannot make passkeys.".to_owned())?;
+        let json = serde_json::to_string(&options["publicKey"]).map_err(|e| e.to_string())?;
+        let json = JSON::parse(&json).map_err(|_| "unreadable options".to_owned())?;
+        let public_key = parse.call1(&class, &json).map_err(|e| said(&e))?;
+        let request = Object::new();
+        let _ = Reflect::set(&request, &"publicKey".into(), &public_key);
+        let credentials = get(&window.navigator(), "credentials");
+        let make = get(&credentials, "create")
+            .dyn_into::<Function>()
+            .map_err(|_| "This browser cannot make passkeys.".to_owned())?;
+        let promise = make
+            .call1(&credentials, &request)
+            .map_err(|e| said(&e))?
+            .dyn_into::<js_sys::Promise>()
+            .map_err(|_| "no answer".to_owned())?;
+        let credential = JsFuture::from(promise).await.map_err(|e| said(&e))?;
+        let to_json = get(&credential, "toJSON")
+            .dyn_into::<Function>()
+            .map_err(|_| "This browser cannot make passkeys.".to_owned())?;
+        let value = to_json.call0(&credential).map_err(|e| said(&e))?;
+        let text = JSON::stringify(&value)
+            .ok()
+            .and_then(|s| s.as_string())
+            .ok_or("unreadable credential")?;
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }
+
+    /// Adds a passkey: the server's options, the browser's dialog, the server keeps it.
+    pub(super) async fn add() -> Result<(), String> {
+        let start = crate::client::passkey_start()
+            .await
+            .map_err(|f| f.message)?;
+        let credential = create(&start.options).await?;
+        let body = crate::api::PasskeyFinishBody {
+            ceremony: start.ceremony,
+            credential,
+            name: None,
+        };
+        crate::client::passkey_finish(&body)
+            .await
+            .map(drop)
+            .map_err(|f| f.message)
+    }
+}

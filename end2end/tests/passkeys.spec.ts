@@ -1,0 +1,131 @@
+import { test, expect } from "./fixtures";
+import { spawnSync, type ChildProcess } from "child_process";
+import { mkdtempSync, rmSync } from "fs";
+import { tmpdir } from "os";
+import { join } from "path";
+import { type Page } from "@playwright/test";
+import { freePort, kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
+import { hydrated, isPhone } from "./support";
+
+// Passkeys with Chromium's virtual authenticator (CDP's WebAuthn domain: a platform
+// authenticator that verifies its user by itself), on a server of its own with an account.
+// A passkey belongs to a name: the site is opened at localhost, not at 127.0.0.1.
+let server: ChildProcess | undefined;
+let dataDir = "";
+let port = 0;
+const base = () => `http://localhost:${port}`;
+
+function cli(args: string[], input = ""): string {
+  const run = spawnSync(serverBinary(), ["--data-dir", dataDir, ...args], {
+    cwd: root,
+    input,
+    env: { ...process.env, RUST_LOG: "warn" },
+    encoding: "utf8",
+  });
+  expect(run.status, run.stderr).toBe(0);
+  return run.stdout;
+}
+
+test.beforeAll(async ({ request }) => {
+  port = await freePort();
+  dataDir = mkdtempSync(join(tmpdir(), "anchorage-passkeys-"));
+  cli(["user", "add", "dora"], "dora-password-1\n");
+  server = startServer(port, dataDir);
+  await waitHealthy(request, base());
+});
+
+test.afterAll(async () => {
+  if (server) await kill9(server);
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** A virtual authenticator in this page's browser, as a phone's or a laptop's own. */
+async function authenticator(page: Page): Promise<{ credentials: () => Promise<any[]> }> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("WebAuthn.enable");
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return {
+    credentials: async () => (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials,
+  };
+}
+
+async function openSettings(page: Page) {
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await page.getByRole("button", { name: "Settings" }).click();
+  const dialog = page.getByRole("dialog", { name: "Settings" });
+  await expect(dialog).toBeVisible();
+  return dialog;
+}
+
+async function signOut(page: Page) {
+  await page.keyboard.press("Escape");
+  if (isPhone(page) && (await page.locator("[data-drawer='open']").count()) === 0) {
+    await page.getByRole("button", { name: "Open sessions" }).tap();
+  }
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
+}
+
+test("a passkey added in Settings signs in after a restart; the password stays; removed, it is gone", async ({ page, request }, testInfo) => {
+  const key = await authenticator(page);
+  await page.goto(`${base()}/`);
+  // No passkey on the server yet: the password form alone.
+  await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
+  await expect(page.getByRole("button", { name: "Sign in with a passkey" })).toHaveCount(0);
+  await page.getByLabel("Name").fill("dora");
+  await page.getByLabel("Password").fill("dora-password-1");
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await hydrated(page);
+
+  let dialog = await openSettings(page);
+  const section = dialog.getByRole("region", { name: "Passkeys" });
+  await expect(section.getByText("None yet.")).toBeVisible();
+  await section.getByRole("button", { name: "Add a passkey" }).click();
+  await expect(section.getByText("Passkey 1")).toBeVisible();
+  await expect(section.getByText("Not used yet")).toBeVisible();
+  expect(await key.credentials()).toHaveLength(1);
+  await page.screenshot({ path: testInfo.outputPath("added.png") });
+  await signOut(page);
+
+  // The server restarts: the passkey is kept.
+  await kill9(server!);
+  server = startServer(port, dataDir);
+  await waitHealthy(request, base());
+  // `server user passwd` changes the password and leaves the passkeys.
+  cli(["user", "passwd", "dora"], "dora-password-2\n");
+
+  await page.goto(`${base()}/login`);
+  const passkey = page.getByRole("button", { name: "Sign in with a passkey" });
+  await expect(passkey).toBeVisible();
+  // Without a name it says what to do.
+  await passkey.click();
+  await expect(page.getByText("Type your name, then sign in with your passkey.")).toBeVisible();
+  await page.getByLabel("Name").fill("dora");
+  await page.screenshot({ path: testInfo.outputPath("sign-in.png") });
+  await passkey.click();
+  await hydrated(page);
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await expect(page.locator("[data-account]")).toContainText("dora");
+  if (isPhone(page)) await page.keyboard.press("Escape");
+
+  dialog = await openSettings(page);
+  await expect(dialog.getByRole("region", { name: "Passkeys" }).getByText("Used to sign in")).toBeVisible();
+  await dialog.getByRole("region", { name: "Passkeys" }).getByRole("button", { name: "Remove Passkey 1" }).click();
+  await expect(dialog.getByRole("region", { name: "Passkeys" }).getByText("None yet.")).toBeVisible();
+  await signOut(page);
+  // No passkey left: the page offers none, and the new password signs in.
+  await expect(page.getByRole("button", { name: "Sign in with a passkey" })).toHaveCount(0);
+  await page.getByLabel("Name").fill("dora");
+  await page.getByLabel("Password").fill("dora-password-2");
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await hydrated(page);
+});

@@ -1,0 +1,62 @@
+// "Sign in with a passkey" on the sign-in page (server/src/auth.rs renders the button; the
+// ceremony is server/src/routes/passkeys.rs). The name field says whose passkey; the browser
+// asks the authenticator; the server checks its answer and sets the sign-in cookie.
+"use strict";
+(() => {
+  const button = document.getElementById("passkey-button");
+  const problem = document.getElementById("passkey-problem");
+  const name = document.getElementById("username");
+  if (!button) return;
+  const able =
+    window.PublicKeyCredential &&
+    typeof PublicKeyCredential.parseRequestOptionsFromJSON === "function";
+  if (!able) {
+    // No passkeys in this browser: the password form alone.
+    button.hidden = true;
+    return;
+  }
+  const say = (text) => {
+    problem.textContent = text;
+    problem.hidden = false;
+  };
+  const post = async (path, body) => {
+    const res = await fetch(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      credentials: "same-origin",
+      body: JSON.stringify(body),
+    });
+    const answer = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(answer.error || `the server answered ${res.status}`);
+    return answer;
+  };
+  button.addEventListener("click", async () => {
+    const username = name.value.trim();
+    if (!username) {
+      say("Type your name, then sign in with your passkey.");
+      name.focus();
+      return;
+    }
+    button.disabled = true;
+    problem.hidden = true;
+    try {
+      const start = await post("/api/auth/passkey/start", { username });
+      const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(start.options.publicKey);
+      const credential = await navigator.credentials.get({ publicKey });
+      await post("/api/auth/passkey/finish", {
+        ceremony: start.ceremony,
+        credential: credential.toJSON(),
+      });
+      const next = new URLSearchParams(location.search).get("next") || "/";
+      location.assign(next.startsWith("/") && !next.startsWith("//") ? next : "/");
+    } catch (e) {
+      say(
+        e && e.name === "NotAllowedError"
+          ? "No passkey was used (it was cancelled, or this device has none for that name)."
+          : `Signing in with a passkey did not work: ${e.message}`,
+      );
+    } finally {
+      button.disabled = false;
+    }
+  });
+})();

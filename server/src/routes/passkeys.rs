@@ -1,0 +1,330 @@
+//! Passkeys (WebAuthn): an account signed in with its password adds them in Settings; the
+//! sign-in page then offers "Sign in with a passkey". Each ceremony is two requests: `start`
+//! keeps the state webauthn-rs will check the browser's answer against (in the database, so
+//! that any instance may take the `finish`, and once only), `finish` checks it.
+//!
+//! The relying party is the address the browser is at: `--public-url`'s, else the request's
+//! host (which the guard has admitted). A passkey is bound to that name; an IP address is no
+//! name a browser accepts, so there the routes say to use `localhost` or the public address.
+
+use app::api::{
+    CeremonyStart, Done, PasskeyAnswer, PasskeyData, PasskeyFinishBody, PasskeyList,
+    PasskeySignInBody, RevokeBody,
+};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use webauthn_rs::prelude::{
+    Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
+    RegisterPublicKeyCredential, Url, Uuid, Webauthn, WebauthnBuilder,
+};
+
+use crate::auth::Viewer;
+use crate::error::{ApiError, ApiJson};
+use crate::store::{StoreError, StoredPasskey, User};
+use crate::AppState;
+
+/// The most passkeys an account keeps (429 past it).
+pub const MAX_PASSKEYS: u32 = 20;
+/// How long a ceremony waits for the browser's answer (seconds).
+const CEREMONY_SECS: f64 = 300.0;
+/// The longest name a passkey is given (characters).
+const MAX_NAME_CHARS: usize = 60;
+const REGISTER: &str = "register";
+const SIGN_IN: &str = "sign_in";
+
+/// The relying party for a request: the site as the browser addresses it.
+fn relying_party(state: &AppState, headers: &HeaderMap) -> Result<Webauthn, ApiError> {
+    let origin = match &state.public_url {
+        Some(public) => public.origin.clone(),
+        None => {
+            let host = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or_default();
+            format!("http://{host}")
+        }
+    };
+    let origin = Url::parse(&origin).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let Some(rp_id) = origin.domain().map(str::to_owned) else {
+        return Err(ApiError::bad_request(
+            "passkeys belong to a name, not an IP address: open Anchorage at localhost or at \
+             its public address to use them",
+        ));
+    };
+    WebauthnBuilder::new(&rp_id, &origin)
+        .and_then(|b| b.rp_name("Anchorage").build())
+        .map_err(|e| ApiError::bad_request(format!("passkeys are not available here: {e}")))
+}
+
+fn account(viewer: &Viewer) -> Result<&User, ApiError> {
+    viewer.user().ok_or_else(|| {
+        ApiError::bad_request(
+            "passkeys belong to accounts, and this server has none: add one with `server user add`",
+        )
+    })
+}
+
+fn internal(e: impl std::fmt::Display) -> ApiError {
+    ApiError::internal(&e)
+}
+
+fn data_of(p: &StoredPasskey) -> PasskeyData {
+    PasskeyData {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        created_at: p.created_at,
+        last_used_at: p.last_used_at,
+    }
+}
+
+/// The ceremony `id` of `kind`, taken (it cannot be answered twice), with whose it is.
+async fn take<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    id: &str,
+    kind: &str,
+) -> Result<(String, T), ApiError> {
+    let (user_id, saved) = state
+        .store
+        .take_ceremony(id, kind, crate::clock::now())
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => ApiError::bad_request(
+                "this passkey request expired or was answered already: start again",
+            ),
+            e => e.into(),
+        })?;
+    let parsed = serde_json::from_str(&saved).map_err(internal)?;
+    Ok((user_id, parsed))
+}
+
+/// Keeps a ceremony's state; answers its id.
+async fn keep(
+    state: &AppState,
+    user_id: &str,
+    kind: &str,
+    saved: &impl serde::Serialize,
+) -> Result<String, ApiError> {
+    let id = format!("ceremony-{}", Uuid::new_v4().simple());
+    let saved = serde_json::to_string(saved).map_err(internal)?;
+    state
+        .store
+        .open_ceremony(
+            &id,
+            user_id,
+            kind,
+            &saved,
+            crate::clock::now() + CEREMONY_SECS,
+        )
+        .await?;
+    Ok(id)
+}
+
+fn parse_passkey(stored: &StoredPasskey) -> Result<Passkey, ApiError> {
+    serde_json::from_str(&stored.passkey).map_err(internal)
+}
+
+/// `GET /api/passkeys`.
+pub async fn list(
+    State(state): State<AppState>,
+    viewer: Viewer,
+) -> Result<Json<PasskeyList>, ApiError> {
+    let passkeys = match viewer.user() {
+        Some(user) => state.store.passkeys(&user.id).await?,
+        None => Vec::new(),
+    };
+    Ok(Json(PasskeyList {
+        passkeys: passkeys.iter().map(data_of).collect(),
+    }))
+}
+
+/// `POST /api/passkeys/register/start`: the options for `navigator.credentials.create`.
+pub async fn register_start(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    headers: HeaderMap,
+) -> Result<Json<CeremonyStart>, ApiError> {
+    let user = account(&viewer)?;
+    let rp = relying_party(&state, &headers)?;
+    let handle = Uuid::parse_str(&user.id).map_err(internal)?;
+    // The authenticator is told which of its keys this account has already.
+    let existing = state
+        .store
+        .passkeys(&user.id)
+        .await?
+        .iter()
+        .map(|p| parse_passkey(p).map(|k| k.cred_id().clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (options, registration) = rp
+        .start_passkey_registration(handle, &user.name, &user.name, Some(existing))
+        .map_err(|e| ApiError::bad_request(format!("cannot begin adding a passkey: {e}")))?;
+    let ceremony = keep(&state, &user.id, REGISTER, &registration).await?;
+    Ok(Json(CeremonyStart {
+        ceremony,
+        options: serde_json::to_value(options).map_err(internal)?,
+    }))
+}
+
+/// `POST /api/passkeys/register/finish`: keeps the new passkey.
+pub async fn register_finish(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<PasskeyFinishBody>,
+) -> Result<Json<PasskeyAnswer>, ApiError> {
+    let user = account(&viewer)?;
+    let rp = relying_party(&state, &headers)?;
+    let (owner, registration): (String, PasskeyRegistration) =
+        take(&state, &body.ceremony, REGISTER).await?;
+    if owner != user.id {
+        return Err(ApiError::bad_request(
+            "this passkey request expired or was answered already: start again",
+        ));
+    }
+    let credential: RegisterPublicKeyCredential = serde_json::from_value(body.credential)
+        .map_err(|e| ApiError::bad_request(format!("not a credential: {e}")))?;
+    let passkey = rp
+        .finish_passkey_registration(&credential, &registration)
+        .map_err(|e| ApiError::bad_request(format!("the passkey was not accepted: {e}")))?;
+    let held = state.store.passkeys(&user.id).await?.len();
+    let name = body
+        .name
+        .map(|n| n.trim().chars().take(MAX_NAME_CHARS).collect::<String>())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| format!("Passkey {}", held + 1));
+    let stored = StoredPasskey {
+        id: format!("passkey-{}", Uuid::new_v4().simple()),
+        user_id: user.id.clone(),
+        credential_id: serde_json::to_value(passkey.cred_id())
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        name,
+        passkey: serde_json::to_string(&passkey).map_err(internal)?,
+        created_at: crate::clock::now(),
+        last_used_at: None,
+    };
+    state
+        .store
+        .add_passkey(&stored, MAX_PASSKEYS)
+        .await
+        .map_err(|e| match e {
+            StoreError::Database(sqlx::Error::Database(d)) if d.is_unique_violation() => {
+                ApiError::conflict("this passkey is added already")
+            }
+            e => e.into(),
+        })?;
+    Ok(Json(PasskeyAnswer {
+        passkey: data_of(&stored),
+    }))
+}
+
+/// `POST /api/passkeys/remove {id}`: 404 for one that is not the viewer's.
+pub async fn remove(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<RevokeBody>,
+) -> Result<Json<Done>, ApiError> {
+    let user = account(&viewer)?;
+    state
+        .store
+        .remove_passkey(&user.id, &body.id)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => ApiError::not_found("passkey"),
+            e => e.into(),
+        })?;
+    Ok(Json(Done { ok: true }))
+}
+
+/// What a sign-in that cannot go on says (the same whether the name exists or not).
+const NO_PASSKEY: &str = "no passkey signs in with that name: use the password";
+
+/// `POST /api/auth/passkey/start {username}`: the options for `navigator.credentials.get`.
+pub async fn sign_in_start(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<PasskeySignInBody>,
+) -> Result<Json<CeremonyStart>, ApiError> {
+    let rp = relying_party(&state, &headers)?;
+    let name = body.username.trim();
+    if name.is_empty() || name.chars().count() > crate::auth::MAX_NAME_CHARS {
+        return Err(ApiError::bad_request(NO_PASSKEY));
+    }
+    let user = match state.store.user_credentials(name).await {
+        Ok((user, _)) => user,
+        Err(StoreError::NotFound) => return Err(ApiError::bad_request(NO_PASSKEY)),
+        Err(e) => return Err(e.into()),
+    };
+    let keys = state
+        .store
+        .passkeys(&user.id)
+        .await?
+        .iter()
+        .map(parse_passkey)
+        .collect::<Result<Vec<_>, _>>()?;
+    if keys.is_empty() {
+        return Err(ApiError::bad_request(NO_PASSKEY));
+    }
+    let (options, authentication) = rp
+        .start_passkey_authentication(&keys)
+        .map_err(|e| ApiError::bad_request(format!("cannot begin: {e}")))?;
+    let ceremony = keep(&state, &user.id, SIGN_IN, &authentication).await?;
+    Ok(Json(CeremonyStart {
+        ceremony,
+        options: serde_json::to_value(options).map_err(internal)?,
+    }))
+}
+
+/// `POST /api/auth/passkey/finish`: checks the signature and signs this browser in.
+pub async fn sign_in_finish(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<PasskeyFinishBody>,
+) -> Response {
+    match finish_sign_in(&state, &headers, body).await {
+        Ok(user) => {
+            let answer = Json(json!({ "user": user })).into_response();
+            crate::auth::signed_in(&state, &user, answer).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn finish_sign_in(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: PasskeyFinishBody,
+) -> Result<User, ApiError> {
+    let rp = relying_party(state, headers)?;
+    let (user_id, authentication): (String, PasskeyAuthentication) =
+        take(state, &body.ceremony, SIGN_IN).await?;
+    let credential: PublicKeyCredential = serde_json::from_value(body.credential)
+        .map_err(|e| ApiError::bad_request(format!("not a credential: {e}")))?;
+    let result = rp
+        .finish_passkey_authentication(&credential, &authentication)
+        .map_err(|_| {
+            ApiError::refusal(
+                StatusCode::UNAUTHORIZED,
+                "the passkey did not sign in: use the password",
+            )
+        })?;
+    // The counter (and backup state) of the key that signed moves on.
+    let now = crate::clock::now();
+    for stored in state.store.passkeys(&user_id).await? {
+        let mut key = parse_passkey(&stored)?;
+        if key.update_credential(&result).is_some() {
+            let updated = serde_json::to_string(&key).map_err(internal)?;
+            state.store.used_passkey(&stored.id, &updated, now).await?;
+        }
+    }
+    state
+        .store
+        .users()
+        .await?
+        .into_iter()
+        .find(|u| u.id == user_id)
+        .ok_or_else(|| ApiError::refusal(StatusCode::UNAUTHORIZED, "that account is gone"))
+}
