@@ -47,8 +47,9 @@
         ceremony: start.ceremony,
         credential: credential.toJSON(),
       });
-      const next = new URLSearchParams(location.search).get("next") || "/";
-      location.assign(next.startsWith("/") && !next.startsWith("//") ? next : "/");
+      // Where the form would go: the server cleaned it (a path of this site only).
+      const next = document.querySelector('input[name="next"]');
+      location.assign(next && next.value.startsWith("/") ? next.value : "/");
     } catch (e) {
       say(
         e && e.name === "NotAllowedError"

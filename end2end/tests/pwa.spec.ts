@@ -248,5 +248,25 @@ test.describe("signing out", () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
     await expect.poll(() => savedPages(page)).toEqual([]);
+
+    // Signed out elsewhere (a new password signs the account out everywhere): the next page
+    // load goes to sign in, and what was kept goes too.
+    await page.getByLabel("Name").fill("carol");
+    await page.getByLabel("Password").fill("carol-password-1");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await hydrated(page);
+    await page.reload();
+    await hydrated(page);
+    await expect.poll(async () => (await savedPages(page)).length).toBeGreaterThan(0);
+    const passwd = spawnSync(serverBinary(), ["--data-dir", dataDir, "user", "passwd", "carol"], {
+      cwd: root,
+      input: "carol-password-2\n",
+      env: { ...process.env, RUST_LOG: "warn" },
+      encoding: "utf8",
+    });
+    expect(passwd.status, passwd.stderr).toBe(0);
+    await page.reload();
+    await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
+    await expect.poll(() => savedPages(page)).toEqual([]);
   });
 });

@@ -29,6 +29,9 @@ async function scriptedRecognizer(page: Page) {
       stop() {
         setTimeout(() => this.end(), 10);
       }
+      abort() {
+        this.end();
+      }
       end() {
         if (!w.__listening) return;
         w.__listening = false;
@@ -82,6 +85,22 @@ test("words spoken fill the message box after what was typed, and nothing is sen
 
   await page.getByRole("button", { name: "Send" }).click();
   await expect(lastTurn(page)).toContainText("Note: buy rope and a lantern tonight");
+  await expect(input).toHaveValue("");
+});
+
+test("opening another conversation ends listening, and its words stay where they were said", async ({ page, request }) => {
+  await scriptedRecognizer(page);
+  await openNewSession(page, request);
+  const input = page.getByRole("textbox", { name: "Message" });
+  await page.getByRole("button", { name: "Talk" }).click();
+  await page.evaluate(() => (window as any).__speak("first thoughts", true));
+  await expect(input).toHaveValue("first thoughts");
+  // Ctrl+Shift+O: a new chat.
+  await page.keyboard.press("Control+Shift+O");
+  await expect(page).toHaveURL(/\/new$/);
+  await expect.poll(() => page.evaluate(() => (window as any).__listening)).toBe(false);
+  await expect(page.getByRole("button", { name: "Talk" })).toHaveAttribute("aria-pressed", "false");
+  await page.evaluate(() => (window as any).__speak("first thoughts and more", true));
   await expect(input).toHaveValue("");
 });
 

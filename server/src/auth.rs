@@ -519,6 +519,17 @@ pub struct LoginBody {
 
 /// The answer to a sign-in held back: 429 for a name or address that tried too often, 503
 /// for a server too busy to check; both say when to come back.
+/// A throttled sign-in as an API error (429 or 503, and when to come back).
+pub(crate) fn throttled_error(refused: Refused) -> ApiError {
+    let (status, wait) = match refused {
+        Refused::TooMany(wait) => (StatusCode::TOO_MANY_REQUESTS, wait),
+        Refused::Busy(wait) => (StatusCode::SERVICE_UNAVAILABLE, wait),
+    };
+    let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    ApiError::refusal(status, format!("too many sign-ins: try again in {secs} s"))
+        .with("retry_after", secs)
+}
+
 fn throttled(refused: Refused, refuse: impl Fn(StatusCode, &str) -> Response) -> Response {
     let (status, wait, message) = match refused {
         Refused::TooMany(wait) => (

@@ -91,6 +91,15 @@ pub async fn user(
                 "changed the password of {:?}; it is signed out everywhere",
                 user.name
             )?;
+            // Passkeys stay (the password is the way back in, not their undoing): say so, so
+            // that one added by someone else is looked at.
+            let kept = store.passkeys(&user.id).await?.len();
+            if kept > 0 {
+                writeln!(
+                    out,
+                    "its {kept} passkey(s) still sign in: Settings → Passkeys lists them, to remove any that is not yours"
+                )?;
+            }
         }
         UserCommand::Remove { name, force } => {
             let last = store.count_users().await? == 1

@@ -4,7 +4,8 @@
 //   cache from then on: those addresses never change content.
 // - Pages go to the network first. A chat page the server marks as saveable is kept (the
 //   newest MAX_PAGES, per account: signing out, or another account's page, drops them) and
-//   served when the network is down, marked `data-saved` so the app says so.
+//   served when the network is down, marked `data-saved` so the app says so. Signing out, or
+//   being sent to sign in, drops them.
 // - Nothing else is touched: the API and event streams always go to the network.
 "use strict";
 
@@ -16,6 +17,7 @@ const PAGES_PREFIX = "anchorage-pages-";
 const MAX_PAGES = 20;
 const SAVE_HEADER = "x-anchorage-save";
 const SIGN_OUT = "/api/auth/logout";
+const SIGN_IN_PAGE = "/login";
 
 self.addEventListener("install", (event) => {
   event.waitUntil(
@@ -84,6 +86,15 @@ async function page(event) {
   const owner = response.headers.get(SAVE_HEADER);
   if (response.ok && response.type === "basic" && owner) {
     event.waitUntil(save(owner, request.url, response.clone()));
+  }
+  // Nobody is signed in here any more (the sign-in page answered, or a chat page sent the
+  // browser to it: expired, signed out elsewhere, a new password): nothing kept stays.
+  const path = new URL(request.url).pathname;
+  const toSignIn =
+    (response.ok && path === SIGN_IN_PAGE) ||
+    (response.type === "opaqueredirect" && (path === "/" || path === "/new" || path.startsWith("/s/")));
+  if (toSignIn) {
+    event.waitUntil(forgetPages(null));
   }
   return response;
 }

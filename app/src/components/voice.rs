@@ -18,7 +18,27 @@ pub(crate) fn VoiceButton(draft: RwSignal<String>) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     let session = StoredValue::new_local(None::<listen::Session>);
     #[cfg(feature = "hydrate")]
-    Effect::new(move |_| offered.set(listen::recognizer().is_some()));
+    {
+        Effect::new(move |_| offered.set(listen::recognizer().is_some()));
+        // Listening belongs to the conversation it began in: opening another one, or leaving
+        // the page, ends it (the words would go into another draft).
+        let stop = move || {
+            session.try_with_value(|s| {
+                if let Some(s) = s {
+                    s.abort();
+                }
+            });
+        };
+        let chat = crate::state::use_chat();
+        Effect::new(move |previous: Option<Option<String>>| {
+            let shown = chat.session_id.get();
+            if previous.is_some_and(|p| p != shown) {
+                stop();
+            }
+            shown
+        });
+        on_cleanup(stop);
+    }
     let toggle = move |_| {
         #[cfg(feature = "hydrate")]
         {
@@ -102,6 +122,20 @@ mod listen {
         /// Stops listening (the recognizer then ends, which the page hears).
         pub(super) fn stop(&self) {
             call(&self.recognition, "stop");
+        }
+
+        /// Stops at once, dropping what was not recognized yet.
+        pub(super) fn abort(&self) {
+            call(&self.recognition, "abort");
+        }
+    }
+
+    impl Drop for Session {
+        /// The recognizer lets go of the handlers before they go: a late event finds none.
+        fn drop(&mut self) {
+            for name in ["onresult", "onerror", "onend"] {
+                let _ = Reflect::set(&self.recognition, &name.into(), &JsValue::NULL);
+            }
         }
     }
 

@@ -20,3 +20,5 @@ CREATE TABLE passkey_ceremonies (
     state       TEXT NOT NULL,
     expires_at  DOUBLE PRECISION NOT NULL
 );
+CREATE INDEX passkey_ceremonies_by_user ON passkey_ceremonies (user_id, kind, expires_at);
+CREATE INDEX passkey_ceremonies_by_expiry ON passkey_ceremonies (expires_at);

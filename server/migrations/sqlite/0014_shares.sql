@@ -1,7 +1,8 @@
 -- Read-only links to a conversation: a snapshot of the branch its owner saw when sharing it
 -- (answers and a summary of the work; no attachments' bytes, paths or approvals), reached
--- by an unguessable token. Revoking deletes the row; so does deleting the conversation or
--- the account. owner_id NULL: open mode.
+-- by an unguessable token. Revoking deletes the row; so do the conversation's removal (a
+-- deleted conversation's links lead nowhere; restored, they lead again) and the account's.
+-- owner_id NULL: open mode.
 CREATE TABLE shares (
     id          TEXT PRIMARY KEY,
     token       TEXT NOT NULL UNIQUE,

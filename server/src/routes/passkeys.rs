@@ -44,6 +44,24 @@ fn relying_party(state: &AppState, headers: &HeaderMap) -> Result<Webauthn, ApiE
                 .get(header::HOST)
                 .and_then(|h| h.to_str().ok())
                 .unwrap_or_default();
+            // A name and a port only: nothing else may shape the origin.
+            let plain = host.split_once(':').map_or(host, |(name, port)| {
+                if port.chars().all(|c| c.is_ascii_digit()) {
+                    name
+                } else {
+                    ""
+                }
+            });
+            let name_ok = !plain.is_empty()
+                && plain
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+            if !name_ok {
+                return Err(ApiError::bad_request(
+                    "passkeys belong to a name, not an IP address: open Anchorage at localhost or at \
+                     its public address to use them",
+                ));
+            }
             format!("http://{host}")
         }
     };
@@ -245,11 +263,21 @@ const NO_PASSKEY: &str = "no passkey signs in with that name: use the password";
 /// `POST /api/auth/passkey/start {username}`: the options for `navigator.credentials.get`.
 pub async fn sign_in_start(
     State(state): State<AppState>,
+    crate::auth::ClientIp(ip): crate::auth::ClientIp,
     headers: HeaderMap,
     ApiJson(body): ApiJson<PasskeySignInBody>,
 ) -> Result<Json<CeremonyStart>, ApiError> {
     let rp = relying_party(&state, &headers)?;
     let name = body.username.trim();
+    // A name or address held back for failed sign-ins is held back here too. (Beginning is
+    // no attempt: the table of ceremonies is bounded per account, see `open_ceremony`.)
+    let keys = crate::throttle::keys(name, &ip);
+    match state.throttle.reserve(&keys, std::time::Instant::now()) {
+        Ok(reservation) => state.throttle.succeeded(reservation),
+        Err(refused) => {
+            return Err(crate::auth::throttled_error(refused));
+        }
+    }
     if name.is_empty() || name.chars().count() > crate::auth::MAX_NAME_CHARS {
         return Err(ApiError::bad_request(NO_PASSKEY));
     }
@@ -311,14 +339,23 @@ async fn finish_sign_in(
                 "the passkey did not sign in: use the password",
             )
         })?;
-    // The counter (and backup state) of the key that signed moves on.
+    // The key that signed must still be the account's (one removed since the ceremony began
+    // signs nobody in); its counter (and backup state) moves on.
     let now = crate::clock::now();
+    let mut still_kept = false;
     for stored in state.store.passkeys(&user_id).await? {
         let mut key = parse_passkey(&stored)?;
         if key.update_credential(&result).is_some() {
+            still_kept = true;
             let updated = serde_json::to_string(&key).map_err(internal)?;
             state.store.used_passkey(&stored.id, &updated, now).await?;
         }
+    }
+    if !still_kept {
+        return Err(ApiError::refusal(
+            StatusCode::UNAUTHORIZED,
+            "that passkey was removed: use the password",
+        ));
     }
     state
         .store

@@ -89,11 +89,23 @@ impl PasskeyStore for SqlStore {
         state: &str,
         expires_at: f64,
     ) -> Result<(), StoreError> {
-        // Expired ones go as new ones come: the table holds what is in progress.
+        // Expired ones go as new ones come, and an account has a few in progress at most (the
+        // oldest give way): the table holds what may still be answered.
+        let mut tx = self.write_tx().await?;
         sqlx::query("DELETE FROM passkey_ceremonies WHERE expires_at < $1")
-            .bind(expires_at - CEREMONY_PURGE_AFTER)
-            .execute(&self.pool)
+            .bind(expires_at - CEREMONY_LIFETIME)
+            .execute(&mut *tx)
             .await?;
+        sqlx::query(
+            "DELETE FROM passkey_ceremonies WHERE user_id = $1 AND kind = $2 AND id NOT IN \
+             (SELECT id FROM passkey_ceremonies WHERE user_id = $1 AND kind = $2 \
+             ORDER BY expires_at DESC, id LIMIT $3)",
+        )
+        .bind(user_id)
+        .bind(kind)
+        .bind(i64::from(CEREMONIES_PER_ACCOUNT - 1))
+        .execute(&mut *tx)
+        .await?;
         sqlx::query(
             "INSERT INTO passkey_ceremonies (id, user_id, kind, state, expires_at) \
              VALUES ($1, $2, $3, $4, $5)",
@@ -103,8 +115,9 @@ impl PasskeyStore for SqlStore {
         .bind(kind)
         .bind(state)
         .bind(expires_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -131,5 +144,8 @@ impl PasskeyStore for SqlStore {
     }
 }
 
-/// How long past its expiry a ceremony is kept before a new one clears it (seconds).
-const CEREMONY_PURGE_AFTER: f64 = 3_600.0;
+/// The lifetime the routes give a ceremony (seconds): one that began longer ago than this
+/// before a new one's start has expired.
+const CEREMONY_LIFETIME: f64 = 300.0;
+/// Ceremonies of one kind an account may have in progress at once.
+const CEREMONIES_PER_ACCOUNT: u32 = 4;

@@ -23,7 +23,8 @@ impl ShareStore for SqlStore {
     async fn create_share(&self, share: &Share, limit: u32) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
         let held: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM shares WHERE owner_id IS NOT DISTINCT FROM $1",
+            "SELECT COUNT(*) FROM shares sh JOIN sessions s ON s.id = sh.session_id \
+             WHERE sh.owner_id IS NOT DISTINCT FROM $1 AND s.deleted_at IS NULL",
         )
         .bind(share.owner.as_deref())
         .fetch_one(&mut *tx)
