@@ -35,6 +35,8 @@ mod dynamic;
 #[cfg(feature = "hydrate")]
 mod effects;
 #[cfg(feature = "hydrate")]
+mod lazy;
+#[cfg(feature = "hydrate")]
 mod live;
 pub mod markdown;
 pub mod model;

@@ -202,7 +202,8 @@ pub struct ChatState {
     pub model: RwSignal<Option<String>>,
     /// The models offered, once asked for (`/api/models`).
     pub models: RwSignal<Vec<crate::api::ModelInfo>>,
-    /// The colour theme this browser shows.
+    /// The colour theme this browser shows (Settings, made in the browser only, reads it).
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
     pub theme: RwSignal<crate::api::Theme>,
     /// The Settings panel is open.
     pub settings: RwSignal<bool>,

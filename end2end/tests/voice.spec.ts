@@ -78,6 +78,7 @@ test("words spoken fill the message box after what was typed, and nothing is sen
 
   // Talking again adds to the text, and a tap stops it.
   await page.getByRole("button", { name: "Talk" }).click();
+  await expect(stop).toHaveAttribute("aria-pressed", "true");
   await page.evaluate(() => (window as any).__speak("tonight", true));
   await expect(input).toHaveValue("Note: buy rope and a lantern tonight");
   await page.getByRole("button", { name: "Stop listening" }).click();
@@ -93,6 +94,8 @@ test("opening another conversation ends listening, and its words stay where they
   await openNewSession(page, request);
   const input = page.getByRole("textbox", { name: "Message" });
   await page.getByRole("button", { name: "Talk" }).click();
+  // Listening shows on the button (its code may be fetched first) before any word counts.
+  await expect(page.getByRole("button", { name: "Stop listening" })).toHaveAttribute("aria-pressed", "true");
   await page.evaluate(() => (window as any).__speak("first thoughts", true));
   await expect(input).toHaveValue("first thoughts");
   // Ctrl+Shift+O: a new chat.

@@ -7,9 +7,11 @@ mod empty_chat;
 pub(crate) mod menu;
 mod message;
 mod model_picker;
+#[cfg(feature = "hydrate")]
 mod passkeys;
 mod prose;
 mod settings;
+#[cfg(feature = "hydrate")]
 mod share;
 mod sidebar;
 pub(crate) mod terminal;
@@ -27,10 +29,12 @@ pub(crate) use composer::Composer;
 pub(crate) use composer::{focus_composer, store_draft, stored_draft, touch_only};
 pub(crate) use empty_chat::EmptyChat;
 pub(crate) use model_picker::ModelPicker;
+#[cfg(feature = "hydrate")]
 pub(crate) use passkeys::Passkeys;
 pub(crate) use settings::Settings;
 #[cfg(feature = "hydrate")]
 pub(crate) use share::share;
+#[cfg(feature = "hydrate")]
 pub(crate) use share::SharedLinks;
 #[cfg(feature = "hydrate")]
 pub(crate) use sidebar::place_in;

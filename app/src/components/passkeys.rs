@@ -1,5 +1,6 @@
 //! Settings' passkeys: the account's, with Remove, and "Add a passkey" (the browser's own
 //! dialog makes it; the server keeps it). Shown to a signed-in account only.
+//! Made in the browser only, with the rest of Settings (see `crate::lazy`).
 
 use leptos::prelude::*;
 
@@ -9,7 +10,6 @@ use crate::state::use_chat;
 #[derive(Clone, Debug, PartialEq)]
 enum Keys {
     Loading,
-    #[cfg(feature = "hydrate")]
     Loaded(Vec<crate::api::PasskeyData>),
 }
 
@@ -20,7 +20,6 @@ pub(crate) fn Passkeys() -> impl IntoView {
     let keys = RwSignal::new(Keys::Loading);
     let problem = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
-    #[cfg(feature = "hydrate")]
     let load = move || {
         leptos::task::spawn_local(async move {
             match crate::client::passkeys().await {
@@ -33,23 +32,18 @@ pub(crate) fn Passkeys() -> impl IntoView {
             }
         });
     };
-    #[cfg(feature = "hydrate")]
     load();
     let add = move |_| {
-        #[cfg(feature = "hydrate")]
-        {
-            busy.set(true);
-            problem.set(None);
-            leptos::task::spawn_local(async move {
-                if let Err(message) = webauthn::add().await {
-                    let _ = problem.try_set(Some(message));
-                }
-                let _ = busy.try_set(false);
-                load();
-            });
-        }
+        busy.set(true);
+        problem.set(None);
+        leptos::task::spawn_local(async move {
+            if let Err(message) = webauthn::add().await {
+                let _ = problem.try_set(Some(message));
+            }
+            let _ = busy.try_set(false);
+            load();
+        });
     };
-    #[cfg(feature = "hydrate")]
     let remove = move |id: String| {
         leptos::task::spawn_local(async move {
             match crate::client::remove_passkey(&id).await {
@@ -70,11 +64,9 @@ pub(crate) fn Passkeys() -> impl IntoView {
                     </p>
                     {move || match keys.get() {
                         Keys::Loading => view! { <p class="settings-note">"Loading…"</p> }.into_any(),
-                        #[cfg(feature = "hydrate")]
                         Keys::Loaded(list) if list.is_empty() => view! {
                             <p class="settings-empty">"None yet."</p>
                         }.into_any(),
-                        #[cfg(feature = "hydrate")]
                         Keys::Loaded(list) => view! {
                             <ul class="grants passkeys">
                                 {list.into_iter().map(|key| {
@@ -112,7 +104,6 @@ pub(crate) fn Passkeys() -> impl IntoView {
     }
 }
 
-#[cfg(feature = "hydrate")]
 mod webauthn {
     use js_sys::{Function, Object, Reflect, JSON};
     use wasm_bindgen::{JsCast as _, JsValue};

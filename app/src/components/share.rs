@@ -1,10 +1,10 @@
 //! Share links: made from a conversation's menu (the notice at the bottom shows the link, with
 //! Copy), listed in Settings with Revoke.
+//! Browser only: the server renders neither.
 
 use leptos::prelude::*;
 
 /// The address of `path` on this server, as a person would paste it.
-#[cfg(feature = "hydrate")]
 pub(crate) fn absolute(path: &str) -> String {
     let origin = web_sys::window()
         .and_then(|w| w.location().origin().ok())
@@ -13,7 +13,6 @@ pub(crate) fn absolute(path: &str) -> String {
 }
 
 /// Puts `text` on the clipboard, where the browser lets the page.
-#[cfg(feature = "hydrate")]
 pub(crate) fn copy(text: &str) {
     if let Some(window) = web_sys::window() {
         let promise = window.navigator().clipboard().write_text(text);
@@ -25,7 +24,6 @@ pub(crate) fn copy(text: &str) {
 }
 
 /// Makes a read-only link to the conversation `session_id` (the branch it shows) and shows it.
-#[cfg(feature = "hydrate")]
 pub(crate) fn share(chat: crate::state::ChatState, session_id: String) {
     leptos::task::spawn_local(async move {
         match crate::client::share(&session_id).await {
@@ -43,17 +41,15 @@ pub(crate) fn share(chat: crate::state::ChatState, session_id: String) {
 #[derive(Clone, Debug, PartialEq)]
 enum Links {
     Loading,
-    #[cfg(feature = "hydrate")]
     Loaded(Vec<crate::api::ShareData>),
-    #[cfg(feature = "hydrate")]
     Failed(String),
 }
 
-/// Settings' list of share links, loaded when Settings opens, each with Copy and Revoke.
+/// Settings' list of share links, loaded when Settings opens, each with Copy and Revoke (made
+/// in the browser only, with the rest of Settings).
 #[component]
 pub(crate) fn SharedLinks() -> impl IntoView {
     let links = RwSignal::new(Links::Loading);
-    #[cfg(feature = "hydrate")]
     leptos::task::spawn_local(async move {
         let loaded = match crate::client::shares().await {
             Ok(answer) => Links::Loaded(answer.shares),
@@ -61,7 +57,6 @@ pub(crate) fn SharedLinks() -> impl IntoView {
         };
         let _ = links.try_set(loaded);
     });
-    #[cfg(feature = "hydrate")]
     let revoke = move |id: String| {
         leptos::task::spawn_local(async move {
             match crate::client::revoke_share(&id).await {
@@ -83,14 +78,11 @@ pub(crate) fn SharedLinks() -> impl IntoView {
             </p>
             {move || match links.get() {
                 Links::Loading => view! { <p class="settings-note">"Loading…"</p> }.into_any(),
-                #[cfg(feature = "hydrate")]
-                Links::Failed(message) => view! { <p class="settings-problem" role="alert">{message}</p> }.into_any(),
-                #[cfg(feature = "hydrate")]
-                Links::Loaded(list) if list.is_empty() => view! {
+                            Links::Failed(message) => view! { <p class="settings-problem" role="alert">{message}</p> }.into_any(),
+                            Links::Loaded(list) if list.is_empty() => view! {
                     <p class="settings-empty">"None: share a conversation from its ⋯ menu."</p>
                 }.into_any(),
-                #[cfg(feature = "hydrate")]
-                Links::Loaded(list) => view! {
+                            Links::Loaded(list) => view! {
                     <ul class="grants shares">
                         {list.into_iter().map(|link| {
                             let id = link.id.clone();

@@ -50,10 +50,21 @@ pub(crate) fn VoiceButton(draft: RwSignal<String>) -> impl IntoView {
                 });
             } else {
                 let chat = crate::state::use_chat();
-                if let Some(started) = listen::start(chat, draft, listening, session) {
-                    session.set_value(Some(started));
-                    listening.set(true);
-                }
+                // Listening's code is fetched on the first tap (see `crate::lazy`).
+                leptos::task::spawn_local(async move {
+                    match start_listening(chat, draft, listening, session).await {
+                        Ok(Some(started)) => {
+                            let _ = session.try_set_value(Some(started));
+                            let _ = listening.try_set(true);
+                        }
+                        Ok(None) => {}
+                        Err(_) => chat.error.set(Some(crate::state::Problem {
+                            message: "Talking could not start: check the connection and try again."
+                                .to_owned(),
+                            network: true,
+                        })),
+                    }
+                });
             }
         }
         #[cfg(not(feature = "hydrate"))]
@@ -84,6 +95,19 @@ pub(crate) fn VoiceButton(draft: RwSignal<String>) -> impl IntoView {
         })}
     }
 }
+
+#[cfg(feature = "hydrate")]
+crate::lazy::split_off!(
+    voice_input,
+    fn start_listening(
+        chat: crate::state::ChatState,
+        draft: RwSignal<String>,
+        listening: RwSignal<bool>,
+        session: StoredValue<Option<listen::Session>, LocalStorage>,
+    ) -> Option<listen::Session> {
+        listen::start(chat, draft, listening, session)
+    }
+);
 
 #[cfg(feature = "hydrate")]
 mod listen {

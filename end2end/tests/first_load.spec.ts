@@ -1,0 +1,115 @@
+import { test, expect } from "./fixtures";
+import type { Page } from "@playwright/test";
+import { execFileSync } from "child_process";
+import { readFileSync } from "fs";
+import { join } from "path";
+import { hydrated, isPhone, openNewSession } from "./support";
+
+// What a first visit downloads before the page is live, measured as the issue states it:
+// `gzip -9` of each file the page fetched from the bundle (wasm, its JS, the stylesheet, the
+// split loader). What the page fetches once live (the Markdown renderer) and what a person's
+// first use fetches (Settings, talking) are parts of their own, listed apart.
+//
+// The budget lives in end2end/first-load.json (its goal, and the ceiling this check holds the
+// build to until the goal is reached; see BENCHMARKS.md).
+const budget = JSON.parse(readFileSync(join(__dirname, "..", "first-load.json"), "utf8"));
+
+// The worker would fetch the whole bundle for its cache beside the page: its requests are
+// not the page's, and would hide which parts the page asked for.
+test.use({ serviceWorkers: "block" });
+
+/** Records when the page came alive (`performance.now()` in the page), before anything runs. */
+async function watchLive(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const seen = () => {
+      if (document.querySelector(".app[data-hydrated='true']")) {
+        (window as any).__live = performance.now();
+        return true;
+      }
+      return false;
+    };
+    const observer = new MutationObserver(() => {
+      if (seen()) observer.disconnect();
+    });
+    observer.observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-hydrated"] });
+  });
+}
+
+type Part = { path: string; start: number };
+
+/** The bundle's files the page fetched, with when each was asked for. */
+async function bundleFiles(page: Page): Promise<Part[]> {
+  return page.evaluate(() =>
+    (performance.getEntriesByType("resource") as PerformanceResourceTiming[])
+      .map((e) => ({ path: new URL(e.name).pathname, start: e.startTime }))
+      .filter((e) => /\/pkg\//.test(e.path)),
+  );
+}
+
+const gzip9 = (bytes: Buffer) => execFileSync("gzip", ["-9", "-c"], { input: bytes }).length;
+
+test("the first load stays within its budget; Settings come with their first use", async ({ page, request }, testInfo) => {
+  await watchLive(page);
+  await openNewSession(page, request);
+  const live: number = await page.evaluate(() => (window as any).__live);
+  expect(live).toBeGreaterThan(0);
+  let files = await bundleFiles(page);
+  const first = files.filter((f) => f.start < live);
+  // A build without split-off parts (`cargo leptos watch`) has nothing to hold to this budget.
+  test.skip(!first.some((f) => f.path.includes("__wasm_split")), "the bundle is not split (a dev build)");
+
+  const sizes = new Map<string, number>();
+  for (const f of files) {
+    const res = await request.get(f.path);
+    expect(res.ok(), f.path).toBeTruthy();
+    sizes.set(f.path, gzip9(await res.body()));
+  }
+  const total = first.reduce((sum, f) => sum + sizes.get(f.path)!, 0);
+  const table = files.map((f) => `${f.start < live ? "first" : "later"}\t${sizes.get(f.path)}\t${f.path.split("/").pop()}`);
+  await testInfo.attach("first-load.tsv", { body: `${table.join("\n")}\nfirst load\t${total}\n`, contentType: "text/plain" });
+  console.log(`first load (gzip -9): ${total} bytes, ceiling ${budget.ceiling}, goal ${budget.goal}\n${table.join("\n")}`);
+  // The wasm, its JS, the stylesheet and the loader, and nothing split off.
+  const names = first.map((f) => f.path.split("/").pop()!);
+  expect(names).toEqual(expect.arrayContaining(["anchorage.wasm", "anchorage.js", "anchorage.css"]));
+  expect(names.filter((n) => n.startsWith("split_"))).toEqual([]);
+  expect(total).toBeLessThanOrEqual(budget.ceiling);
+
+  // Settings: the dialog opens at once with its head; what it lists arrives with its part.
+  const before = new Set(files.map((f) => f.path));
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await page.getByRole("button", { name: "Settings" }).click();
+  const dialog = page.getByRole("dialog", { name: "Settings" });
+  await expect(dialog).toBeVisible();
+  await expect(dialog.getByRole("radio", { name: "System" })).toBeChecked();
+  await expect(dialog.getByRole("heading", { name: "Standing permissions" })).toBeVisible();
+  await expect(dialog.getByText("Loading…", { exact: true }).first()).toBeHidden();
+  files = await bundleFiles(page);
+  const fetched = files.filter((f) => !before.has(f.path)).map((f) => f.path.split("/").pop()!);
+  expect(fetched.some((n) => n.includes("settings_sections"))).toBeTruthy();
+  // Closed and opened again: made again, from the part already here.
+  await dialog.getByRole("button", { name: "Close settings" }).click();
+  await expect(dialog).toBeHidden();
+  await expect(dialog.getByRole("heading", { name: "Standing permissions" })).toHaveCount(0);
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await page.getByRole("button", { name: "Settings" }).click();
+  await expect(dialog.getByRole("heading", { name: "Standing permissions" })).toHaveCount(1);
+  await expect(dialog.getByRole("radio", { name: "System" })).toBeChecked();
+});
+
+test("Settings that cannot fetch their part say so, and open when the network is back", async ({ page, request }) => {
+  await openNewSession(page, request);
+  // The part's file fails to come, as when the connection drops between two builds.
+  await page.route(/\/pkg\/.*settings_sections.*\.wasm$/, (route) => route.abort("internetdisconnected"));
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await page.getByRole("button", { name: "Settings" }).click();
+  const dialog = page.getByRole("dialog", { name: "Settings" });
+  await expect(dialog.getByRole("alert")).toContainText("Settings could not be loaded");
+  await expect(dialog.getByRole("button", { name: "Close settings" })).toBeVisible();
+  await page.keyboard.press("Escape");
+  await expect(dialog).toBeHidden();
+  await page.unroute(/\/pkg\/.*settings_sections.*\.wasm$/);
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await page.getByRole("button", { name: "Settings" }).click();
+  await expect(dialog.getByRole("heading", { name: "Standing permissions" })).toBeVisible();
+  await expect(dialog.getByRole("alert")).toHaveCount(0);
+});
