@@ -45,7 +45,50 @@ fn fork(chat: ChatState, turn: &TurnHandle, how: Fork, done: impl FnOnce(bool) +
     let epoch = chat.epoch.get_value();
     let run_id = turn.run_id.clone();
     chat.error.set(None);
+    let done: Box<dyn FnOnce(bool)> = Box::new(done);
     leptos::task::spawn_local(async move {
+        match fork_task(chat, session_id, epoch, run_id, how, done).await {
+            Ok(task) => task.await,
+            Err(_) => unavailable(chat),
+        }
+    });
+}
+
+/// What runs when the code of a retry, an edit or a version could not be fetched.
+fn unavailable(chat: ChatState) {
+    chat.error.set(Some(crate::state::Problem {
+        message: "That could not start: check the connection and try again.".to_owned(),
+        network: true,
+    }));
+}
+
+/// A task of this module, made by its split-off part (see [`crate::lazy`]).
+type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
+crate::lazy::split_off!(
+    branching,
+    fn fork_task(
+        chat: ChatState,
+        session_id: String,
+        epoch: u64,
+        run_id: String,
+        how: Fork,
+        done: Box<dyn FnOnce(bool)>,
+    ) -> Task {
+        Box::pin(run_fork(chat, session_id, epoch, run_id, how, done))
+    }
+);
+
+/// The work of [`fork`], once its code is here.
+async fn run_fork(
+    chat: ChatState,
+    session_id: String,
+    epoch: u64,
+    run_id: String,
+    how: Fork,
+    done: Box<dyn FnOnce(bool)>,
+) {
+    {
         let answer = match &how {
             Fork::Retry(run_id) => client::retry(run_id).await,
             Fork::Edit(body) => client::edit(body).await,
@@ -70,7 +113,7 @@ fn fork(chat: ChatState, turn: &TurnHandle, how: Fork, done: impl FnOnce(bool) +
                 done(false);
             }
         }
-    });
+    }
 }
 
 /// Answers the message of `turn` again (a new version of the turn).
@@ -97,6 +140,35 @@ pub fn show_version(chat: ChatState, turn: &TurnHandle, version: u32) {
     let run_id = turn.run_id.clone();
     chat.error.set(None);
     leptos::task::spawn_local(async move {
+        match version_task(chat, session_id, epoch, run_id, version).await {
+            Ok(task) => task.await,
+            Err(_) => unavailable(chat),
+        }
+    });
+}
+
+crate::lazy::split_off!(
+    branching,
+    fn version_task(
+        chat: ChatState,
+        session_id: String,
+        epoch: u64,
+        run_id: String,
+        version: u32,
+    ) -> Task {
+        Box::pin(run_show_version(chat, session_id, epoch, run_id, version))
+    }
+);
+
+/// The work of [`show_version`], once its code is here.
+async fn run_show_version(
+    chat: ChatState,
+    session_id: String,
+    epoch: u64,
+    run_id: String,
+    version: u32,
+) {
+    {
         let body = BranchBody {
             run_id: run_id.clone(),
             version: Some(version),
@@ -117,5 +189,5 @@ pub fn show_version(chat: ChatState, turn: &TurnHandle, version: u32) {
             chat.load(&page);
         }
         chat.rows_for_stream();
-    });
+    }
 }

@@ -16,11 +16,35 @@ pub(crate) fn file_key() -> u64 {
 
 /// Attaches `files` (picked, pasted or dropped): each is uploaded at once and shown as a chip
 /// that says how it goes. Past [`crate::api::MAX_ATTACHMENTS`] a file is refused on its chip.
+/// The files are taken from the list now (a picker's list empties when it is reset); the code
+/// that uploads them comes with the first use (see [`crate::lazy`]).
 #[cfg(feature = "hydrate")]
 pub(crate) fn attach(chat: crate::state::ChatState, files: &web_sys::FileList) {
+    let files: Vec<web_sys::File> = (0..files.length()).filter_map(|i| files.get(i)).collect();
+    leptos::task::spawn_local(async move {
+        if upload_all(chat, files).await.is_err() {
+            chat.error.set(Some(crate::state::Problem {
+                message: "The files could not be attached: check the connection and try again."
+                    .to_owned(),
+                network: true,
+            }));
+        }
+    });
+}
+
+#[cfg(feature = "hydrate")]
+crate::lazy::split_off!(
+    attaching,
+    fn upload_all(chat: crate::state::ChatState, files: Vec<web_sys::File>) -> () {
+        upload(chat, files)
+    }
+);
+
+/// Shows a chip for each of `files` and uploads it (see [`attach`]).
+#[cfg(feature = "hydrate")]
+fn upload(chat: crate::state::ChatState, files: Vec<web_sys::File>) {
     use crate::api::MAX_ATTACHMENTS;
-    for i in 0..files.length() {
-        let Some(file) = files.get(i) else { continue };
+    for file in files {
         let key = file_key();
         let taken = chat.files.with_untracked(|f| {
             f.iter()
