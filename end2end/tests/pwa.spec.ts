@@ -6,7 +6,7 @@ import { tmpdir } from "os";
 import { join } from "path";
 import { chromium } from "../chromium";
 import { freePort, kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
-import { hydrated, isPhone, lastTurn, newSession, send, startTurn, waitRunEnd } from "./support";
+import { hydrated, isPhone, lastTurn, newSession, rowAction, send, startTurn, waitRunEnd } from "./support";
 
 // The app as a phone keeps it: installable, its bundle kept by the service worker, the
 // conversations read last opening offline. The worker runs in the rest of the suite too, as in
@@ -148,6 +148,44 @@ test("offline, a page never read says so instead of the browser's error", async 
   await page.goto(`/s/${session}`);
   await expect(page.getByRole("heading", { name: "Offline" })).toBeVisible();
   await expect(page.getByText("not saved on this device")).toBeVisible();
+  await context.setOffline(false);
+});
+
+test("a conversation deleted here, or gone from the server, does not open offline", async ({ page, context, request }) => {
+  const kept = await conversation(request, "lighthouse");
+  const deleted = await conversation(request, "shipwreck");
+  const goneElsewhere = await conversation(request, "driftwood");
+  await page.goto(`/s/${kept}`);
+  await hydrated(page);
+  await controlled(page);
+  for (const session of [deleted, goneElsewhere, kept]) {
+    await page.goto(`/s/${session}`);
+    await hydrated(page);
+  }
+  await expect
+    .poll(() => savedPages(page))
+    .toEqual(expect.arrayContaining([`/s/${kept}`, `/s/${deleted}`, `/s/${goneElsewhere}`]));
+
+  // Deleted from this page's list: its copy goes with it.
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  await rowAction(page.locator(".session-row", { hasText: "Remember shipwreck" }), "Delete");
+  await expect(page.locator(".session-row", { hasText: "Remember shipwreck" })).toHaveCount(0);
+  await expect.poll(() => savedPages(page)).not.toContain(`/s/${deleted}`);
+  // Deleted elsewhere (another device): the next visit finds it gone and drops the copy.
+  const res = await request.post("/api/session/delete", { data: { session_id: goneElsewhere } });
+  expect(res.ok()).toBeTruthy();
+  await page.goto(`/s/${goneElsewhere}`);
+  await expect.poll(() => savedPages(page)).not.toContain(`/s/${goneElsewhere}`);
+  expect(await savedPages(page)).toContain(`/s/${kept}`);
+
+  await context.setOffline(true);
+  for (const session of [deleted, goneElsewhere]) {
+    await page.goto(`/s/${session}`);
+    await expect(page.getByText("not saved on this device")).toBeVisible();
+  }
+  await page.goto(`/s/${kept}`);
+  await hydrated(page);
+  await expect(lastTurn(page)).toContainText("Remember lighthouse");
   await context.setOffline(false);
 });
 

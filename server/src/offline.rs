@@ -18,7 +18,7 @@ use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 
-/// The worker's source; `__BUILD__` and `__SHELL__` are filled in.
+/// The worker's source; `__BUILD__`, `__SHELL__` and `__DELETE__` are filled in.
 const TEMPLATE: &str = include_str!("sw.js");
 
 /// Where the worker is served (its scope is the whole site).
@@ -94,6 +94,7 @@ impl Bundle {
         TEMPLATE
             .replace("__BUILD__", &self.build)
             .replace("__SHELL__", &shell)
+            .replace("__DELETE__", app::api::paths::SESSION_DELETE)
     }
 }
 
@@ -155,6 +156,7 @@ mod tests {
         let bundle = Bundle::read(dir.path());
         let worker = bundle.worker();
         assert!(!worker.contains("__BUILD__") && !worker.contains("__SHELL__"));
+        assert!(!worker.contains("__DELETE__"));
         assert!(worker.contains(&format!("\"{}\"", bundle.build)));
         for file in &bundle.files {
             assert!(worker.contains(&format!("\"/build/{}/pkg/{file}\"", bundle.build)));

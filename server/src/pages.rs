@@ -436,6 +436,9 @@ async fn render(
                 .into_response();
         }
     };
+    // A page for a conversation that is not there (deleted, another's) shows the newest
+    // instead: not what its address names, so no browser keeps it under that address.
+    let saveable = !page.missing;
     page.mode = mode_cookie(req.headers()).map(|m| m.as_str().to_owned());
     page.theme = crate::auth::cookie(req.headers(), app::api::THEME_COOKIE)
         .map(app::api::Theme::parse)
@@ -466,7 +469,7 @@ async fn render(
             .headers_mut()
             .insert(header::CONTENT_SECURITY_POLICY, value);
     }
-    if let Ok(value) = header::HeaderValue::from_str(&saved_as) {
+    if let (true, Ok(value)) = (saveable, header::HeaderValue::from_str(&saved_as)) {
         response
             .headers_mut()
             .insert(crate::offline::SAVE_HEADER, value);

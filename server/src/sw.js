@@ -5,7 +5,9 @@
 // - Pages go to the network first. A chat page the server marks as saveable is kept (the
 //   newest MAX_PAGES, per account: signing out, or another account's page, drops them) and
 //   served when the network is down, marked `data-saved` so the app says so. Signing out, or
-//   being sent to sign in, drops them.
+//   being sent to sign in, drops them. A conversation deleted here, or that the server no
+//   longer shows at its address (deleted elsewhere), is dropped too: what was deleted does
+//   not open offline.
 // - Nothing else is touched: the API and event streams always go to the network.
 "use strict";
 
@@ -17,6 +19,7 @@ const PAGES_PREFIX = "anchorage-pages-";
 const MAX_PAGES = 20;
 const SAVE_HEADER = "x-anchorage-save";
 const SIGN_OUT = "/api/auth/logout";
+const DELETE = "__DELETE__";
 const SIGN_IN_PAGE = "/login";
 
 self.addEventListener("install", (event) => {
@@ -50,6 +53,18 @@ self.addEventListener("fetch", (event) => {
   }
   if (request.method === "POST" && url.pathname === SIGN_OUT) {
     event.waitUntil(forgetPages(null));
+    return;
+  }
+  if (request.method === "POST" && url.pathname === DELETE) {
+    // Dropped whether or not the server then deletes it: a saved copy is only a copy (the
+    // next visit saves it again).
+    event.waitUntil(
+      request
+        .clone()
+        .json()
+        .then((body) => typeof body.session_id === "string" && forgetPage(`/s/${body.session_id}`))
+        .catch(() => {}),
+    );
     return;
   }
   if (request.method !== "GET") {
@@ -96,7 +111,21 @@ async function page(event) {
   if (toSignIn) {
     event.waitUntil(forgetPages(null));
   }
+  // A conversation the server no longer shows at its address (deleted, or not this
+  // account's) is not kept there either.
+  if (path.startsWith("/s/") && (response.status === 404 || (response.ok && !owner))) {
+    event.waitUntil(forgetPage(path));
+  }
   return response;
+}
+
+/// Drops the saved copy of the page at `path`, whichever account kept it.
+async function forgetPage(path) {
+  const address = new URL(path, self.location.origin).href;
+  const names = (await caches.keys()).filter((name) => name.startsWith(PAGES_PREFIX));
+  await Promise.all(
+    names.map(async (name) => (await caches.open(name)).delete(address, { ignoreSearch: true })),
+  );
 }
 
 /// Drops every account's saved pages but `keep`'s.

@@ -480,3 +480,39 @@ async fn a_paused_instance_taken_for_dead_adds_nothing_once_it_wakes() {
         "completed"
     );
 }
+
+/// A limit holds when instances write at once: share links made through two instances
+/// together, past what is left of the allowance, give exactly the allowance (each instance's
+/// count and insert are one step for the whole database), and the rest a clear 429.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/with-postgres.sh make pg-unit"]
+async fn a_limit_holds_when_instances_write_at_once() {
+    let db = shared_db().await;
+    let site = tempfile::tempdir().unwrap();
+    let nodes = instances(&db, site.path(), 2, 1).await;
+    let (a, b) = (nodes[0].base.clone(), nodes[1].base.clone());
+    let (status, session) = post(&a, "/api/session/new", json!({})).await;
+    assert_eq!(status, 200, "{session}");
+    let session = session["session"]["id"].as_str().unwrap().to_owned();
+    const LEFT: u32 = 4;
+    for _ in 0..server::routes::MAX_SHARES - LEFT {
+        let (status, body) = post(&a, "/api/share", json!({"session_id": session})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let attempts = (0..40).map(|i| {
+        let base = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let session = session.clone();
+        async move { post(&base, "/api/share", json!({"session_id": session})).await }
+    });
+    let answers = futures::future::join_all(attempts).await;
+    let made = answers.iter().filter(|(status, _)| *status == 200).count();
+    assert_eq!(made, LEFT as usize, "{answers:?}");
+    for (status, body) in &answers {
+        assert!(*status == 200 || *status == 429, "{status} {body}");
+    }
+    let listed = get(&b, "/api/shares").await;
+    assert_eq!(
+        listed["shares"].as_array().unwrap().len(),
+        server::routes::MAX_SHARES as usize
+    );
+}

@@ -649,6 +649,23 @@ async fn chat_pages_say_whose_they_are_to_keep_and_the_sign_in_page_does_not() {
         .await
         .unwrap();
     assert_eq!(res.headers()["x-anchorage-save"], "open");
+    // A conversation that is not there shows the newest: nothing to keep at its address.
+    let res = reqwest::get(app.url("/s/no-such-conversation"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers().get("x-anchorage-save").is_none());
+    let (status, _) = app
+        .post(
+            "/api/session/delete",
+            serde_json::json!({"session_id": session}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let res = reqwest::get(app.url(&format!("/s/{session}")))
+        .await
+        .unwrap();
+    assert!(res.headers().get("x-anchorage-save").is_none());
 
     let (alice, _bob) = app.two_users(false).await;
     let res = app

@@ -417,6 +417,24 @@ async fn lock_session(
     Ok(row.is_some())
 }
 
+/// Holds off, until this transaction ends, every other transaction that asks to hold `what`:
+/// a count followed by an insert then stays within its limit however many instances write
+/// at once. On PostgreSQL an advisory lock of the transaction; SQLite's write transaction
+/// already excludes every other writer.
+pub(super) async fn hold_until_commit(
+    conn: &mut AnyConnection,
+    engine: Engine,
+    what: &str,
+) -> Result<(), sqlx::Error> {
+    if engine == Engine::Postgres {
+        sqlx::query("SELECT 1 AS one FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS held")
+            .bind(what)
+            .fetch_one(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
 /// The turns an account (`None`: open mode) runs now, counted with the account's starts held
 /// off until the transaction ends: on PostgreSQL by a lock of the account's own (taken after
 /// the session's row, as every start does), on SQLite by the write transaction itself.
@@ -425,12 +443,12 @@ async fn running_count(
     engine: Engine,
     owner: Option<&str>,
 ) -> Result<u64, sqlx::Error> {
-    if engine == Engine::Postgres {
-        sqlx::query("SELECT 1 AS one FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS held")
-            .bind(format!("running:{}", owner.unwrap_or_default()))
-            .fetch_one(&mut *conn)
-            .await?;
-    }
+    hold_until_commit(
+        conn,
+        engine,
+        &format!("running:{}", owner.unwrap_or_default()),
+    )
+    .await?;
     let n: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM runs r JOIN sessions s ON s.id = r.session_id \
          WHERE r.status = 'running' AND s.owner_id IS NOT DISTINCT FROM $1",

@@ -18,6 +18,8 @@ fn passkey_from(row: &AnyRow) -> StoredPasskey {
 impl PasskeyStore for SqlStore {
     async fn add_passkey(&self, passkey: &StoredPasskey, limit: u32) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
+        let key = format!("passkeys:{}", passkey.user_id);
+        super::hold_until_commit(&mut tx, self.engine, &key).await?;
         let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM passkeys WHERE user_id = $1")
             .bind(&passkey.user_id)
             .fetch_one(&mut *tx)

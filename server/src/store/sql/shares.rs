@@ -22,6 +22,8 @@ fn share_from(row: &AnyRow, with_snapshot: bool) -> Share {
 impl ShareStore for SqlStore {
     async fn create_share(&self, share: &Share, limit: u32) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
+        let key = format!("shares:{}", share.owner.as_deref().unwrap_or_default());
+        super::hold_until_commit(&mut tx, self.engine, &key).await?;
         let held: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM shares sh JOIN sessions s ON s.id = sh.session_id \
              WHERE sh.owner_id IS NOT DISTINCT FROM $1 AND s.deleted_at IS NULL",
