@@ -45,25 +45,19 @@ fn fork(chat: ChatState, turn: &TurnHandle, how: Fork, done: impl FnOnce(bool) +
     let epoch = chat.epoch.get_value();
     let run_id = turn.run_id.clone();
     chat.error.set(None);
-    let done: Box<dyn FnOnce(bool)> = Box::new(done);
     leptos::task::spawn_local(async move {
-        match fork_task(chat, session_id, epoch, run_id, how, done).await {
+        let started = match fork_task(chat, session_id, epoch, run_id, how).await {
             Ok(task) => task.await,
-            Err(_) => unavailable(chat),
-        }
+            Err(_) => {
+                crate::lazy::unavailable(chat, "That");
+                false
+            }
+        };
+        done(started);
     });
 }
 
-/// What runs when the code of a retry, an edit or a version could not be fetched.
-fn unavailable(chat: ChatState) {
-    chat.error.set(Some(crate::state::Problem {
-        message: "That could not start: check the connection and try again.".to_owned(),
-        network: true,
-    }));
-}
-
-/// A task of this module, made by its split-off part (see [`crate::lazy`]).
-type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+use crate::lazy::Task;
 
 crate::lazy::split_off!(
     branching,
@@ -73,21 +67,19 @@ crate::lazy::split_off!(
         epoch: u64,
         run_id: String,
         how: Fork,
-        done: Box<dyn FnOnce(bool)>,
-    ) -> Task {
-        Box::pin(run_fork(chat, session_id, epoch, run_id, how, done))
+    ) -> Task<bool> {
+        Box::pin(run_fork(chat, session_id, epoch, run_id, how))
     }
 );
 
-/// The work of [`fork`], once its code is here.
+/// The work of [`fork`], once its code is here: whether the new turn started.
 async fn run_fork(
     chat: ChatState,
     session_id: String,
     epoch: u64,
     run_id: String,
     how: Fork,
-    done: Box<dyn FnOnce(bool)>,
-) {
+) -> bool {
     {
         let answer = match &how {
             Fork::Retry(run_id) => client::retry(run_id).await,
@@ -106,11 +98,11 @@ async fn run_fork(
                         crate::components::focus_composer();
                     }
                 }
-                done(true);
+                true
             }
             Err(failure) => {
                 chat.fail(&failure);
-                done(false);
+                false
             }
         }
     }
@@ -142,7 +134,7 @@ pub fn show_version(chat: ChatState, turn: &TurnHandle, version: u32) {
     leptos::task::spawn_local(async move {
         match version_task(chat, session_id, epoch, run_id, version).await {
             Ok(task) => task.await,
-            Err(_) => unavailable(chat),
+            Err(_) => crate::lazy::unavailable(chat, "That"),
         }
     });
 }
@@ -155,7 +147,7 @@ crate::lazy::split_off!(
         epoch: u64,
         run_id: String,
         version: u32,
-    ) -> Task {
+    ) -> Task<()> {
         Box::pin(run_show_version(chat, session_id, epoch, run_id, version))
     }
 );

@@ -4,9 +4,11 @@
 //! first load carries only what the page needs to come alive; other builds keep them in the
 //! bundle and make them at once.
 //!
-//! Such a part is a view mounted into an element that the page renders (the element is in the
-//! first load, what goes into it is not): [`split_off!`] declares the function that mounts it,
-//! and [`Mounted`] holds it until it goes.
+//! [`split_off!`] declares the function whose code is split off. It answers at once with what
+//! the page then runs when it still wants it (a view to mount, a task, a listener to start):
+//! fetching the code may take a while, and meanwhile the page may have moved on. A view goes
+//! into an element that the page renders (the element is in the first load, what goes into it
+//! is not); [`Mounted`] holds it until it goes.
 
 use leptos::prelude::*;
 
@@ -49,8 +51,14 @@ macro_rules! split_off {
 }
 pub(crate) use split_off;
 
+/// Work made by split-off code, run by the page once it still wants it.
+pub(crate) type Task<T = ()> = std::pin::Pin<Box<dyn std::future::Future<Output = T>>>;
+
+/// A view ready to be mounted: made by split-off code, run once the page still wants it.
+pub(crate) type Mounter = Box<dyn FnOnce() -> Mounted>;
+
 /// Where a split-off part goes: holds it while shown, and knows whether the latest request
-/// for it still stands (a part asked for, then closed before its file came, is not shown).
+/// for it still stands (a part asked for, then closed before its file came, is not made).
 #[derive(Clone, Copy)]
 pub(crate) struct Slot {
     held: StoredValue<Option<Mounted>, LocalStorage>,
@@ -65,12 +73,12 @@ impl Slot {
         }
     }
 
-    /// Shows what `make` mounts (after fetching its code if need be), replacing what the slot
-    /// held; `failed` runs when the code could not be fetched. A later [`Slot::show`] or
-    /// [`Slot::clear`] before it arrives wins.
+    /// Shows what `make` gives (once its code is fetched, if need be), in place of what the
+    /// slot held; `done` hears whether it came. A later [`Slot::show`] or [`Slot::clear`]
+    /// before it arrives wins: the view is then never made.
     pub(crate) fn show(
         self,
-        make: impl std::future::Future<Output = Result<Mounted, Unavailable>> + 'static,
+        make: impl std::future::Future<Output = Result<Mounter, Unavailable>> + 'static,
         done: impl FnOnce(Result<(), Unavailable>) + 'static,
     ) {
         let ticket = self.asked.try_update_value(|n| {
@@ -83,9 +91,10 @@ impl Slot {
                 return;
             }
             match made {
-                Ok(view) => {
+                Ok(mount) => {
                     // The old view goes first: two would briefly share the element.
                     let _ = self.held.try_update_value(|held| *held = None);
+                    let view = mount();
                     let _ = self.held.try_update_value(|held| *held = Some(view));
                     done(Ok(()));
                 }
@@ -99,4 +108,17 @@ impl Slot {
         let _ = self.asked.try_update_value(|n| *n += 1);
         let _ = self.held.try_update_value(|held| *held = None);
     }
+}
+
+/// What the page says when a part could not be fetched: `what` did not happen, and what to do.
+pub(crate) fn unavailable_message(what: &str) -> String {
+    format!("{what}: check the connection and try again.")
+}
+
+/// Says [`unavailable_message`] on the page's problem line.
+pub(crate) fn unavailable(chat: crate::state::ChatState, what: &str) {
+    chat.error.set(Some(crate::state::Problem {
+        message: unavailable_message(what),
+        network: true,
+    }));
 }

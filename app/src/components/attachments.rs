@@ -14,37 +14,17 @@ pub(crate) fn file_key() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Attaches `files` (picked, pasted or dropped): each is uploaded at once and shown as a chip
-/// that says how it goes. Past [`crate::api::MAX_ATTACHMENTS`] a file is refused on its chip.
-/// The files are taken from the list now (a picker's list empties when it is reset); the code
-/// that uploads them comes with the first use (see [`crate::lazy`]).
+/// Attaches `files` (picked, pasted or dropped): each shows at once as a chip that says how it
+/// goes, and is uploaded. Past [`crate::api::MAX_ATTACHMENTS`] a file is refused on its chip.
+/// The code that uploads comes with the first use (see [`crate::lazy`]); meanwhile the chips
+/// say "uploading", so a message sent then waits for them like for any upload.
 #[cfg(feature = "hydrate")]
 pub(crate) fn attach(chat: crate::state::ChatState, files: &web_sys::FileList) {
-    let files: Vec<web_sys::File> = (0..files.length()).filter_map(|i| files.get(i)).collect();
-    leptos::task::spawn_local(async move {
-        if upload_all(chat, files).await.is_err() {
-            chat.error.set(Some(crate::state::Problem {
-                message: "The files could not be attached: check the connection and try again."
-                    .to_owned(),
-                network: true,
-            }));
-        }
-    });
-}
-
-#[cfg(feature = "hydrate")]
-crate::lazy::split_off!(
-    attaching,
-    fn upload_all(chat: crate::state::ChatState, files: Vec<web_sys::File>) -> () {
-        upload(chat, files)
-    }
-);
-
-/// Shows a chip for each of `files` and uploads it (see [`attach`]).
-#[cfg(feature = "hydrate")]
-fn upload(chat: crate::state::ChatState, files: Vec<web_sys::File>) {
     use crate::api::MAX_ATTACHMENTS;
-    for file in files {
+    let session = chat.session_id.get_untracked();
+    let mut to_upload = Vec::new();
+    for i in 0..files.length() {
+        let Some(file) = files.get(i) else { continue };
         let key = file_key();
         let taken = chat.files.with_untracked(|f| {
             f.iter()
@@ -66,26 +46,63 @@ fn upload(chat: crate::state::ChatState, files: Vec<web_sys::File>) {
                 },
             });
         });
-        if full {
-            continue;
+        if !full {
+            to_upload.push((key, file));
         }
-        let session = chat.session_id.get_untracked();
-        leptos::task::spawn_local(async move {
-            let state = match crate::client::upload(&file, session.as_deref()).await {
-                Ok(answer) => FileState::Ready(answer.attachment),
-                Err(e) if e.status == 0 => {
-                    FileState::Failed("The server cannot be reached.".into())
-                }
-                Err(e) => FileState::Failed(sentence(&e.message)),
-            };
-            // Removed meanwhile: nothing to update.
-            let _ = chat.files.try_update(|f| {
-                if let Some(p) = f.iter_mut().find(|p| p.key == key) {
-                    p.state = state;
-                }
-            });
-        });
     }
+    if to_upload.is_empty() {
+        return;
+    }
+    leptos::task::spawn_local(async move {
+        match uploader(chat, session).await {
+            Ok(upload) => {
+                for (key, file) in to_upload {
+                    upload(key, file);
+                }
+            }
+            Err(_) => {
+                let problem = crate::lazy::unavailable_message("The file could not be attached");
+                for (key, _) in to_upload {
+                    settle(chat, key, FileState::Failed(problem.clone()));
+                }
+            }
+        }
+    });
+}
+
+#[cfg(feature = "hydrate")]
+crate::lazy::split_off!(
+    attaching,
+    fn uploader(
+        chat: crate::state::ChatState,
+        session: Option<String>,
+    ) -> Box<dyn Fn(u64, web_sys::File)> {
+        Box::new(move |key, file| upload(chat, session.clone(), key, file))
+    }
+);
+
+/// Uploads `file` to the conversation `session` (or for the next new one); its chip `key`
+/// then says how it went.
+#[cfg(feature = "hydrate")]
+fn upload(chat: crate::state::ChatState, session: Option<String>, key: u64, file: web_sys::File) {
+    leptos::task::spawn_local(async move {
+        let state = match crate::client::upload(&file, session.as_deref()).await {
+            Ok(answer) => FileState::Ready(answer.attachment),
+            Err(e) if e.status == 0 => FileState::Failed("The server cannot be reached.".into()),
+            Err(e) => FileState::Failed(sentence(&e.message)),
+        };
+        settle(chat, key, state);
+    });
+}
+
+/// The chip `key` says `state` (removed meanwhile: nothing to update).
+#[cfg(feature = "hydrate")]
+fn settle(chat: crate::state::ChatState, key: u64, state: FileState) {
+    let _ = chat.files.try_update(|f| {
+        if let Some(p) = f.iter_mut().find(|p| p.key == key) {
+            p.state = state;
+        }
+    });
 }
 
 /// What a drag of something over the conversation does.

@@ -10,6 +10,8 @@ mod model_picker;
 #[cfg(feature = "hydrate")]
 mod passkeys;
 mod prose;
+#[cfg(feature = "hydrate")]
+mod row_actions;
 mod settings;
 #[cfg(feature = "hydrate")]
 mod share;

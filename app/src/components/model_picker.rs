@@ -35,17 +35,12 @@ pub(crate) fn ModelPicker() -> impl IntoView {
             }
             loading.set(true);
             leptos::task::spawn_local(async move {
-                match crate::client::models(refresh).await {
-                    Ok(answer) => {
-                        let _ = chat.models.try_set(answer.models);
-                        let _ = problem.try_set(
-                            answer
-                                .error
-                                .map(|e| format!("The list of models is not available: {e}")),
-                        );
-                    }
-                    Err(failure) => {
-                        let _ = problem.try_set(Some(failure.message));
+                match model_list(chat, problem, refresh).await {
+                    Ok(task) => task.await,
+                    Err(_) => {
+                        let _ = problem.try_set(Some(crate::lazy::unavailable_message(
+                            "The list of models could not be loaded",
+                        )));
                     }
                 }
                 let _ = loading.try_set(false);
@@ -73,16 +68,16 @@ pub(crate) fn ModelPicker() -> impl IntoView {
         #[cfg(feature = "hydrate")]
         if let Some(session) = chat.session_id.get_untracked() {
             leptos::task::spawn_local(async move {
-                let body = crate::api::ModelBody {
-                    session_id: session.clone(),
-                    model: Some(id),
-                };
-                if let Err(failure) = crate::client::choose_model(&body).await {
-                    // Back to what the conversation still asks for.
-                    if chat.session_id.get_untracked().as_deref() == Some(session.as_str()) {
-                        let _ = chat.model.try_set(before);
-                    }
-                    let _ = problem.try_set(Some(failure.message));
+                let chosen = choosing(chat, problem, session.clone(), id, before.clone()).await;
+                match chosen {
+                    Ok(task) => task.await,
+                    Err(_) => refused(
+                        chat,
+                        problem,
+                        &session,
+                        before,
+                        crate::lazy::unavailable_message("The model could not be changed"),
+                    ),
                 }
             });
         }
@@ -119,4 +114,85 @@ pub(crate) fn ModelPicker() -> impl IntoView {
             }
         })
     }
+}
+
+#[cfg(feature = "hydrate")]
+crate::lazy::split_off!(
+    models,
+    fn model_list(
+        chat: crate::state::ChatState,
+        problem: RwSignal<Option<String>>,
+        refresh: bool,
+    ) -> crate::lazy::Task {
+        Box::pin(load_models(chat, problem, refresh))
+    }
+);
+
+#[cfg(feature = "hydrate")]
+crate::lazy::split_off!(
+    models,
+    fn choosing(
+        chat: crate::state::ChatState,
+        problem: RwSignal<Option<String>>,
+        session: String,
+        id: String,
+        before: Option<String>,
+    ) -> crate::lazy::Task {
+        Box::pin(choose_model(chat, problem, session, id, before))
+    }
+);
+
+/// Asks the server for the provider's models (`refresh`: the provider itself, again).
+#[cfg(feature = "hydrate")]
+async fn load_models(
+    chat: crate::state::ChatState,
+    problem: RwSignal<Option<String>>,
+    refresh: bool,
+) {
+    match crate::client::models(refresh).await {
+        Ok(answer) => {
+            let _ = chat.models.try_set(answer.models);
+            let _ = problem.try_set(
+                answer
+                    .error
+                    .map(|e| format!("The list of models is not available: {e}")),
+            );
+        }
+        Err(failure) => {
+            let _ = problem.try_set(Some(failure.message));
+        }
+    }
+}
+
+/// Tells the server that the conversation `session` asks for `id` from now on.
+#[cfg(feature = "hydrate")]
+async fn choose_model(
+    chat: crate::state::ChatState,
+    problem: RwSignal<Option<String>>,
+    session: String,
+    id: String,
+    before: Option<String>,
+) {
+    let body = crate::api::ModelBody {
+        session_id: session.clone(),
+        model: Some(id),
+    };
+    if let Err(failure) = crate::client::choose_model(&body).await {
+        refused(chat, problem, &session, before, failure.message);
+    }
+}
+
+/// A choice that did not take: back to what the conversation still asks for, and why.
+#[cfg(feature = "hydrate")]
+fn refused(
+    chat: crate::state::ChatState,
+    problem: RwSignal<Option<String>>,
+    session: &str,
+    before: Option<String>,
+    why: String,
+) {
+    if chat.session_id.get_untracked().as_deref() == Some(session) {
+        let _ = chat.model.try_set(before);
+    }
+    let _ = problem.try_set(Some(why));
 }

@@ -56,18 +56,14 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
                 }
                 status.set(Some(None));
                 let owner = owner.clone();
-                slot.show(
-                    mount_sections(owner, body.into(), set_mode),
-                    move |made| {
-                        let _ = status.try_set(match made {
-                            Ok(()) => None,
-                            Err(_) => Some(Some(
-                                "Settings could not be loaded: check the connection and open them again."
-                                    .to_owned(),
-                            )),
-                        });
-                    },
-                );
+                slot.show(sections(owner, body.into(), set_mode), move |made| {
+                    let _ = status.try_set(match made {
+                        Ok(()) => None,
+                        Err(_) => Some(Some(crate::lazy::unavailable_message(
+                            "Settings could not be loaded",
+                        ))),
+                    });
+                });
             } else if !open && el.open() {
                 el.close();
             }
@@ -102,18 +98,18 @@ pub(crate) fn Settings(#[prop(into)] set_mode: Callback<Mode>) -> impl IntoView 
 #[cfg(feature = "hydrate")]
 crate::lazy::split_off!(
     settings_sections,
-    fn mount_sections(
+    fn sections(
         owner: Owner,
         parent: web_sys::Element,
         set_mode: Callback<Mode>,
-    ) -> crate::lazy::Mounted {
-        crate::lazy::mount(&owner, &parent, move || sections(set_mode))
+    ) -> crate::lazy::Mounter {
+        Box::new(move || crate::lazy::mount(&owner, &parent, move || section_views(set_mode)))
     }
 );
 
 /// What Settings lists, made when they open.
 #[cfg(feature = "hydrate")]
-fn sections(set_mode: Callback<Mode>) -> impl IntoView {
+fn section_views(set_mode: Callback<Mode>) -> impl IntoView {
     let chat = use_chat();
     let grants = RwSignal::new(Grants::Loading);
     let load_grants = move || {

@@ -78,11 +78,11 @@ pub(crate) fn SharedLinks() -> impl IntoView {
             </p>
             {move || match links.get() {
                 Links::Loading => view! { <p class="settings-note">"Loading…"</p> }.into_any(),
-                            Links::Failed(message) => view! { <p class="settings-problem" role="alert">{message}</p> }.into_any(),
-                            Links::Loaded(list) if list.is_empty() => view! {
+                Links::Failed(message) => view! { <p class="settings-problem" role="alert">{message}</p> }.into_any(),
+                Links::Loaded(list) if list.is_empty() => view! {
                     <p class="settings-empty">"None: share a conversation from its ⋯ menu."</p>
                 }.into_any(),
-                            Links::Loaded(list) => view! {
+                Links::Loaded(list) => view! {
                     <ul class="grants shares">
                         {list.into_iter().map(|link| {
                             let id = link.id.clone();

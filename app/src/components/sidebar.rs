@@ -68,31 +68,7 @@ fn SessionRow(
                 return;
             }
             #[cfg(feature = "hydrate")]
-            {
-                let id = id.clone();
-                leptos::task::spawn_local(async move {
-                    let body = crate::api::RenameBody {
-                        session_id: id.clone(),
-                        title,
-                    };
-                    match crate::client::rename(&body).await {
-                        Ok(answer) => {
-                            let title = answer.session.title;
-                            let retitle = |list: &mut Vec<SessionSummary>| {
-                                if let Some(s) = list.iter_mut().find(|s| s.id == id) {
-                                    s.title = title.clone();
-                                }
-                            };
-                            chat.sessions.update(retitle);
-                            results.update(|found| found.iter_mut().for_each(retitle));
-                            if chat.session_id.get_untracked().as_deref() == Some(id.as_str()) {
-                                chat.title.set(title);
-                            }
-                        }
-                        Err(e) => chat.fail(&e),
-                    }
-                });
-            }
+            super::row_actions::rename(chat, results, id.clone(), title);
             #[cfg(not(feature = "hydrate"))]
             let _ = (&id, title, results);
         }
@@ -100,66 +76,11 @@ fn SessionRow(
     let pinned = session.pinned;
     let archived = session.archived;
     let summary = session.clone();
-    // Delete, pin and archive: the list changes at once, the server is told, and a delete or
-    // an archive can be undone from the notice it leaves.
+    // Delete, pin and archive (see `row_actions`); a delete or an archive can be undone from
+    // the notice it leaves.
     let act = Callback::new(move |action: Action| {
         #[cfg(feature = "hydrate")]
-        {
-            let summary = summary.clone();
-            leptos::task::spawn_local(async move {
-                let id = summary.id.clone();
-                let place = |on| crate::api::PlaceBody {
-                    session_id: id.clone(),
-                    on,
-                };
-                // What the session is now (a deleted one is gone).
-                let answer = match action {
-                    Action::Delete => crate::client::delete(&id).await.map(|_| None),
-                    Action::Pin(on) => crate::client::pin(&place(on))
-                        .await
-                        .map(|a| Some(a.session)),
-                    Action::Archive(on) => crate::client::archive(&place(on))
-                        .await
-                        .map(|a| Some(a.session)),
-                };
-                match answer {
-                    Ok(updated) => {
-                        let was_shown =
-                            chat.session_id.get_untracked().as_deref() == Some(id.as_str());
-                        let gone = matches!(action, Action::Delete | Action::Archive(true));
-                        chat.sessions.update(|list| {
-                            list.retain(|s| s.id != id);
-                            if let Some(updated) = updated.clone().filter(|u| !u.archived) {
-                                place_in(list, updated);
-                            }
-                        });
-                        archived_list.update(|list| {
-                            list.retain(|s| s.id != id);
-                            if let Some(updated) = updated.clone().filter(|u| u.archived) {
-                                list.insert(0, updated);
-                            }
-                        });
-                        results.update(|found| {
-                            if let (Some(list), true) = (found.as_mut(), action == Action::Delete) {
-                                list.retain(|s| s.id != id);
-                            }
-                        });
-                        if gone {
-                            let message = if action == Action::Delete {
-                                "Conversation deleted"
-                            } else {
-                                "Conversation archived"
-                            };
-                            super::show_toast(chat, message, Some((action, summary)), was_shown);
-                            if was_shown {
-                                crate::nav::go(chat, "/");
-                            }
-                        }
-                    }
-                    Err(e) => chat.fail(&e),
-                }
-            });
-        }
+        super::row_actions::act(chat, results, archived_list, summary.clone(), action);
         #[cfg(not(feature = "hydrate"))]
         let _ = (action, &summary, results, archived_list);
     });

@@ -18,6 +18,8 @@ pub(crate) fn VoiceButton(draft: RwSignal<String>) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     let session = StoredValue::new_local(None::<listen::Session>);
     #[cfg(feature = "hydrate")]
+    let starting = StoredValue::new_local(false);
+    #[cfg(feature = "hydrate")]
     {
         Effect::new(move |_| offered.set(listen::recognizer().is_some()));
         // Listening belongs to the conversation it began in: opening another one, or leaving
@@ -48,21 +50,27 @@ pub(crate) fn VoiceButton(draft: RwSignal<String>) -> impl IntoView {
                         s.stop();
                     }
                 });
-            } else {
+            } else if !starting.get_value() {
+                // Listening's code is fetched on the first tap (see `crate::lazy`); taps
+                // meanwhile start nothing more.
+                starting.set_value(true);
                 let chat = crate::state::use_chat();
-                // Listening's code is fetched on the first tap (see `crate::lazy`).
+                let shown = chat.session_id.get_untracked();
                 leptos::task::spawn_local(async move {
-                    match start_listening(chat, draft, listening, session).await {
-                        Ok(Some(started)) => {
-                            let _ = session.try_set_value(Some(started));
-                            let _ = listening.try_set(true);
+                    let starter = listener(chat, draft, listening, session).await;
+                    let _ = starting.try_set_value(false);
+                    // The button gone, or another conversation opened meanwhile: not now.
+                    let here = listening.try_get_untracked().is_some()
+                        && chat.session_id.try_get_untracked() == Some(shown);
+                    match starter {
+                        Ok(start) if here => {
+                            if let Some(started) = start() {
+                                let _ = session.try_set_value(Some(started));
+                                let _ = listening.try_set(true);
+                            }
                         }
-                        Ok(None) => {}
-                        Err(_) => chat.error.set(Some(crate::state::Problem {
-                            message: "Talking could not start: check the connection and try again."
-                                .to_owned(),
-                            network: true,
-                        })),
+                        Ok(_) => {}
+                        Err(_) => crate::lazy::unavailable(chat, "Talking could not start"),
                     }
                 });
             }
@@ -99,13 +107,13 @@ pub(crate) fn VoiceButton(draft: RwSignal<String>) -> impl IntoView {
 #[cfg(feature = "hydrate")]
 crate::lazy::split_off!(
     voice_input,
-    fn start_listening(
+    fn listener(
         chat: crate::state::ChatState,
         draft: RwSignal<String>,
         listening: RwSignal<bool>,
         session: StoredValue<Option<listen::Session>, LocalStorage>,
-    ) -> Option<listen::Session> {
-        listen::start(chat, draft, listening, session)
+    ) -> Box<dyn FnOnce() -> Option<listen::Session>> {
+        Box::new(move || listen::start(chat, draft, listening, session))
     }
 );
 

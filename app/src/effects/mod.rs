@@ -57,3 +57,15 @@ pub(crate) fn chat_page(page: Page) {
     offline::announce_update(chat);
     offline::register_worker();
 }
+
+/// The name of the moment the page came alive on the browser's performance timeline.
+pub(crate) const LIVE_MARK: &str = "anchorage-live";
+
+/// Marks [`LIVE_MARK`] now: what was fetched before it is the first load
+/// (`end2end/tests/first_load.spec.ts` holds it to its budget), and a person's browser can
+/// tell how long a page took to come alive.
+pub(crate) fn mark_live() {
+    if let Some(performance) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = performance.mark(LIVE_MARK);
+    }
+}

@@ -21,7 +21,11 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
 
     // Set by an Effect, which runs only in the browser: the marker says "this page is live".
     let (hydrated, set_hydrated) = signal(false);
-    Effect::new(move |_| set_hydrated.set(true));
+    Effect::new(move |_| {
+        set_hydrated.set(true);
+        #[cfg(feature = "hydrate")]
+        crate::effects::mark_live();
+    });
     // The Markdown renderer, when the build splits it off, is fetched once the page is live.
     let (renderer_ready, set_renderer_ready) = signal(false);
     Effect::new(move |_| crate::markdown::preload(move || set_renderer_ready.set(true)));
