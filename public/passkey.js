@@ -1,11 +1,11 @@
 // "Sign in with a passkey" on the sign-in page (server/src/auth.rs renders the button; the
-// ceremony is server/src/routes/passkeys.rs). The name field says whose passkey; the browser
-// asks the authenticator; the server checks its answer and sets the sign-in cookie.
+// ceremony is server/src/routes/passkeys.rs). No name is asked: the browser offers this
+// site's passkeys on this device, the one chosen says whose it is, and the server checks its
+// answer and sets the sign-in cookie.
 "use strict";
 (() => {
   const button = document.getElementById("passkey-button");
   const problem = document.getElementById("passkey-problem");
-  const name = document.getElementById("username");
   if (!button) return;
   const able =
     window.PublicKeyCredential &&
@@ -31,16 +31,10 @@
     return answer;
   };
   button.addEventListener("click", async () => {
-    const username = name.value.trim();
-    if (!username) {
-      say("Type your name, then sign in with your passkey.");
-      name.focus();
-      return;
-    }
     button.disabled = true;
     problem.hidden = true;
     try {
-      const start = await post("/api/auth/passkey/start", { username });
+      const start = await post("/api/auth/passkey/start", {});
       const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(start.options.publicKey);
       const credential = await navigator.credentials.get({ publicKey });
       await post("/api/auth/passkey/finish", {
@@ -53,7 +47,7 @@
     } catch (e) {
       say(
         e && e.name === "NotAllowedError"
-          ? "No passkey was used (it was cancelled, or this device has none for that name)."
+          ? "No passkey was used (it was cancelled, or this device has none for this site)."
           : `Signing in with a passkey did not work: ${e.message}`,
       );
     } finally {

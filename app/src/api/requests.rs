@@ -113,13 +113,6 @@ pub struct PasskeyFinishBody {
     pub name: Option<String>,
 }
 
-/// `POST /api/auth/passkey/start`: whose passkey signs in.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PasskeySignInBody {
-    /// The account's name.
-    pub username: String,
-}
-
 /// `POST /api/share`: share the branch of the conversation shown.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShareBody {

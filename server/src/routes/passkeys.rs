@@ -3,13 +3,16 @@
 //! keeps the state webauthn-rs will check the browser's answer against (in the database, so
 //! that any instance may take the `finish`, and once only), `finish` checks it.
 //!
+//! Passkeys are discoverable (the authenticator keeps whose they are): signing in asks for no
+//! name, and the server never says which names have passkeys. The key that answers names its
+//! account; the signature proves it.
+//!
 //! The relying party is the address the browser is at: `--public-url`'s, else the request's
 //! host (which the guard has admitted). A passkey is bound to that name; an IP address is no
 //! name a browser accepts, so there the routes say to use `localhost` or the public address.
 
 use app::api::{
-    CeremonyStart, Done, PasskeyAnswer, PasskeyData, PasskeyFinishBody, PasskeyList,
-    PasskeySignInBody, RevokeBody,
+    CeremonyStart, Done, PasskeyAnswer, PasskeyData, PasskeyFinishBody, PasskeyList, RevokeBody,
 };
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -17,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 use webauthn_rs::prelude::{
-    Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
+    DiscoverableAuthentication, DiscoverableKey, Passkey, PasskeyRegistration, PublicKeyCredential,
     RegisterPublicKeyCredential, Url, Uuid, Webauthn, WebauthnBuilder,
 };
 
@@ -103,7 +106,7 @@ async fn take<T: serde::de::DeserializeOwned>(
     state: &AppState,
     id: &str,
     kind: &str,
-) -> Result<(String, T), ApiError> {
+) -> Result<(Option<String>, T), ApiError> {
     let (user_id, saved) = state
         .store
         .take_ceremony(id, kind, crate::clock::now())
@@ -118,10 +121,10 @@ async fn take<T: serde::de::DeserializeOwned>(
     Ok((user_id, parsed))
 }
 
-/// Keeps a ceremony's state; answers its id.
+/// Keeps a ceremony's state (`user_id`: whose, if anyone's yet); answers its id.
 async fn keep(
     state: &AppState,
-    user_id: &str,
+    user_id: Option<&str>,
     kind: &str,
     saved: &impl serde::Serialize,
 ) -> Result<String, ApiError> {
@@ -178,11 +181,23 @@ pub async fn register_start(
     let (options, registration) = rp
         .start_passkey_registration(handle, &user.name, &user.name, Some(existing))
         .map_err(|e| ApiError::bad_request(format!("cannot begin adding a passkey: {e}")))?;
-    let ceremony = keep(&state, &user.id, REGISTER, &registration).await?;
-    Ok(Json(CeremonyStart {
-        ceremony,
-        options: serde_json::to_value(options).map_err(internal)?,
-    }))
+    let ceremony = keep(&state, Some(&user.id), REGISTER, &registration).await?;
+    let mut options = serde_json::to_value(options).map_err(internal)?;
+    discoverable(&mut options);
+    Ok(Json(CeremonyStart { ceremony, options }))
+}
+
+/// Asks the authenticator to keep whose the new passkey is (a discoverable credential), so
+/// that signing in needs no name. webauthn-rs's passkey registration leaves it to the
+/// authenticator (phones and password managers keep it anyway; security keys may not).
+fn discoverable(options: &mut serde_json::Value) {
+    if let Some(selection) = options
+        .pointer_mut("/publicKey/authenticatorSelection")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        selection.insert("residentKey".into(), json!("required"));
+        selection.insert("requireResidentKey".into(), json!(true));
+    }
 }
 
 /// `POST /api/passkeys/register/finish`: keeps the new passkey.
@@ -194,9 +209,9 @@ pub async fn register_finish(
 ) -> Result<Json<PasskeyAnswer>, ApiError> {
     let user = account(&viewer)?;
     let rp = relying_party(&state, &headers)?;
-    let (owner, registration): (String, PasskeyRegistration) =
+    let (owner, registration): (Option<String>, PasskeyRegistration) =
         take(&state, &body.ceremony, REGISTER).await?;
-    if owner != user.id {
+    if owner.as_deref() != Some(user.id.as_str()) {
         return Err(ApiError::bad_request(
             "this passkey request expired or was answered already: start again",
         ));
@@ -257,53 +272,35 @@ pub async fn remove(
     Ok(Json(Done { ok: true }))
 }
 
-/// What a sign-in that cannot go on says (the same whether the name exists or not).
-const NO_PASSKEY: &str = "no passkey signs in with that name: use the password";
-
-/// `POST /api/auth/passkey/start {username}`: the options for `navigator.credentials.get`.
+/// `POST /api/auth/passkey/start`: the options for `navigator.credentials.get`, for any
+/// passkey of this site (no name: which names have passkeys is nobody's business).
 pub async fn sign_in_start(
     State(state): State<AppState>,
     crate::auth::ClientIp(ip): crate::auth::ClientIp,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<PasskeySignInBody>,
 ) -> Result<Json<CeremonyStart>, ApiError> {
     let rp = relying_party(&state, &headers)?;
-    let name = body.username.trim();
-    // A name or address held back for failed sign-ins is held back here too. (Beginning is
-    // no attempt: the table of ceremonies is bounded per account, see `open_ceremony`.)
-    let keys = crate::throttle::keys(name, &ip);
-    match state.throttle.reserve(&keys, std::time::Instant::now()) {
+    // An address held back for failed sign-ins is held back here too. (Beginning is no
+    // attempt: the table of ceremonies is bounded, see `open_ceremony`.)
+    let [_, address] = crate::throttle::keys("", &ip);
+    match state
+        .throttle
+        .reserve(std::slice::from_ref(&address), std::time::Instant::now())
+    {
         Ok(reservation) => state.throttle.succeeded(reservation),
-        Err(refused) => {
-            return Err(crate::auth::throttled_error(refused));
-        }
-    }
-    if name.is_empty() || name.chars().count() > crate::auth::MAX_NAME_CHARS {
-        return Err(ApiError::bad_request(NO_PASSKEY));
-    }
-    let user = match state.store.user_credentials(name).await {
-        Ok((user, _)) => user,
-        Err(StoreError::NotFound) => return Err(ApiError::bad_request(NO_PASSKEY)),
-        Err(e) => return Err(e.into()),
-    };
-    let keys = state
-        .store
-        .passkeys(&user.id)
-        .await?
-        .iter()
-        .map(parse_passkey)
-        .collect::<Result<Vec<_>, _>>()?;
-    if keys.is_empty() {
-        return Err(ApiError::bad_request(NO_PASSKEY));
+        Err(refused) => return Err(crate::auth::throttled_error(refused)),
     }
     let (options, authentication) = rp
-        .start_passkey_authentication(&keys)
+        .start_discoverable_authentication()
         .map_err(|e| ApiError::bad_request(format!("cannot begin: {e}")))?;
-    let ceremony = keep(&state, &user.id, SIGN_IN, &authentication).await?;
-    Ok(Json(CeremonyStart {
-        ceremony,
-        options: serde_json::to_value(options).map_err(internal)?,
-    }))
+    // Nobody's yet: the key that answers says whose it is.
+    let ceremony = keep(&state, None, SIGN_IN, &authentication).await?;
+    let mut options = serde_json::to_value(options).map_err(internal)?;
+    // A button asks, not the name field's autofill: the browser's own dialog, at once.
+    if let Some(fields) = options.as_object_mut() {
+        fields.remove("mediation");
+    }
+    Ok(Json(CeremonyStart { ceremony, options }))
 }
 
 /// `POST /api/auth/passkey/finish`: checks the signature and signs this browser in.
@@ -327,23 +324,40 @@ async fn finish_sign_in(
     body: PasskeyFinishBody,
 ) -> Result<User, ApiError> {
     let rp = relying_party(state, headers)?;
-    let (user_id, authentication): (String, PasskeyAuthentication) =
+    let (_, authentication): (Option<String>, DiscoverableAuthentication) =
         take(state, &body.ceremony, SIGN_IN).await?;
     let credential: PublicKeyCredential = serde_json::from_value(body.credential)
         .map_err(|e| ApiError::bad_request(format!("not a credential: {e}")))?;
+    let refused = || {
+        ApiError::refusal(
+            StatusCode::UNAUTHORIZED,
+            "the passkey did not sign in: use the password",
+        )
+    };
+    // Whose the key says it is; its signature, checked against that account's keys, proves it.
+    let (handle, _) = rp
+        .identify_discoverable_authentication(&credential)
+        .map_err(|_| refused())?;
+    let user_id = handle.simple().to_string();
+    let stored = state.store.passkeys(&user_id).await?;
+    let keys = stored
+        .iter()
+        .map(|p| parse_passkey(p).map(|k| DiscoverableKey::from(&k)))
+        .collect::<Result<Vec<_>, _>>()?;
+    if keys.is_empty() {
+        return Err(ApiError::refusal(
+            StatusCode::UNAUTHORIZED,
+            "that passkey was removed: use the password",
+        ));
+    }
     let result = rp
-        .finish_passkey_authentication(&credential, &authentication)
-        .map_err(|_| {
-            ApiError::refusal(
-                StatusCode::UNAUTHORIZED,
-                "the passkey did not sign in: use the password",
-            )
-        })?;
+        .finish_discoverable_authentication(&credential, authentication, &keys)
+        .map_err(|_| refused())?;
     // The key that signed must still be the account's (one removed since the ceremony began
     // signs nobody in); its counter (and backup state) moves on.
     let now = crate::clock::now();
     let mut still_kept = false;
-    for stored in state.store.passkeys(&user_id).await? {
+    for stored in stored {
         let mut key = parse_passkey(&stored)?;
         if key.update_credential(&result).is_some() {
             still_kept = true;

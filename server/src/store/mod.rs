@@ -436,11 +436,12 @@ pub trait PasskeyStore: Send + Sync {
     /// How many passkeys the server holds (the sign-in page offers them when there are any).
     async fn count_passkeys(&self) -> Result<u64, StoreError>;
 
-    /// Keeps the state of a ceremony until `expires_at`.
+    /// Keeps the state of a ceremony until `expires_at`: an account's (adding a passkey), or
+    /// nobody's yet (`None`: signing in, until a key answers).
     async fn open_ceremony(
         &self,
         id: &str,
-        user_id: &str,
+        user_id: Option<&str>,
         kind: &str,
         state: &str,
         expires_at: f64,
@@ -452,7 +453,7 @@ pub trait PasskeyStore: Send + Sync {
         id: &str,
         kind: &str,
         now: f64,
-    ) -> Result<(String, String), StoreError>;
+    ) -> Result<(Option<String>, String), StoreError>;
 }
 
 /// Durable storage for sessions, transcripts, runs and their journal: every part of it, as

@@ -401,7 +401,7 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         .await
         .unwrap();
     app.store
-        .open_ceremony("ceremony-hers", &alice_id, "register", "{}", 4e9)
+        .open_ceremony("ceremony-hers", Some(&alice_id), "register", "{}", 4e9)
         .await
         .unwrap();
 

@@ -54,6 +54,15 @@ async fn a_ceremony_is_the_accounts_and_is_answered_once() {
     let options = &start["options"]["publicKey"];
     assert_eq!(options["rp"]["id"], json!("localhost"));
     assert_eq!(options["user"]["name"], json!("alice"));
+    // Discoverable: the authenticator keeps whose it is, so that signing in needs no name.
+    assert_eq!(
+        options["authenticatorSelection"]["residentKey"],
+        json!("required")
+    );
+    assert_eq!(
+        options["authenticatorSelection"]["requireResidentKey"],
+        json!(true)
+    );
     assert!(
         options["challenge"].as_str().unwrap().len() >= 16,
         "{options}"
@@ -114,22 +123,35 @@ async fn a_ceremony_is_the_accounts_and_is_answered_once() {
 }
 
 #[tokio::test]
-async fn signing_in_with_a_passkey_says_the_same_for_any_name_without_one() {
+async fn signing_in_with_a_passkey_asks_for_no_name_and_names_no_one() {
     let app = TestApp::builder().spawn().await;
     app.two_users(false).await;
-    let mut answers = Vec::new();
-    for name in ["alice", "nobody", ""] {
-        let (code, body) = post_local(
-            &app,
-            None,
-            "/api/auth/passkey/start",
-            json!({"username": name}),
-        )
-        .await;
-        answers.push((code, body));
+    // The same for anyone, whatever name the request carries: any passkey of this site may
+    // answer (none is listed), and its user must be verified.
+    let mut shapes = Vec::new();
+    for body in [
+        json!({}),
+        json!({"username": "alice"}),
+        json!({"username": "nobody"}),
+    ] {
+        let (code, start) = post_local(&app, None, "/api/auth/passkey/start", body).await;
+        assert_eq!(code, 200, "{start}");
+        let options = &start["options"];
+        assert!(options.get("mediation").is_none(), "{options}");
+        let key = &options["publicKey"];
+        assert_eq!(key["rpId"], json!("localhost"));
+        assert_eq!(key["userVerification"], json!("required"));
+        assert!(
+            key.get("allowCredentials")
+                .is_none_or(|list| list.as_array().is_some_and(Vec::is_empty)),
+            "{key}"
+        );
+        let mut shape: Vec<String> = key.as_object().unwrap().keys().cloned().collect();
+        shape.sort();
+        shapes.push(shape);
     }
-    assert_eq!(answers[0].0, 400);
-    assert!(answers.iter().all(|a| a == &answers[0]), "{answers:?}");
+    assert!(shapes.iter().all(|s| s == &shapes[0]), "{shapes:?}");
+
     // A made-up ceremony signs nobody in.
     let (code, body) = post_local(
         &app,
@@ -142,6 +164,47 @@ async fn signing_in_with_a_passkey_says_the_same_for_any_name_without_one() {
     let (code, body) = post_local(&app, None, "/api/auth/passkey/finish", json!({"x": 1})).await;
     assert!((400..500).contains(&code), "{code}");
     assert!(body["error"].is_string());
+}
+
+#[tokio::test]
+async fn sign_ins_in_progress_are_bounded_the_oldest_giving_way() {
+    let app = TestApp::builder().spawn().await;
+    app.two_users(false).await;
+    let start = || async {
+        let (code, start) = post_local(&app, None, "/api/auth/passkey/start", json!({})).await;
+        assert_eq!(code, 200, "{start}");
+        start["ceremony"].as_str().unwrap().to_owned()
+    };
+    let oldest = start().await;
+    let mut newest = String::new();
+    for _ in 0..70 {
+        newest = start().await;
+    }
+    let finish = |ceremony: String| {
+        let app = &app;
+        async move {
+            post_local(
+                app,
+                None,
+                "/api/auth/passkey/finish",
+                json!({"ceremony": ceremony, "credential": {}}),
+            )
+            .await
+        }
+    };
+    // The oldest gave way to newer ones; the newest is still there (and then spent).
+    let (code, body) = finish(oldest).await;
+    assert_eq!(code, 400);
+    assert!(
+        body["error"].as_str().unwrap().contains("start again"),
+        "{body}"
+    );
+    let (code, body) = finish(newest).await;
+    assert_eq!(code, 400);
+    assert!(
+        body["error"].as_str().unwrap().contains("not a credential"),
+        "{body}"
+    );
 }
 
 #[tokio::test]

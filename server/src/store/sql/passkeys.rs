@@ -86,26 +86,33 @@ impl PasskeyStore for SqlStore {
     async fn open_ceremony(
         &self,
         id: &str,
-        user_id: &str,
+        user_id: Option<&str>,
         kind: &str,
         state: &str,
         expires_at: f64,
     ) -> Result<(), StoreError> {
         // Expired ones go as new ones come, and an account has a few in progress at most (the
-        // oldest give way): the table holds what may still be answered.
+        // oldest give way): the table holds what may still be answered. Sign-ins, nobody's
+        // until a key answers, share a larger bound.
+        let kept = if user_id.is_none() {
+            SIGN_INS_IN_PROGRESS
+        } else {
+            CEREMONIES_PER_ACCOUNT
+        };
         let mut tx = self.write_tx().await?;
         sqlx::query("DELETE FROM passkey_ceremonies WHERE expires_at < $1")
             .bind(expires_at - CEREMONY_LIFETIME)
             .execute(&mut *tx)
             .await?;
         sqlx::query(
-            "DELETE FROM passkey_ceremonies WHERE user_id = $1 AND kind = $2 AND id NOT IN \
-             (SELECT id FROM passkey_ceremonies WHERE user_id = $1 AND kind = $2 \
+            "DELETE FROM passkey_ceremonies WHERE user_id IS NOT DISTINCT FROM $1 AND kind = $2 \
+             AND id NOT IN (SELECT id FROM passkey_ceremonies \
+             WHERE user_id IS NOT DISTINCT FROM $1 AND kind = $2 \
              ORDER BY expires_at DESC, id LIMIT $3)",
         )
         .bind(user_id)
         .bind(kind)
-        .bind(i64::from(CEREMONIES_PER_ACCOUNT - 1))
+        .bind(i64::from(kept - 1))
         .execute(&mut *tx)
         .await?;
         sqlx::query(
@@ -128,7 +135,7 @@ impl PasskeyStore for SqlStore {
         id: &str,
         kind: &str,
         now: f64,
-    ) -> Result<(String, String), StoreError> {
+    ) -> Result<(Option<String>, String), StoreError> {
         let row = sqlx::query(
             "DELETE FROM passkey_ceremonies WHERE id = $1 AND kind = $2 \
              RETURNING user_id, state, expires_at",
@@ -151,3 +158,5 @@ impl PasskeyStore for SqlStore {
 const CEREMONY_LIFETIME: f64 = 300.0;
 /// Ceremonies of one kind an account may have in progress at once.
 const CEREMONIES_PER_ACCOUNT: u32 = 4;
+/// How many sign-ins with a passkey may be in progress at once on the whole server.
+const SIGN_INS_IN_PROGRESS: u32 = 64;
