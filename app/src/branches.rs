@@ -49,7 +49,7 @@ fn fork(chat: ChatState, turn: &TurnHandle, how: Fork, done: impl FnOnce(bool) +
         let started = match fork_task(chat, session_id, epoch, run_id, how).await {
             Ok(task) => task.await,
             Err(_) => {
-                crate::lazy::unavailable(chat, "That");
+                crate::lazy::unavailable(chat, "That could not start");
                 false
             }
         };
@@ -131,12 +131,11 @@ pub fn show_version(chat: ChatState, turn: &TurnHandle, version: u32) {
     let epoch = chat.epoch.get_value();
     let run_id = turn.run_id.clone();
     chat.error.set(None);
-    leptos::task::spawn_local(async move {
-        match version_task(chat, session_id, epoch, run_id, version).await {
-            Ok(task) => task.await,
-            Err(_) => crate::lazy::unavailable(chat, "That"),
-        }
-    });
+    crate::lazy::run(
+        chat,
+        "That version could not be shown",
+        version_task(chat, session_id, epoch, run_id, version),
+    );
 }
 
 crate::lazy::split_off!(

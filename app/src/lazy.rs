@@ -122,3 +122,18 @@ pub(crate) fn unavailable(chat: crate::state::ChatState, what: &str) {
         network: true,
     }));
 }
+
+/// Runs the task that split-off code makes, once that code is here; when it cannot come, says
+/// that `what` (e.g. "The conversation could not be renamed") on the page's problem line.
+pub(crate) fn run(
+    chat: crate::state::ChatState,
+    what: &'static str,
+    make: impl std::future::Future<Output = Result<Task, Unavailable>> + 'static,
+) {
+    leptos::task::spawn_local(async move {
+        match make.await {
+            Ok(task) => task.await,
+            Err(_) => unavailable(chat, what),
+        }
+    });
+}

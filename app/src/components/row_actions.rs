@@ -17,12 +17,11 @@ pub(crate) fn rename(
     id: String,
     title: String,
 ) {
-    leptos::task::spawn_local(async move {
-        match renaming(chat, results, id, title).await {
-            Ok(task) => task.await,
-            Err(_) => crate::lazy::unavailable(chat, "The conversation could not be renamed"),
-        }
-    });
+    crate::lazy::run(
+        chat,
+        "The conversation could not be renamed",
+        renaming(chat, results, id, title),
+    );
 }
 
 /// Does `action` to the conversation `summary`, in the lists and on the server.
@@ -33,12 +32,11 @@ pub(crate) fn act(
     summary: SessionSummary,
     action: Action,
 ) {
-    leptos::task::spawn_local(async move {
-        match acting(chat, results, archived_list, summary, action).await {
-            Ok(task) => task.await,
-            Err(_) => crate::lazy::unavailable(chat, "That could not be done"),
-        }
-    });
+    crate::lazy::run(
+        chat,
+        "That could not be done",
+        acting(chat, results, archived_list, summary, action),
+    );
 }
 
 crate::lazy::split_off!(
