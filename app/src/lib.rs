@@ -72,7 +72,7 @@ pub fn document_title(title: &str) -> String {
 pub struct Bundle {
     /// The address prefix: the page loads `{root}/pkg/…`.
     pub root: String,
-    /// The build's id.
+    /// The build's id (empty under `cargo leptos watch`: no build to keep).
     pub build: String,
 }
 
@@ -90,7 +90,9 @@ pub const BUILD_META: &str = "anchorage-build";
 #[cfg(feature = "ssr")]
 fn head_common() -> impl IntoView {
     let stylesheet = format!("{}/pkg/anchorage.css", bundle_root());
-    let build = use_context::<Bundle>().map(|b| b.build);
+    let build = use_context::<Bundle>()
+        .map(|b| b.build)
+        .filter(|b| !b.is_empty());
     view! {
         <meta charset="utf-8" />
         <meta

@@ -85,6 +85,11 @@ pub struct Config {
     #[arg(long, global = true, env = "ANCHORAGE_PUBLIC_URL", value_parser = crate::security::PublicUrl::parse)]
     pub public_url: Option<crate::security::PublicUrl>,
 
+    /// Set by `cargo leptos watch` (`LEPTOS_WATCH=true`): the bundle changes under the running
+    /// server, so pages load it from `/pkg` and no service worker keeps it
+    #[arg(long, global = true, env = "LEPTOS_WATCH", hide = true, default_value_t = false, action = clap::ArgAction::Set)]
+    pub leptos_watch: bool,
+
     /// Directory for the database (created if missing)
     #[arg(
         long,

@@ -105,6 +105,9 @@ impl AppState {
         let mut state = Self::assemble(store, adapter, leptos_options, shutdown, lease).await;
         state.public_url = config.public_url.clone();
         state.limits = config.limits();
+        if config.leptos_watch {
+            state.bundle = Arc::new(offline::Bundle::watched());
+        }
         Ok(state)
     }
 
@@ -320,7 +323,7 @@ pub fn router(state: AppState) -> Router {
         .route(app::api::paths::SESSION_PAGE, get(pages::session))
         .route(app::api::paths::NEW_CHAT, get(pages::new_chat))
         .route_layer(page_gate);
-    Router::new()
+    let router = Router::new()
         .route(app::api::paths::HEALTH, get(routes::health::healthz))
         .route(app::api::paths::LOGIN_PAGE, get(auth::login_form))
         // Signing in with a passkey (see `routes::passkeys`).
@@ -358,9 +361,13 @@ pub fn router(state: AppState) -> Router {
             ServeDir::new(&pkg_dir)
                 .precompressed_br()
                 .precompressed_gzip(),
-        )
-        // The same files under this build's own address, which never changes content.
-        .nest_service(
+        );
+    // The same files under this build's own address, which never changes content (a watched
+    // bundle has none: it changes).
+    let router = if bundle.is_watched() {
+        router
+    } else {
+        router.nest_service(
             &bundle.pkg_path(),
             Router::new()
                 .fallback_service(
@@ -370,6 +377,8 @@ pub fn router(state: AppState) -> Router {
                 )
                 .layer(axum::middleware::map_response(offline::immutable)),
         )
+    };
+    router
         // Requests from elsewhere (another site, a rebound host name) stop here.
         .layer(guard)
         // gzip or brotli for pages, JSON and the site bundle; never for event streams, which

@@ -21,6 +21,21 @@ use sha2::{Digest as _, Sha256};
 /// The worker's source; `__BUILD__`, `__SHELL__` and `__DELETE__` are filled in.
 const TEMPLATE: &str = include_str!("sw.js");
 
+/// The worker served while the bundle is watched: it unregisters itself and drops what
+/// Anchorage's workers kept.
+const RETIRED: &str = r#""use strict";
+// Anchorage under `cargo leptos watch`: no worker keeps the bundle (server/src/offline.rs).
+self.addEventListener("install", () => self.skipWaiting());
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    caches
+      .keys()
+      .then((names) => Promise.all(names.filter((n) => n.startsWith("anchorage-")).map((n) => caches.delete(n))))
+      .then(() => self.registration.unregister()),
+  );
+});
+"#;
+
 /// Where the worker is served (its scope is the whole site).
 pub const WORKER_PATH: &str = "/sw.js";
 
@@ -73,8 +88,26 @@ impl Bundle {
         Bundle { build, files }
     }
 
-    /// The address prefix of this build's bundle: pages load `{root}/pkg/{file}`.
+    /// The bundle as `cargo leptos watch` serves it: it changes under the running server, so
+    /// it has no build to name, pages load it from `/pkg`, and no worker keeps it.
+    pub fn watched() -> Bundle {
+        Bundle {
+            build: String::new(),
+            files: Vec::new(),
+        }
+    }
+
+    /// Whether this is [`Bundle::watched`].
+    pub fn is_watched(&self) -> bool {
+        self.build.is_empty()
+    }
+
+    /// The address prefix of this build's bundle: pages load `{root}/pkg/{file}` (`/pkg`
+    /// itself when watched).
     pub fn root(&self) -> String {
+        if self.is_watched() {
+            return String::new();
+        }
         format!("/build/{}", self.build)
     }
 
@@ -83,8 +116,13 @@ impl Bundle {
         format!("{}/pkg", self.root())
     }
 
-    /// The service worker for this build: its id and the addresses it keeps.
+    /// The service worker for this build: its id and the addresses it keeps. When watched, a
+    /// worker that takes itself and its caches away (one from an earlier release build on the
+    /// same address would serve a stale bundle).
     pub fn worker(&self) -> String {
+        if self.is_watched() {
+            return RETIRED.to_owned();
+        }
         let shell: Vec<String> = self
             .files
             .iter()

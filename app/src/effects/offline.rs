@@ -14,6 +14,10 @@ const BUILD_KEY: &str = "anchorage.build";
 /// `localhost` is). Its first install fetches the bundle the page has just loaded, from the
 /// HTTP cache.
 pub(super) fn register_worker() {
+    // A bundle without a build (`cargo leptos watch`) is not one to keep.
+    if build_id().is_none() {
+        return;
+    }
     let Some(window) = web_sys::window() else {
         return;
     };
@@ -42,9 +46,10 @@ pub(super) fn register_worker() {
     }
 }
 
-/// Says "Updated" once when this page runs a build other than the one this browser ran last.
-pub(super) fn announce_update(chat: ChatState) {
-    let Some(build) = web_sys::window()
+/// The build this page runs, as the server named it (none under `cargo leptos watch`, whose
+/// bundle changes under a running server).
+fn build_id() -> Option<String> {
+    web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| {
             d.query_selector(&format!("meta[name=\"{}\"]", crate::BUILD_META))
@@ -52,7 +57,11 @@ pub(super) fn announce_update(chat: ChatState) {
                 .flatten()
         })
         .and_then(|meta| meta.get_attribute("content"))
-    else {
+}
+
+/// Says "Updated" once when this page runs a build other than the one this browser ran last.
+pub(super) fn announce_update(chat: ChatState) {
+    let Some(build) = build_id() else {
         return;
     };
     let Some(storage) = crate::storage() else {

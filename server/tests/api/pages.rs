@@ -695,3 +695,29 @@ async fn chat_pages_say_whose_they_are_to_keep_and_the_sign_in_page_does_not() {
     // The worker and the bundle need no sign-in: they hold nothing of anyone's.
     assert_eq!(reqwest::get(app.url("/sw.js")).await.unwrap().status(), 200);
 }
+
+#[tokio::test]
+async fn under_cargo_leptos_watch_pages_load_the_bundle_from_pkg_and_no_worker_keeps_it() {
+    // As `LEPTOS_WATCH=true` (`cargo leptos watch`) makes it: the bundle changes under the
+    // running server, so a build address and a worker's cache would serve it stale.
+    let config =
+        <server::config::Config as clap::Parser>::parse_from(["server", "--leptos-watch", "true"]);
+    assert!(config.leptos_watch);
+    let app = TestApp::builder()
+        .configure(|state| state.bundle = std::sync::Arc::new(server::offline::Bundle::watched()))
+        .spawn()
+        .await;
+    let page = reqwest::get(app.url("/")).await.unwrap().text().await.unwrap();
+    assert!(page.contains("href=\"/pkg/anchorage.css\""), "{page}");
+    assert!(!page.contains("/build/"), "{page}");
+    assert!(!page.contains("anchorage-build"), "{page}");
+    // A worker left by an earlier release build on this address takes itself away.
+    let worker = reqwest::get(app.url("/sw.js")).await.unwrap();
+    assert_eq!(worker.headers()["cache-control"], "no-cache");
+    let worker = worker.text().await.unwrap();
+    assert!(worker.contains("unregister()"), "{worker}");
+    assert!(!worker.contains("addAll"), "{worker}");
+    let css = reqwest::get(app.url("/pkg/anchorage.css")).await.unwrap();
+    assert_eq!(css.status(), 200);
+    assert!(css.headers().get("cache-control").is_none());
+}
