@@ -7,6 +7,10 @@
   const button = document.getElementById("passkey-button");
   const problem = document.getElementById("passkey-problem");
   if (!button) return;
+  // Addresses of the site, wherever it lives (`--public-url` with a path): this script is at
+  // its root. Read now: the page names the running script only while it first runs.
+  const script = document.currentScript.src;
+  const site = (path) => new URL(path, script).pathname;
   const able =
     window.PublicKeyCredential &&
     typeof PublicKeyCredential.parseRequestOptionsFromJSON === "function";
@@ -34,16 +38,16 @@
     button.disabled = true;
     problem.hidden = true;
     try {
-      const start = await post("/api/auth/passkey/start", {});
+      const start = await post(site("api/auth/passkey/start"), {});
       const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(start.options.publicKey);
       const credential = await navigator.credentials.get({ publicKey });
-      await post("/api/auth/passkey/finish", {
+      await post(site("api/auth/passkey/finish"), {
         ceremony: start.ceremony,
         credential: credential.toJSON(),
       });
       // Where the form would go: the server cleaned it (a path of this site only).
       const next = document.querySelector('input[name="next"]');
-      location.assign(next && next.value.startsWith("/") ? next.value : "/");
+      location.assign(next && next.value.startsWith("/") ? next.value : site("./"));
     } catch (e) {
       say(
         e && e.name === "NotAllowedError"

@@ -16,6 +16,7 @@ use crate::api::{
     SessionBody, SessionList, SessionPage, ShareAnswer, ShareBody, ShareList, Started, StreamQuery,
     UploadQuery, Uploaded,
 };
+use crate::base::href;
 
 /// A failed API call.
 #[derive(Clone, Debug)]
@@ -28,7 +29,7 @@ pub struct Failure {
 
 /// POSTs `body` to `path` and reads the answer as `A`.
 async fn post<B: Serialize, A: DeserializeOwned>(path: &str, body: &B) -> Result<A, Failure> {
-    let request = Request::post(path).json(body).map_err(|e| Failure {
+    let request = Request::post(&href(path)).json(body).map_err(|e| Failure {
         status: 0,
         message: e.to_string(),
     })?;
@@ -37,7 +38,7 @@ async fn post<B: Serialize, A: DeserializeOwned>(path: &str, body: &B) -> Result
 
 /// GETs `path` with `query` and reads the answer as `A`.
 async fn get<Q: Serialize, A: DeserializeOwned>(path: &str, query: &Q) -> Result<A, Failure> {
-    answer(Request::get(&api::url(path, query)).send().await).await
+    answer(Request::get(&href(&api::url(path, query))).send().await).await
 }
 
 /// A new conversation.
@@ -260,7 +261,7 @@ pub fn stream_url(run_id: &str, after_seq: u64) -> String {
         stream_id: None,
         after_seq: Some(after_seq.to_string()),
     };
-    api::url(paths::CHAT_STREAM, &query)
+    href(&api::url(paths::CHAT_STREAM, &query))
 }
 
 /// Uploads a file as an attachment (for `session`, when it exists).
@@ -269,7 +270,7 @@ pub async fn upload(file: &web_sys::File, session: Option<&str>) -> Result<Uploa
         name: file.name(),
         session_id: session.map(str::to_owned),
     };
-    let request = Request::post(&api::url(paths::ATTACHMENTS, &query))
+    let request = Request::post(&href(&api::url(paths::ATTACHMENTS, &query)))
         .header("content-type", "application/octet-stream")
         .body(file.clone())
         .map_err(|e| Failure {
@@ -313,7 +314,8 @@ pub fn to_login(come_back: bool) {
         return;
     };
     let location = window.location();
-    let mut target = crate::api::paths::LOGIN_PAGE.to_owned();
+    // `next` is the browser's address, base and all (the server checks it is on this site).
+    let mut target = href(paths::LOGIN_PAGE);
     if come_back {
         let here = format!(
             "{}{}",

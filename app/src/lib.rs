@@ -26,6 +26,7 @@
 use leptos::prelude::*;
 
 pub mod api;
+pub mod base;
 #[cfg(feature = "hydrate")]
 mod branches;
 #[cfg(feature = "hydrate")]
@@ -70,8 +71,10 @@ pub fn document_title(title: &str) -> String {
 #[cfg(feature = "ssr")]
 #[derive(Clone, Debug)]
 pub struct Bundle {
-    /// The address prefix: the page loads `{root}/pkg/…`.
+    /// The address prefix: the page loads `{root}/pkg/…` (the base is part of it).
     pub root: String,
+    /// The path the site lives under (see [`base`]).
+    pub base: String,
     /// The build's id (empty under `cargo leptos watch`: no build to keep).
     pub build: String,
 }
@@ -93,6 +96,7 @@ fn head_common() -> impl IntoView {
     let build = use_context::<Bundle>()
         .map(|b| b.build)
         .filter(|b| !b.is_empty());
+    let site_base = Some(base::base()).filter(|b| !b.is_empty());
     view! {
         <meta charset="utf-8" />
         <meta
@@ -123,9 +127,10 @@ fn head_common() -> impl IntoView {
         />
         <link rel="stylesheet" id="leptos" href=stylesheet />
         {build.map(|build| view! { <meta name=BUILD_META content=build /> })}
-        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
-        <link rel="manifest" href="/manifest.webmanifest" />
-        <link rel="apple-touch-icon" href="/icon-192.png" />
+        {site_base.map(|b| view! { <meta name=base::BASE_META content=b /> })}
+        <link rel="icon" href=base::href("/favicon.svg") type="image/svg+xml" />
+        <link rel="manifest" href=base::href("/manifest.webmanifest") />
+        <link rel="apple-touch-icon" href=base::href("/icon-192.png") />
     }
 }
 
@@ -197,7 +202,7 @@ pub fn error_shell(message: String) -> impl IntoView {
                 <h1>"Something went wrong"</h1>
                 <p>{message}</p>
                 <p>
-                    <a href="/">"Back to your conversations"</a>
+                    <a href=base::href("/")>"Back to your conversations"</a>
                 </p>
             </main>
         },
@@ -213,6 +218,13 @@ pub(crate) fn storage() -> Option<web_sys::Storage> {
 /// Tells the server, through a cookie, which display mode to render this browser's pages in.
 #[cfg(feature = "hydrate")]
 pub(crate) fn remember_mode(mode: anchor::Mode) {
+    set_preference(api::MODE_COOKIE, Some(mode.as_str()));
+}
+
+/// Sets one of this browser's preference cookies for the site (`None` removes it): the
+/// server renders pages by them.
+#[cfg(feature = "hydrate")]
+pub(crate) fn set_preference(name: &str, value: Option<&str>) {
     use wasm_bindgen::JsCast as _;
     let Some(document) = web_sys::window()
         .and_then(|w| w.document())
@@ -220,18 +232,18 @@ pub(crate) fn remember_mode(mode: anchor::Mode) {
     else {
         return;
     };
-    let _ = document.set_cookie(&format!(
-        "{}={}; Path=/; Max-Age=31536000; SameSite=Lax",
-        api::MODE_COOKIE,
-        mode.as_str()
-    ));
+    let path = base::cookie_path();
+    let cookie = match value {
+        Some(value) => format!("{name}={value}; Path={path}; Max-Age=31536000; SameSite=Lax"),
+        None => format!("{name}=; Path={path}; Max-Age=0; SameSite=Lax"),
+    };
+    let _ = document.set_cookie(&cookie);
 }
 
 /// Shows the colour theme `theme` now (on `<html data-theme>`) and tells the server, through
 /// a cookie, to render this browser's pages in it.
 #[cfg(feature = "hydrate")]
 pub(crate) fn apply_theme(theme: api::Theme) {
-    use wasm_bindgen::JsCast as _;
     let Some(document) = web_sys::window().and_then(|w| w.document()) else {
         return;
     };
@@ -241,19 +253,8 @@ pub(crate) fn apply_theme(theme: api::Theme) {
             chosen => root.set_attribute("data-theme", chosen.as_str()),
         };
     }
-    if let Ok(document) = document.dyn_into::<web_sys::HtmlDocument>() {
-        let cookie = match theme {
-            api::Theme::System => {
-                format!("{}=; Path=/; Max-Age=0; SameSite=Lax", api::THEME_COOKIE)
-            }
-            chosen => format!(
-                "{}={}; Path=/; Max-Age=31536000; SameSite=Lax",
-                api::THEME_COOKIE,
-                chosen.as_str()
-            ),
-        };
-        let _ = document.set_cookie(&cookie);
-    }
+    let value = (theme != api::Theme::System).then(|| theme.as_str());
+    set_preference(api::THEME_COOKIE, value);
 }
 
 /// The page data the server wrote into the document, if it is there and readable.

@@ -35,7 +35,9 @@ pub fn correct_address(chat: ChatState) {
     let path = address_of(chat);
     if current_path() != path {
         if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-            let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&path));
+            let address = crate::base::href(&path);
+            let _ =
+                history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&address));
         }
     }
     shown_here();
@@ -85,10 +87,11 @@ pub fn catch_up(chat: ChatState, session_id: String) {
     });
 }
 
+/// The site path of the browser's address (without the site's base).
 fn current_path() -> String {
     web_sys::window()
         .and_then(|w| w.location().pathname().ok())
-        .unwrap_or_else(|| "/".to_owned())
+        .map_or_else(|| "/".to_owned(), |p| crate::base::site_path(&p))
 }
 
 /// Notes that the page shows the data of the current address (the server-rendered page, or
@@ -175,7 +178,8 @@ fn open(chat: ChatState, path: String, push: bool) {
 fn push_address(path: &str, push: bool) {
     if push && current_path() != path {
         if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-            let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(path));
+            let address = crate::base::href(path);
+            let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&address));
         }
     }
 }

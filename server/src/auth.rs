@@ -145,9 +145,11 @@ pub fn cookie_token(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The `Set-Cookie` value that signs a browser in with `token`.
-pub fn session_cookie(token: &str, secure: bool) -> String {
+/// `path` is the site's (`--public-url`'s path, else `/`): another site on the same host
+/// under another path never gets it.
+pub fn session_cookie(token: &str, secure: bool, path: &str) -> String {
     let mut cookie = format!(
-        "{COOKIE}={token}; HttpOnly; SameSite=Lax; Path=/; Max-Age={}",
+        "{COOKIE}={token}; HttpOnly; SameSite=Lax; Path={path}; Max-Age={}",
         TOKEN_LIFETIME_SECS as u64
     );
     if secure {
@@ -157,8 +159,8 @@ pub fn session_cookie(token: &str, secure: bool) -> String {
 }
 
 /// The `Set-Cookie` value that removes the sign-in cookie.
-pub fn cleared_cookie(secure: bool) -> String {
-    let mut cookie = format!("{COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0");
+pub fn cleared_cookie(secure: bool, path: &str) -> String {
+    let mut cookie = format!("{COOKIE}=; HttpOnly; SameSite=Lax; Path={path}; Max-Age=0");
     if secure {
         cookie.push_str("; Secure");
     }
@@ -235,11 +237,20 @@ pub async fn resolve(
     }
 }
 
+/// Whether the sign-in cookie is sent over TLS only (behind an https `--public-url`).
 fn secure(state: &AppState) -> bool {
     state
         .public_url
         .as_ref()
         .is_some_and(crate::security::PublicUrl::https)
+}
+
+/// The `Path` of the sign-in cookie: the site's.
+fn cookie_path(state: &AppState) -> &str {
+    match state.base() {
+        "" => "/",
+        base => base,
+    }
 }
 
 /// Runs `next` as `viewer`, sending the sign-in cookie again when its expiry moved.
@@ -253,7 +264,9 @@ async fn run_as(
     request.extensions_mut().insert(viewer);
     let mut response = next.run(request).await;
     if let Some(token) = refreshed {
-        if let Ok(value) = HeaderValue::from_str(&session_cookie(&token, secure(state))) {
+        if let Ok(value) =
+            HeaderValue::from_str(&session_cookie(&token, secure(state), cookie_path(state)))
+        {
             response.headers_mut().append(header::SET_COOKIE, value);
         }
     }
@@ -274,13 +287,15 @@ pub async fn require_page(State(state): State<AppState>, request: Request, next:
     match resolve(&state, request.headers()).await {
         Ok((viewer, refreshed)) => run_as(&state, viewer, refreshed, request, next).await,
         Err(Denied::SignIn) => {
-            let here = request
-                .uri()
-                .path_and_query()
-                .map_or("/", |p| p.as_str())
-                .to_owned();
+            // The browser's address: the site's base, then the path the router saw.
+            let here = format!(
+                "{}{}",
+                state.base(),
+                request.uri().path_and_query().map_or("/", |p| p.as_str())
+            );
             see_other(&format!(
-                "{}?next={}",
+                "{}{}?next={}",
+                state.base(),
                 app::api::paths::LOGIN_PAGE,
                 query_encode(&here)
             ))
@@ -381,22 +396,25 @@ fn query_encode(value: &str) -> String {
     out
 }
 
-/// Where to go after signing in: a path on this site, never another site (`//evil`,
-/// `/\evil`, `https://…`) and never the sign-in page itself.
-pub fn safe_next(next: Option<&str>) -> String {
+/// Where to go after signing in: an address of this site (under its `base`), never another
+/// site (`//evil`, `/\evil`, `https://…`), another path of the host, or the sign-in page.
+pub fn safe_next(next: Option<&str>, base: &str) -> String {
+    let home = format!("{base}/");
     let Some(next) = next.map(str::trim) else {
-        return "/".into();
+        return home;
     };
-    let ok = next.starts_with('/')
+    let on_site = next == base || next.starts_with(&home);
+    let ok = on_site
+        && next.starts_with('/')
         && !next.starts_with("//")
         && !next.contains('\\')
         && !next.chars().any(char::is_control)
         && next.len() <= 2048
-        && !next.starts_with(app::api::paths::LOGIN_PAGE);
+        && !next[base.len()..].starts_with(app::api::paths::LOGIN_PAGE);
     if ok {
         next.to_owned()
     } else {
-        "/".into()
+        home
     }
 }
 
@@ -407,11 +425,12 @@ fn login_page(
     name: &str,
     next: &str,
     passkeys: bool,
+    base: &str,
 ) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        login_html(error, name, next, passkeys),
+        login_html(error, name, next, passkeys, base),
     )
         .into_response()
 }
@@ -424,7 +443,8 @@ async fn offers_passkeys(state: &AppState) -> bool {
 
 /// The sign-in page: a plain form that works without JavaScript; with `passkeys`, a button
 /// that signs in with one (`/passkey.js`, which hides it where the browser has none).
-fn login_html(error: Option<&str>, name: &str, next: &str, passkeys: bool) -> String {
+/// Its addresses are under `base`, the site's path.
+fn login_html(error: Option<&str>, name: &str, next: &str, passkeys: bool, base: &str) -> String {
     let error = error.map_or_else(String::new, |e| {
         format!(
             r#"<p class="login-error" role="alert" id="login-error">{}</p>"#,
@@ -436,7 +456,11 @@ fn login_html(error: Option<&str>, name: &str, next: &str, passkeys: bool) -> St
     } else {
         r#" aria-describedby="login-error""#
     };
-    let passkey = if passkeys { PASSKEY_BUTTON } else { "" };
+    let passkey = if passkeys {
+        PASSKEY_BUTTON.replace("{base}", base)
+    } else {
+        String::new()
+    };
     let focus_name = if name.is_empty() { " autofocus" } else { "" };
     let focus_password = if name.is_empty() { "" } else { " autofocus" };
     let html = format!(
@@ -447,13 +471,13 @@ fn login_html(error: Option<&str>, name: &str, next: &str, passkeys: bool) -> St
 <meta name="viewport" content="width=device-width, initial-scale=1, viewport-fit=cover">
 <meta name="color-scheme" content="light dark">
 <title>Sign in · Anchorage</title>
-<link rel="stylesheet" href="/pkg/anchorage.css">
-<link rel="icon" href="/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="{base}/pkg/anchorage.css">
+<link rel="icon" href="{base}/favicon.svg" type="image/svg+xml">
 </head>
 <body class="login-body">
 <main class="login">
 <h1 class="brand">Anchorage</h1>
-<form class="login-form" method="post" action="/api/auth/login"{described}>
+<form class="login-form" method="post" action="{base}/api/auth/login"{described}>
 <h2>Sign in</h2>
 {error}
 <label for="username">Name</label>
@@ -477,7 +501,7 @@ fn login_html(error: Option<&str>, name: &str, next: &str, passkeys: bool) -> St
 /// The passkey part of the sign-in form (its script is on the site: the policy admits it).
 const PASSKEY_BUTTON: &str = r#"<button type="button" class="passkey-button" id="passkey-button">Sign in with a passkey</button>
 <p class="login-error" role="alert" id="passkey-problem" hidden></p>
-<script src="/passkey.js" defer></script>
+<script src="{base}/passkey.js" defer></script>
 "#;
 
 /// The query of `GET /login`.
@@ -493,7 +517,7 @@ pub async fn login_form(
     headers: HeaderMap,
     Query(q): Query<LoginQuery>,
 ) -> Response {
-    let next = safe_next(q.next.as_deref());
+    let next = safe_next(q.next.as_deref(), state.base());
     match resolve(&state, &headers).await {
         Ok(_) => see_other(&next),
         Err(Denied::SignIn) => login_page(
@@ -502,6 +526,7 @@ pub async fn login_form(
             "",
             &next,
             offers_passkeys(&state).await,
+            state.base(),
         ),
         Err(Denied::Store(e)) => ApiError::from(e).into_response(),
     }
@@ -578,18 +603,19 @@ pub async fn login(
                 StatusCode::BAD_REQUEST,
                 Some(&e),
                 "",
-                "/",
+                &safe_next(None, state.base()),
                 offers_passkeys(&state).await,
+                state.base(),
             );
         }
         Err(e) => return ApiError::bad_request(format!("malformed JSON: {e}")).into_response(),
     };
-    let next = safe_next(body.next.as_deref());
+    let next = safe_next(body.next.as_deref(), state.base());
     let name = body.username.trim();
     let passkeys = form && offers_passkeys(&state).await;
     let refuse = |status: StatusCode, message: &str| {
         if form {
-            login_page(status, Some(message), name, &next, passkeys)
+            login_page(status, Some(message), name, &next, passkeys, state.base())
         } else {
             ApiError::refusal(status, message).into_response()
         }
@@ -654,7 +680,9 @@ pub(crate) async fn signed_in(state: &AppState, user: &User, mut response: Respo
     {
         return ApiError::from(e).into_response();
     }
-    if let Ok(value) = HeaderValue::from_str(&session_cookie(&token, secure(state))) {
+    if let Ok(value) =
+        HeaderValue::from_str(&session_cookie(&token, secure(state), cookie_path(state)))
+    {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     response
@@ -668,7 +696,7 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Respon
         }
     }
     let mut response = axum::Json(json!({"ok": true})).into_response();
-    if let Ok(value) = HeaderValue::from_str(&cleared_cookie(secure(&state))) {
+    if let Ok(value) = HeaderValue::from_str(&cleared_cookie(secure(&state), cookie_path(&state))) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     response
@@ -731,7 +759,7 @@ mod tests {
             HeaderValue::from_str(&format!("theme=dark; {COOKIE}={a}; x=1")).unwrap(),
         );
         assert_eq!(cookie_token(&headers), Some(a.as_str()));
-        let cookie = session_cookie(&a, true);
+        let cookie = session_cookie(&a, true, "/");
         for part in [
             "HttpOnly",
             "SameSite=Lax",
@@ -741,12 +769,14 @@ mod tests {
         ] {
             assert!(cookie.contains(part), "{cookie}");
         }
-        assert!(!session_cookie(&a, false).contains("Secure"));
+        assert!(!session_cookie(&a, false, "/").contains("Secure"));
+        assert!(session_cookie(&a, false, "/chat").contains("; Path=/chat;"));
+        assert!(cleared_cookie(false, "/chat").contains("; Path=/chat;"));
     }
 
     #[test]
     fn next_stays_on_this_site() {
-        assert_eq!(safe_next(Some("/s/abc?x=1")), "/s/abc?x=1");
+        assert_eq!(safe_next(Some("/s/abc?x=1"), ""), "/s/abc?x=1");
         for bad in [
             "//evil.example",
             "/\\evil.example",
@@ -756,14 +786,27 @@ mod tests {
             "evil",
             "/a\nb",
         ] {
-            assert_eq!(safe_next(Some(bad)), "/", "{bad:?}");
+            assert_eq!(safe_next(Some(bad), ""), "/", "{bad:?}");
         }
-        assert_eq!(safe_next(None), "/");
+        assert_eq!(safe_next(None, ""), "/");
+        // Under a path: only its addresses, and home is its root.
+        assert_eq!(safe_next(Some("/chat/s/abc"), "/chat"), "/chat/s/abc");
+        assert_eq!(safe_next(Some("/chat"), "/chat"), "/chat");
+        for bad in [
+            "/s/abc",
+            "/chatter/s/1",
+            "/other",
+            "/chat/login?next=/chat/",
+            "//chat/x",
+        ] {
+            assert_eq!(safe_next(Some(bad), "/chat"), "/chat/", "{bad:?}");
+        }
+        assert_eq!(safe_next(None, "/chat"), "/chat/");
     }
 
     #[test]
     fn the_sign_in_page_escapes_what_it_repeats() {
-        let page = login_html(Some("<b>bad</b>"), "\"><script>x", "/s/1\"x", false);
+        let page = login_html(Some("<b>bad</b>"), "\"><script>x", "/s/1\"x", false, "");
         assert!(!page.contains("<b>bad"), "{page}");
         assert!(page.contains("&lt;b&gt;bad&lt;/b&gt;"));
         assert!(!page.contains("<script>"));
@@ -774,9 +817,18 @@ mod tests {
             "no script: it works without JavaScript"
         );
         // With passkeys on the server, their button and its script (the form works without).
-        let page = login_html(None, "", "/", true);
+        let page = login_html(None, "", "/", true, "");
         assert!(page.contains("Sign in with a passkey"));
         assert!(page.contains(r#"<script src="/passkey.js" defer></script>"#));
+        // Under a path, every address of the page is under it.
+        let page = login_html(None, "", "/chat/", true, "/chat");
+        for address in [
+            r#"href="/chat/pkg/anchorage.css""#,
+            r#"action="/chat/api/auth/login""#,
+            r#"src="/chat/passkey.js""#,
+        ] {
+            assert!(page.contains(address), "{address} in {page}");
+        }
         assert!(page.contains(r#"<button type="submit">Sign in</button>"#));
     }
 }

@@ -90,6 +90,12 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The path the site lives under (`--public-url`'s; empty at the root): every address
+    /// the server gives out starts with it.
+    pub fn base(&self) -> &str {
+        self.public_url.as_ref().map_or("", |p| p.path.as_str())
+    }
+
     /// Opens the database (PostgreSQL at `config.database_url`, else the SQLite file under
     /// `config.data_dir`), starts the journal writer and the runner (with the configured
     /// agent), and reaps runs a previous process left behind.
@@ -314,7 +320,9 @@ pub fn router(state: AppState) -> Router {
     let pkg_dir = std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir);
     // This build's bundle, under an address of its own that pages link (see `offline`).
     let bundle = Arc::clone(&state.bundle);
-    let worker = bundle.worker();
+    let worker = bundle.worker(state.base());
+    let base = state.base().to_owned();
+    let page_bundle = bundle.for_pages(&base);
     let guard = axum::middleware::from_fn_with_state(state.clone(), routes::guard::guard);
     let api_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_api);
     let page_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_page);
@@ -340,7 +348,7 @@ pub fn router(state: AppState) -> Router {
         // A shared conversation: whoever has the link (see `routes::share`).
         .route(app::api::paths::SHARE_PAGE, get(routes::share::page))
         .route(
-            offline::WORKER_PATH,
+            app::api::paths::WORKER,
             get(move || std::future::ready(offline::worker_response(&worker))),
         )
         .route(
@@ -351,7 +359,11 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::api().route_layer(api_gate))
         .merge(pages)
         // Static files of the site root (icons, manifest); anything else is a 404 page.
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(
+            move || provide_context(page_bundle.clone()),
             app::not_found_shell,
         ))
         .with_state(state)
@@ -378,14 +390,27 @@ pub fn router(state: AppState) -> Router {
                 .layer(axum::middleware::map_response(offline::immutable)),
         )
     };
-    router
+    let router = router
         // Requests from elsewhere (another site, a rebound host name) stop here.
         .layer(guard)
         // gzip or brotli for pages, JSON and the site bundle; never for event streams, which
         // the default predicate leaves alone so that each frame goes out as it is written.
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(routes::guard::headers))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http());
+    under_base(&base, router)
+}
+
+/// The site under `base` (`--public-url`'s path): a proxy that passes the path on reaches it
+/// there, one that takes the path off reaches it at the root (the addresses the site gives
+/// out carry the base either way).
+fn under_base(base: &str, router: Router) -> Router {
+    if base.is_empty() {
+        return router;
+    }
+    Router::new()
+        .nest_service(base, router.clone())
+        .fallback_service(router)
 }
 
 /// Serves the app on the configured address until `shutdown` resolves.

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 
-/// The worker's source; `__BUILD__`, `__SHELL__` and `__DELETE__` are filled in.
+/// The worker's source; `__BUILD__`, `__SHELL__`, `__BASE__` and `__DELETE__` are filled in.
 const TEMPLATE: &str = include_str!("sw.js");
 
 /// The worker served while the bundle is watched: it unregisters itself and drops what
@@ -35,9 +35,6 @@ self.addEventListener("activate", (event) => {
   );
 });
 "#;
-
-/// Where the worker is served (its scope is the whole site).
-pub const WORKER_PATH: &str = "/sw.js";
 
 /// The header that marks a chat page a browser may keep to show offline, with whose it is.
 pub const SAVE_HEADER: &str = "x-anchorage-save";
@@ -102,6 +99,15 @@ impl Bundle {
         self.build.is_empty()
     }
 
+    /// What a page rendered under `base` (the site's path) is told of the bundle.
+    pub fn for_pages(&self, base: &str) -> app::Bundle {
+        app::Bundle {
+            root: format!("{base}{}", self.root()),
+            base: base.to_owned(),
+            build: self.build.clone(),
+        }
+    }
+
     /// The address prefix of this build's bundle: pages load `{root}/pkg/{file}` (`/pkg`
     /// itself when watched).
     pub fn root(&self) -> String {
@@ -118,20 +124,22 @@ impl Bundle {
 
     /// The service worker for this build: its id and the addresses it keeps. When watched, a
     /// worker that takes itself and its caches away (one from an earlier release build on the
-    /// same address would serve a stale bundle).
-    pub fn worker(&self) -> String {
+    /// same address would serve a stale bundle). `base` is the path the site lives under
+    /// (`--public-url`'s): every address the worker keeps or watches starts with it.
+    pub fn worker(&self, base: &str) -> String {
         if self.is_watched() {
             return RETIRED.to_owned();
         }
         let shell: Vec<String> = self
             .files
             .iter()
-            .map(|f| format!("{}/{f}", self.pkg_path()))
+            .map(|f| format!("{base}{}/{f}", self.pkg_path()))
             .collect();
         let shell = serde_json::to_string(&shell).unwrap_or_else(|_| "[]".to_owned());
         TEMPLATE
             .replace("__BUILD__", &self.build)
             .replace("__SHELL__", &shell)
+            .replace("__BASE__", base)
             .replace("__DELETE__", app::api::paths::SESSION_DELETE)
     }
 }
@@ -192,12 +200,18 @@ mod tests {
         fs::write(dir.path().join("anchorage.css"), "a{}").unwrap();
         fs::write(dir.path().join("split_markdown_renderer.wasm"), "w").unwrap();
         let bundle = Bundle::read(dir.path());
-        let worker = bundle.worker();
+        let worker = bundle.worker("");
         assert!(!worker.contains("__BUILD__") && !worker.contains("__SHELL__"));
-        assert!(!worker.contains("__DELETE__"));
+        assert!(!worker.contains("__DELETE__") && !worker.contains("__BASE__"));
         assert!(worker.contains(&format!("\"{}\"", bundle.build)));
         for file in &bundle.files {
             assert!(worker.contains(&format!("\"/build/{}/pkg/{file}\"", bundle.build)));
+        }
+        // Under a path, every address it keeps starts with it.
+        let under = bundle.worker("/team/chat");
+        assert!(under.contains("const BASE = \"/team/chat\";"), "{under}");
+        for file in &bundle.files {
+            assert!(under.contains(&format!("\"/team/chat/build/{}/pkg/{file}\"", bundle.build)));
         }
     }
 

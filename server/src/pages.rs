@@ -427,7 +427,12 @@ async fn render(
         Ok(page) => page,
         Err(e) => {
             tracing::error!("cannot load the chat page: {e}");
-            let html = app::error_shell("The conversations could not be loaded.".into()).to_html();
+            // Under an owner that knows the site's base, as every page.
+            let bundle = state.bundle.for_pages(state.base());
+            let html = Owner::new().with(|| {
+                provide_context(bundle);
+                app::error_shell("The conversations could not be loaded.".into()).to_html()
+            });
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
@@ -452,10 +457,7 @@ async fn render(
     let nonce = leptos::nonce::Nonce::new();
     let policy = crate::security::page_policy(Some(&nonce));
     // Everything the page shows is loaded: the render has nothing to wait for.
-    let bundle = app::Bundle {
-        root: state.bundle.root(),
-        build: state.bundle.build.clone(),
-    };
+    let bundle = state.bundle.for_pages(state.base());
     let handler = leptos_axum::render_app_async_with_context(
         move || {
             provide_context(nonce.clone());

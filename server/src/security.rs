@@ -17,7 +17,8 @@
 
 use axum::http::{header, HeaderMap, Method, StatusCode};
 
-/// The address people reach the server at through a proxy (`--public-url`).
+/// The address people reach the server at through a proxy (`--public-url`), perhaps under a
+/// path of its own (`https://example.org/chat`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublicUrl {
     /// `http` or `https`.
@@ -26,10 +27,14 @@ pub struct PublicUrl {
     pub host: String,
     /// `scheme://host[:port]`, as a browser sends it in `Origin`.
     pub origin: String,
+    /// The path the site lives under: empty at the root, else `/one/or/more` (no trailing
+    /// slash). Every address the server gives out starts with it.
+    pub path: String,
 }
 
 impl PublicUrl {
-    /// Parses `http(s)://host[:port][/]`.
+    /// Parses `http(s)://host[:port][/path][/]`; the path's segments are plain names
+    /// (letters, digits, `-._~`), so that it reads the same in a URL, a cookie and a script.
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim().trim_end_matches('/');
         let (scheme, rest) = text
@@ -39,14 +44,34 @@ impl PublicUrl {
         if scheme != "http" && scheme != "https" {
             return Err(format!("{text:?}: only http and https"));
         }
-        if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
-            return Err(format!("{text:?}: only a scheme, a host and a port"));
+        let (authority, path) = match rest.find('/') {
+            Some(at) => rest.split_at(at),
+            None => (rest, ""),
+        };
+        if authority.is_empty() || authority.contains(['?', '#', '@', ' ']) {
+            return Err(format!(
+                "{text:?}: only a scheme, a host, a port and a path"
+            ));
         }
-        let authority = rest.to_ascii_lowercase();
+        let plain = |segment: &str| {
+            !segment.is_empty()
+                && segment != "."
+                && segment != ".."
+                && segment
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c))
+        };
+        if !path.is_empty() && !path[1..].split('/').all(plain) {
+            return Err(format!(
+                "{text:?}: a path of plain names only (letters, digits, -._~), as /chat"
+            ));
+        }
+        let authority = authority.to_ascii_lowercase();
         Ok(PublicUrl {
             host: host_name(&authority).to_owned(),
             origin: format!("{scheme}://{authority}"),
             scheme,
+            path: path.to_owned(),
         })
     }
 
@@ -231,7 +256,23 @@ mod tests {
         );
         assert!(PublicUrl::parse("chat.example.org").is_err());
         assert!(PublicUrl::parse("ftp://x").is_err());
-        assert!(PublicUrl::parse("https://x/path").is_err());
+        assert_eq!(public.path, "");
+        let under = PublicUrl::parse("https://X.org:8443/Team/chat-1/").unwrap();
+        assert_eq!(under.origin, "https://x.org:8443");
+        assert_eq!(under.host, "x.org");
+        assert_eq!(under.path, "/Team/chat-1", "the path keeps its case");
+        for bad in [
+            "https://x/a b",
+            "https://x/a?b",
+            "https://x/a#b",
+            "https://x/../a",
+            "https://x/a//b",
+            "https://x/%2e",
+            "https://x/a\"<b",
+            "https://u@x/a",
+        ] {
+            assert!(PublicUrl::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

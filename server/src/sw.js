@@ -1,6 +1,6 @@
 // Anchorage's service worker, filled in by the server for one build (server/src/offline.rs).
 //
-// - The bundle of this build (`/build/<id>/pkg/…`) is fetched at install and served from the
+// - The bundle of this build (`<base>/build/<id>/pkg/…`) is fetched at install and served from the
 //   cache from then on: those addresses never change content.
 // - Pages go to the network first. A chat page the server marks as saveable is kept (the
 //   newest MAX_PAGES, per account: signing out, or another account's page, drops them) and
@@ -12,15 +12,22 @@
 "use strict";
 
 const BUILD = "__BUILD__";
+// The path the site lives under (`--public-url`'s; empty at the root): every address below
+// starts with it.
+const BASE = "__BASE__";
 const SHELL = __SHELL__;
 const SHELL_PREFIX = "anchorage-shell-";
 const SHELL_CACHE = SHELL_PREFIX + BUILD;
 const PAGES_PREFIX = "anchorage-pages-";
 const MAX_PAGES = 20;
 const SAVE_HEADER = "x-anchorage-save";
-const SIGN_OUT = "/api/auth/logout";
-const DELETE = "__DELETE__";
-const SIGN_IN_PAGE = "/login";
+const SIGN_OUT = BASE + "/api/auth/logout";
+const DELETE = BASE + "__DELETE__";
+const SIGN_IN_PAGE = BASE + "/login";
+const HOME = BASE + "/";
+const NEW_CHAT = BASE + "/new";
+const SESSION_PAGES = BASE + "/s/";
+const BUILDS = BASE + "/build/";
 
 self.addEventListener("install", (event) => {
   event.waitUntil(
@@ -62,7 +69,7 @@ self.addEventListener("fetch", (event) => {
       request
         .clone()
         .json()
-        .then((body) => typeof body.session_id === "string" && forgetPage(`/s/${body.session_id}`))
+        .then((body) => typeof body.session_id === "string" && forgetPage(SESSION_PAGES + body.session_id))
         .catch(() => {}),
     );
     return;
@@ -70,7 +77,7 @@ self.addEventListener("fetch", (event) => {
   if (request.method !== "GET") {
     return;
   }
-  if (url.pathname.startsWith("/build/")) {
+  if (url.pathname.startsWith(BUILDS)) {
     event.respondWith(bundleFile(request));
   } else if (request.mode === "navigate") {
     event.respondWith(page(event));
@@ -83,7 +90,7 @@ async function bundleFile(request) {
     return hit;
   }
   const response = await fetch(request);
-  if (response.ok && new URL(request.url).pathname.startsWith(`/build/${BUILD}/`)) {
+  if (response.ok && new URL(request.url).pathname.startsWith(`${BUILDS}${BUILD}/`)) {
     const cache = await caches.open(SHELL_CACHE);
     await cache.put(request, response.clone());
   }
@@ -107,16 +114,22 @@ async function page(event) {
   const path = new URL(request.url).pathname;
   const toSignIn =
     (response.ok && path === SIGN_IN_PAGE) ||
-    (response.type === "opaqueredirect" && (path === "/" || path === "/new" || path.startsWith("/s/")));
+    (response.type === "opaqueredirect" && (isHome(path) || path === NEW_CHAT || path.startsWith(SESSION_PAGES)));
   if (toSignIn) {
     event.waitUntil(forgetPages(null));
   }
   // A conversation the server no longer shows at its address (deleted, or not this
   // account's) is not kept there either.
-  if (path.startsWith("/s/") && (response.status === 404 || (response.ok && !owner))) {
+  if (path.startsWith(SESSION_PAGES) && (response.status === 404 || (response.ok && !owner))) {
     event.waitUntil(forgetPage(path));
   }
   return response;
+}
+
+/// Whether `path` is the home page, which shows the newest conversation (under a path, with
+/// or without its trailing slash).
+function isHome(path) {
+  return path === HOME || (BASE !== "" && path === BASE);
 }
 
 /// Drops the saved copy of the page at `path`, whichever account kept it.
@@ -153,7 +166,7 @@ async function saved(request) {
   for (const name of names) {
     const cache = await caches.open(name);
     let hit = await cache.match(request.url, { ignoreSearch: true });
-    if (!hit && new URL(request.url).pathname === "/") {
+    if (!hit && isHome(new URL(request.url).pathname)) {
       // The newest conversation is what `/` shows: the one read last.
       const keys = await cache.keys();
       hit = keys.length ? await cache.match(keys[keys.length - 1]) : undefined;
@@ -186,7 +199,7 @@ function nothingSaved() {
     `<title>Offline · Anchorage</title>${style}</head><body>` +
     '<main class="not-found"><h1>Offline</h1>' +
     "<p>This page was not saved on this device. It opens when the network is back.</p>" +
-    '<p><a href="/">Your saved conversations</a></p></main></body></html>';
+    `<p><a href="${HOME}">Your saved conversations</a></p></main></body></html>`;
   return new Response(html, {
     status: 503,
     headers: {

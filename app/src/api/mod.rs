@@ -85,14 +85,14 @@ impl AttachmentData {
         self.mime.starts_with("image/")
     }
 
-    /// Where its bytes are served.
+    /// Where its bytes are served (the browser's address: under the site's base).
     pub fn url(&self) -> String {
-        url(
+        crate::base::href(&url(
             paths::ATTACHMENT,
             &FileQuery {
                 id: self.id.clone(),
             },
-        )
+        ))
     }
 }
 

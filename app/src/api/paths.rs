@@ -90,6 +90,9 @@ pub const AUTH_PASSKEY_FINISH: &str = "/api/auth/passkey/finish";
 /// `GET`: the server answers (outside the sign-in gate).
 pub const HEALTH: &str = "/healthz";
 
+/// The service worker (`GET`, JavaScript; its scope is the whole site).
+pub const WORKER: &str = "/sw.js";
+
 /// The sign-in page (`GET`, HTML; `?next=` the address to go back to).
 pub const LOGIN_PAGE: &str = "/login";
 /// A new conversation's page (`GET`, HTML): nothing is stored until its first message.

@@ -4,12 +4,12 @@
 
 use leptos::prelude::*;
 
-/// The address of `path` on this server, as a person would paste it.
+/// The address of the site path `path` on this server, as a person would paste it.
 pub(crate) fn absolute(path: &str) -> String {
     let origin = web_sys::window()
         .and_then(|w| w.location().origin().ok())
         .unwrap_or_default();
-    format!("{origin}{path}")
+    format!("{origin}{}", crate::base::href(path))
 }
 
 /// Puts `text` on the clipboard, where the browser lets the page.

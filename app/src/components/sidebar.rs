@@ -125,7 +125,7 @@ fn SessionRow(
                 Either::Right(view! {
                     <a
                         class="session-link"
-                        href=href.clone()
+                        href=crate::base::href(&href)
                         aria-current=either(current, "page", "false")
                         on:click=move |ev: leptos::ev::MouseEvent| {
                             on_close.run(());

@@ -8,7 +8,6 @@ use crate::state::ChatState;
 /// groups then read the reader's), and keep relative times fresh; the zone goes into a
 /// cookie so that the next page's first HTML is already in it.
 pub(super) fn follow_clock(chat: ChatState) {
-    use wasm_bindgen::JsCast as _;
     let tick = move || {
         let date = js_sys::Date::new_0();
         let clock = crate::time::Clock {
@@ -22,15 +21,7 @@ pub(super) fn follow_clock(chat: ChatState) {
     // groups the server rendered.
     Effect::new(move |_| {
         let offset = tick();
-        if let Some(document) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.dyn_into::<web_sys::HtmlDocument>().ok())
-        {
-            let _ = document.set_cookie(&format!(
-                "{}={offset}; Path=/; Max-Age=31536000; SameSite=Lax",
-                crate::api::TZ_COOKIE
-            ));
-        }
+        crate::set_preference(crate::api::TZ_COOKIE, Some(&offset.to_string()));
     });
     if let Ok(handle) = set_interval_with_handle(
         move || {

@@ -35,7 +35,10 @@ pub(super) fn register_worker() {
         .ok()
         .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
     if let Some(register) = register {
-        if let Ok(promise) = register.call1(&container, &"/sw.js".into()) {
+        if let Ok(promise) = register.call1(
+            &container,
+            &crate::base::href(crate::api::paths::WORKER).into(),
+        ) {
             // A refusal (a browser setting) leaves the page as it was: nothing to say.
             if let Ok(promise) = promise.dyn_into::<js_sys::Promise>() {
                 leptos::task::spawn_local(async move {

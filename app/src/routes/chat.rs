@@ -102,7 +102,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     session_id,
                     format: Some(format.to_owned()),
                 };
-                crate::api::url(crate::api::paths::SESSION_EXPORT, &query)
+                crate::base::href(&crate::api::url(crate::api::paths::SESSION_EXPORT, &query))
             })
         }
     };

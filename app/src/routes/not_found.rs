@@ -7,7 +7,7 @@ pub(crate) fn NotFound() -> impl IntoView {
         <main class="not-found">
             <h1>"Page not found"</h1>
             <p>
-                <a href="/">"Back to your conversations"</a>
+                <a href=crate::base::href("/")>"Back to your conversations"</a>
             </p>
         </main>
     }

@@ -211,15 +211,16 @@ fn page_headers(response: &mut Response) {
     );
 }
 
-/// The document around a shared page's `body`.
-fn document(title: &str, stylesheet: &str, body: &str) -> String {
+/// The document around a shared page's `body`; its addresses are under `base`, the site's
+/// path.
+fn document(title: &str, base: &str, stylesheet: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <meta name=\"robots\" content=\"noindex, nofollow\">\n\
          <title>{title}</title>\n<link rel=\"stylesheet\" href=\"{stylesheet}\">\n\
-         <link rel=\"icon\" href=\"/favicon.svg\" type=\"image/svg+xml\">\n</head>\n\
+         <link rel=\"icon\" href=\"{base}/favicon.svg\" type=\"image/svg+xml\">\n</head>\n\
          <body class=\"shared-body\">\n{body}\n</body>\n</html>\n",
         title = markdown::escape(title),
     )
@@ -228,7 +229,8 @@ fn document(title: &str, stylesheet: &str, body: &str) -> String {
 /// `GET /share/{token}`: the conversation as it was shared; 404 once revoked, or when its
 /// conversation was deleted.
 pub async fn page(State(state): State<AppState>, Path(token): Path<String>) -> Response {
-    let stylesheet = format!("{}/anchorage.css", state.bundle.pkg_path());
+    let base = state.base();
+    let stylesheet = format!("{base}{}/anchorage.css", state.bundle.pkg_path());
     let share = match state.store.shared(&token).await {
         Ok(share) => share,
         Err(e) => {
@@ -249,8 +251,11 @@ pub async fn page(State(state): State<AppState>, Path(token): Path<String>) -> R
                 "<main class=\"not-found\"><h1>Not here</h1><p>{}</p></main>",
                 markdown::escape(message)
             );
-            let mut response =
-                (status, document("Not here · Anchorage", &stylesheet, &body)).into_response();
+            let mut response = (
+                status,
+                document("Not here · Anchorage", base, &stylesheet, &body),
+            )
+                .into_response();
             page_headers(&mut response);
             return response;
         }
@@ -297,7 +302,7 @@ pub async fn page(State(state): State<AppState>, Path(token): Path<String>) -> R
     }
     body.push_str("</main>");
     let title = format!("{} · Anchorage", share.title);
-    let mut response = document(&title, &stylesheet, &body).into_response();
+    let mut response = document(&title, base, &stylesheet, &body).into_response();
     page_headers(&mut response);
     response
 }

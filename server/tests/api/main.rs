@@ -3,6 +3,7 @@
 mod accounts;
 mod attachments;
 mod backends;
+mod base_path;
 mod boundary;
 mod branches;
 mod chat;

@@ -707,7 +707,12 @@ async fn under_cargo_leptos_watch_pages_load_the_bundle_from_pkg_and_no_worker_k
         .configure(|state| state.bundle = std::sync::Arc::new(server::offline::Bundle::watched()))
         .spawn()
         .await;
-    let page = reqwest::get(app.url("/")).await.unwrap().text().await.unwrap();
+    let page = reqwest::get(app.url("/"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(page.contains("href=\"/pkg/anchorage.css\""), "{page}");
     assert!(!page.contains("/build/"), "{page}");
     assert!(!page.contains("anchorage-build"), "{page}");

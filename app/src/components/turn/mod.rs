@@ -465,7 +465,7 @@ fn TurnMenu(
         let session = chat.session_id.get_untracked().unwrap_or_default();
         format!(
             "{origin}{}#{turn_id}",
-            crate::api::paths::session_page(&session)
+            crate::base::href(&crate::api::paths::session_page(&session))
         )
     });
     view! {
