@@ -244,6 +244,70 @@ test.describe("a new build", () => {
     await expect(lastTurn(page)).toContainText("You wrote: \"After the update\"");
     await expect(updated).toHaveCount(0);
   });
+
+  test("a page saved two builds ago still opens offline, styled and live", async ({ page, context, request }) => {
+    const base = `http://127.0.0.1:${port}`;
+    const made = async (word: string) => {
+      const res = await request.post(`${base}/api/session/new`, { data: {} });
+      const session = (await res.json()).session.id;
+      const run = await request.post(`${base}/api/chat/start`, { data: { session_id: session, message: `Remember ${word}` } });
+      expect(run.ok()).toBeTruthy();
+      return session;
+    };
+    const early = await made("anchor chain");
+    const later = await made("mooring line");
+    const build = () => page.locator('meta[name="anchorage-build"]').getAttribute("content");
+    // Read once, then never again while two builds come.
+    await page.goto(`${base}/s/${early}`);
+    await hydrated(page);
+    await controlled(page);
+    await page.reload();
+    await hydrated(page);
+    await expect(lastTurn(page)).toContainText("Remember anchor chain");
+    await expect.poll(() => savedPages(page)).toContain(`/s/${early}`);
+    const seen = [await build()];
+    for (const next of ["the second", "the third"]) {
+      await kill9(server!);
+      appendFileSync(join(site, "pkg", "anchorage.css"), `\n/* ${next} build */\n`);
+      server = startServer(port, dataDir, { LEPTOS_SITE_ROOT: site });
+      await waitHealthy(request, base);
+      await page.goto(`${base}/s/${later}`);
+      await hydrated(page);
+      const now = await build();
+      seen.push(now);
+      // This build's worker has installed its bundle and finished taking over (it is
+      // "activated" once the earlier bundles it does not keep are gone).
+      await expect
+        .poll(() =>
+          page.evaluate(async (now) => {
+            const reg = await navigator.serviceWorker.getRegistration();
+            const done = reg?.active?.state === "activated" && !reg.installing && !reg.waiting;
+            return done && (await caches.keys()).includes(`anchorage-shell-${now}`);
+          }, now),
+        )
+        .toBe(true);
+      await page.reload();
+      await hydrated(page);
+    }
+    expect(new Set(seen).size).toBe(3);
+    await expect.poll(() => savedPages(page)).toContain(`/s/${early}`);
+
+    // Offline, the page of the first build opens with its own stylesheet and scripts, from
+    // what the worker keeps: the browser's HTTP cache may still hold them too, but that is no
+    // promise (a phone short of space empties it first), so it is emptied here.
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Network.clearBrowserCache");
+    await context.setOffline(true);
+    await page.goto(`${base}/s/${early}`);
+    await hydrated(page);
+    expect(await build()).toBe(seen[0]);
+    await expect(page.getByRole("status").filter({ hasText: "Offline — showing what was saved" })).toBeVisible();
+    await expect(lastTurn(page)).toContainText("Remember anchor chain");
+    // Styled: every stylesheet of the page came.
+    const styled = await page.evaluate(() => document.styleSheets.length > 0 && [...document.styleSheets].every((s) => s.cssRules.length > 0));
+    expect(styled).toBe(true);
+    await context.setOffline(false);
+  });
 });
 
 test.describe("signing out", () => {

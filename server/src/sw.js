@@ -20,6 +20,11 @@ const SHELL_PREFIX = "anchorage-shell-";
 const SHELL_CACHE = SHELL_PREFIX + BUILD;
 const PAGES_PREFIX = "anchorage-pages-";
 const MAX_PAGES = 20;
+// Earlier builds whose bundle stays for saved pages that load it (the newest first); a saved
+// page of an older build than these is dropped with its bundle.
+const MAX_EARLIER_BUILDS = 3;
+// On a saved page: the build whose bundle it loads.
+const BUILD_HEADER = "x-anchorage-build";
 const SAVE_HEADER = "x-anchorage-save";
 const SIGN_OUT = BASE + "/api/auth/logout";
 const DELETE = BASE + "__DELETE__";
@@ -41,12 +46,7 @@ self.addEventListener("install", (event) => {
 self.addEventListener("activate", (event) => {
   event.waitUntil(
     (async () => {
-      // Cache names come back in the order they were made. The newest earlier build stays:
-      // a page of it may still be open and load its Markdown renderer.
-      const older = (await caches.keys()).filter(
-        (name) => name.startsWith(SHELL_PREFIX) && name !== SHELL_CACHE,
-      );
-      await Promise.all(older.slice(0, -1).map((name) => caches.delete(name)));
+      await dropEarlierBuilds();
       await self.clients.claim();
     })(),
   );
@@ -132,6 +132,35 @@ function isHome(path) {
   return path === HOME || (BASE !== "" && path === BASE);
 }
 
+/// Drops the bundles of earlier builds but those still needed: the newest one (a page of it
+/// may still be open and load its Markdown renderer) and those of saved pages, which open
+/// offline with the scripts they were rendered for. At most MAX_EARLIER_BUILDS stay; saved
+/// pages of the builds dropped go with them (never opened without their scripts).
+async function dropEarlierBuilds() {
+  // Cache names come back in the order they were made: the newest earlier build is last.
+  const earlier = (await caches.keys()).filter(
+    (name) => name.startsWith(SHELL_PREFIX) && name !== SHELL_CACHE,
+  );
+  const wanted = new Set(earlier.slice(-1));
+  const pagesOf = new Map();
+  for (const name of (await caches.keys()).filter((n) => n.startsWith(PAGES_PREFIX))) {
+    const cache = await caches.open(name);
+    for (const key of await cache.keys()) {
+      const hit = await cache.match(key);
+      const shell = SHELL_PREFIX + (hit?.headers.get(BUILD_HEADER) || BUILD);
+      if (shell === SHELL_CACHE) continue;
+      if (!pagesOf.has(shell)) pagesOf.set(shell, []);
+      pagesOf.get(shell).push(() => cache.delete(key));
+      wanted.add(shell);
+    }
+  }
+  const kept = new Set(earlier.filter((name) => wanted.has(name)).slice(-MAX_EARLIER_BUILDS));
+  await Promise.all(earlier.filter((name) => !kept.has(name)).map((name) => caches.delete(name)));
+  for (const [shell, forget] of pagesOf) {
+    if (!kept.has(shell)) await Promise.all(forget.map((f) => f()));
+  }
+}
+
 /// Drops the saved copy of the page at `path`, whichever account kept it.
 async function forgetPage(path) {
   const address = new URL(path, self.location.origin).href;
@@ -153,9 +182,16 @@ async function save(owner, address, response) {
   const name = PAGES_PREFIX + owner;
   await forgetPages(name);
   const cache = await caches.open(name);
+  // Kept with the build whose bundle it loads (its `<meta>`), which then stays.
+  const text = await response.text();
+  const headers = new Headers(response.headers);
+  headers.delete("content-encoding");
+  headers.delete("content-length");
+  const build = /<meta name="anchorage-build" content="([0-9a-f]+)"/.exec(text);
+  if (build) headers.set(BUILD_HEADER, build[1]);
   // Taken out first so that it goes to the end: the oldest saved page is dropped first.
   await cache.delete(address);
-  await cache.put(address, response);
+  await cache.put(address, new Response(text, { status: response.status, headers }));
   const keys = await cache.keys();
   const extra = keys.slice(0, Math.max(0, keys.length - MAX_PAGES));
   await Promise.all(extra.map((key) => cache.delete(key)));
