@@ -14,6 +14,11 @@ DEV_ENV := env RUSTFLAGS="--cfg erase_components"
 SPLIT := --split --lib-features split
 # wasm-opt for release builds comes from npm's binaryen in end2end/.
 TOOLS_PATH := PATH="$(CURDIR)/end2end/node_modules/.bin:$$PATH"
+# The bundle's panic messages name their crates' files from the crate's folder, not from this
+# machine's cargo home (shorter, and the same bundle on every machine). Expanded when a
+# recipe runs, after setup has fetched the crates.
+CARGO_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
+WASM_FLAGS = CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$(foreach dir,$(wildcard $(CARGO_DIR)/registry/src/*/),--remap-path-prefix=$(dir)=)"
 
 .PHONY: help setup setup-run run dev test test-servers fmt-check clippy unit pg-unit model-unit wasm-check e2e e2e-build e2e-run
 
@@ -30,7 +35,7 @@ setup-run:
 	bash scripts/setup.sh run
 
 run: setup-run
-	$(TOOLS_PATH) LEPTOS_ENV=PROD cargo leptos serve --release $(SPLIT)
+	$(TOOLS_PATH) $(WASM_FLAGS) LEPTOS_ENV=PROD cargo leptos serve --release $(SPLIT)
 
 dev: setup-run
 	cargo leptos watch
@@ -107,10 +112,10 @@ e2e: e2e-build e2e-run
 # (scripts/fresh.sh): cargo-leptos would run wasm-bindgen and wasm-opt again for nothing.
 E2E_BUILD := cargo leptos build --release --cargo-locked $(SPLIT)
 e2e-build:
-	@if $(TOOLS_PATH) bash scripts/fresh.sh check release $(E2E_BUILD); then \
+	@if $(TOOLS_PATH) $(WASM_FLAGS) bash scripts/fresh.sh check release $(E2E_BUILD); then \
 	  echo "e2e-build: the release build is that of the sources as they are"; \
 	else \
-	  $(TOOLS_PATH) $(E2E_BUILD) && $(TOOLS_PATH) bash scripts/fresh.sh save release $(E2E_BUILD); \
+	  $(TOOLS_PATH) $(WASM_FLAGS) $(E2E_BUILD) && $(TOOLS_PATH) $(WASM_FLAGS) bash scripts/fresh.sh save release $(E2E_BUILD); \
 	fi
 
 e2e-run:

@@ -23,7 +23,8 @@ stamp="target/.fresh-$name"
 
 inputs() {
   printf 'command %s\n' "$*"
-  printf 'env RUSTFLAGS=%s LEPTOS_ENV=%s\n' "${RUSTFLAGS:-}" "${LEPTOS_ENV:-}"
+  printf 'env RUSTFLAGS=%s LEPTOS_ENV=%s wasm RUSTFLAGS=%s\n' "${RUSTFLAGS:-}" "${LEPTOS_ENV:-}" \
+    "${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:-}"
   rustc -Vv
   cargo leptos --version 2>/dev/null || true
   wasm-bindgen --version 2>/dev/null || true
