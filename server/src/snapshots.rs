@@ -147,3 +147,31 @@ pub async fn stored(
         .filter_map(|(id, data)| Some((id, serde_json::from_str(&data).ok()?)))
         .collect())
 }
+
+/// The snapshots of the runs `run_ids` that have ended: those stored, and those missing (a run
+/// that settled a moment ago, whose snapshot is still being made, or one of an older
+/// [`VERSION`]) made now from their journals and stored. Running runs have none.
+pub async fn settled(
+    store: &dyn Store,
+    run_ids: &[String],
+) -> Result<std::collections::HashMap<String, TurnSnapshot>, StoreError> {
+    let mut found = stored(store, run_ids).await?;
+    for id in run_ids {
+        if found.contains_key(id) {
+            continue;
+        }
+        let made = match store.run(id).await {
+            Ok(run) => refresh(store, &run).await,
+            Err(e) => Err(e),
+        };
+        match made {
+            Ok(Some(snapshot)) => {
+                found.insert(id.clone(), snapshot);
+            }
+            Ok(None) => {}
+            // One turn without its snapshot, not none for all.
+            Err(e) => tracing::warn!(run_id = %id, "no snapshot made: {e}"),
+        }
+    }
+    Ok(found)
+}

@@ -5,9 +5,7 @@
 //! server renders with no script at all.
 
 use anchor::TerminalState;
-use app::api::{
-    paths, Done, RevokeBody, ShareAnswer, ShareBody, ShareData, ShareList, TurnSnapshot,
-};
+use app::api::{paths, Done, RevokeBody, ShareAnswer, ShareBody, ShareData, ShareList};
 use app::markdown;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -65,8 +63,9 @@ async fn snapshot(store: &dyn Store, session_id: &str) -> Result<Snapshot, Store
         None => Vec::new(),
     };
     let runs: Vec<String> = messages.iter().filter_map(|m| m.run_id.clone()).collect();
-    let folded = store
-        .snapshots(&runs, crate::snapshots::VERSION)
+    // A turn that settled a moment ago may not have its snapshot yet: made here, or the
+    // share would keep no line on its work.
+    let folded = crate::snapshots::settled(store, &runs)
         .await
         .unwrap_or_default();
     let mut turns: Vec<SharedTurn> = Vec::new();
@@ -88,11 +87,7 @@ async fn snapshot(store: &dyn Store, session_id: &str) -> Result<Snapshot, Store
                     Some(state) => Some(app::terminal_label(state).to_owned()),
                     None => turn.ending.take(),
                 };
-                let summary = m
-                    .run_id
-                    .as_ref()
-                    .and_then(|run| folded.get(run))
-                    .and_then(|data| serde_json::from_str::<TurnSnapshot>(data).ok());
+                let summary = m.run_id.as_ref().and_then(|run| folded.get(run));
                 turn.work = summary.filter(|s| s.steps > 0).map(|s| {
                     let mut line = plural(s.steps, "step", "steps");
                     if s.stream.1 > 0 {

@@ -75,6 +75,60 @@ async fn a_link_shows_the_conversation_without_a_script_until_revoked() {
 }
 
 #[tokio::test]
+async fn a_turn_whose_snapshot_is_not_made_yet_is_shared_with_its_line_on_the_work() {
+    let app = TestApp::builder().spawn().await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo tools").await;
+    app.wait_finished(&run).await;
+    // Its snapshot is made in the background once it settles: waited for, then replaced by
+    // one of an older version, which is not read (as a link made in the moment between the
+    // turn's end and its snapshot finds none).
+    let ids = std::slice::from_ref(&run);
+    for _ in 0..400 {
+        let stored = app.store.snapshots(ids, server::snapshots::VERSION).await;
+        if stored.unwrap().contains_key(&run) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let older = server::snapshots::VERSION - 1;
+    app.store
+        .put_snapshot(&run, older, r#"{"answer":"stale"}"#)
+        .await
+        .unwrap();
+    assert!(!app
+        .store
+        .snapshots(ids, server::snapshots::VERSION)
+        .await
+        .unwrap()
+        .contains_key(&run));
+
+    let (code, made) = app.post("/api/share", json!({"session_id": session})).await;
+    assert_eq!(code, 200, "{made}");
+    let path = made["share"]["path"].as_str().unwrap();
+    let html = stranger()
+        .get(app.url(path))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("class=\"shared-work\""),
+        "a line on the work: {html}"
+    );
+    assert!(html.contains("tool call"), "{html}");
+    // Made while sharing, and kept.
+    assert!(app
+        .store
+        .snapshots(ids, server::snapshots::VERSION)
+        .await
+        .unwrap()
+        .contains_key(&run));
+}
+
+#[tokio::test]
 async fn a_snapshot_is_of_its_moment_and_dies_with_its_conversation() {
     let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;
