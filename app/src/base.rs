@@ -1,5 +1,6 @@
 //! The path the site lives under: `/chat` when the server is reached at
-//! `https://example.org/chat` (`--public-url`), empty at a host's root.
+//! `https://example.org/chat` (`--public-url`), empty at a host's root; on the server, with
+//! the build whose bundle the page loads ([`Bundle`]).
 //!
 //! The app spells every address from the site's root (`api::paths`, the addresses `nav`
 //! reads and makes, the page data's links); this module is the one place that puts the
@@ -11,10 +12,24 @@
 /// The name of the `<meta>` that carries the base (absent at the root).
 pub const BASE_META: &str = "anchorage-base";
 
-/// The base of the page being rendered: the server's [`crate::Bundle`] says it.
+/// Where the site lives and which build's bundle a page loads, given by the server as context
+/// of the render (see its `offline` module). Without it (a document rendered outside a chat
+/// page), pages load `/pkg/…` at the host's root.
+#[cfg(feature = "ssr")]
+#[derive(Clone, Debug)]
+pub struct Bundle {
+    /// The address prefix: the page loads `{root}/pkg/…` (the base is part of it).
+    pub root: String,
+    /// The path the site lives under (see [`base`]).
+    pub base: String,
+    /// The build's id (empty under `cargo leptos watch`: no build to keep).
+    pub build: String,
+}
+
+/// The base of the page being rendered: the server's [`Bundle`] says it.
 #[cfg(feature = "ssr")]
 pub fn base() -> String {
-    leptos::prelude::use_context::<crate::Bundle>()
+    leptos::prelude::use_context::<Bundle>()
         .map(|b| b.base)
         .unwrap_or_default()
 }

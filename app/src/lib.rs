@@ -8,8 +8,10 @@
 //!
 //! The server loads the page's data first and renders synchronously; the document carries
 //! the same data as JSON ([`PAGE_DATA_ID`]), from which the browser hydrates. There is no
-//! client router, no suspense boundary and no type-erased view in the tree: what the page
-//! shows is known before the first byte is written, and the bundle stays small.
+//! client router and no suspense boundary: what the page shows is known before the first
+//! byte is written. Components' view types are erased in every build cargo-leptos makes
+//! (`always-erase-components`): the bundle holds one copy of the code that builds and
+//! hydrates a view, not one per view type.
 //!
 //! # Layout
 //! - [`shell`] / [`not_found_shell`]: the HTML documents the server renders.
@@ -17,9 +19,12 @@
 //! - [`api`]: the page data.
 //! - [`model`]: a turn's state, fed by journal rows and live frames (pure, tested natively).
 //! - [`markdown`]: safe Markdown rendering.
+//! - [`base`]: the path the site lives under; `document`: the title and what the document
+//!   tells the browser; `prefs`: the browser's storage and preference cookies (hydrate only).
 //! - `routes/`: pages; `components/`: what pages are made of; `live`/`client`/`nav`: the
 //!   browser's stream follower, API calls and in-app navigation (hydrate only).
-// Release builds keep the full view types (dev builds erase them); their layout is deep.
+// A build without `--cfg erase_components` (clippy's, a plain `cargo build`) keeps the full
+// view types; their layout is deep.
 #![recursion_limit = "512"]
 
 #[cfg(feature = "ssr")]
@@ -32,6 +37,7 @@ mod branches;
 #[cfg(feature = "hydrate")]
 mod client;
 mod components;
+mod document;
 mod dynamic;
 #[cfg(feature = "hydrate")]
 mod effects;
@@ -45,6 +51,8 @@ pub mod model;
 mod nav;
 #[cfg(feature = "hydrate")]
 mod outbox;
+#[cfg(feature = "hydrate")]
+mod prefs;
 mod routes;
 mod state;
 mod time;
@@ -52,42 +60,16 @@ mod time;
 pub use components::terminal::terminal_label;
 pub use routes::{ChatPage, ChatPageProps};
 
-/// The id of the `<script type="application/json">` that carries the page data.
-pub const PAGE_DATA_ID: &str = "anchorage-page";
+pub use document::{document_title, BUILD_META, PAGE_DATA_ID};
 
-/// The document title for a page: the open conversation's title, then the app's name.
-pub fn document_title(title: &str) -> String {
-    let title = title.trim();
-    if title.is_empty() || title == "New chat" {
-        "Anchorage".to_owned()
-    } else {
-        format!("{title} · Anchorage")
-    }
-}
-
-/// The build whose bundle a page loads, given by the server as context of the render (see
-/// its `offline` module). Without it (a document rendered outside a chat page), pages load
-/// `/pkg/…`.
 #[cfg(feature = "ssr")]
-#[derive(Clone, Debug)]
-pub struct Bundle {
-    /// The address prefix: the page loads `{root}/pkg/…` (the base is part of it).
-    pub root: String,
-    /// The path the site lives under (see [`base`]).
-    pub base: String,
-    /// The build's id (empty under `cargo leptos watch`: no build to keep).
-    pub build: String,
-}
+pub use base::Bundle;
 
 /// The address prefix of the bundle ("" without a [`Bundle`]).
 #[cfg(feature = "ssr")]
 fn bundle_root() -> String {
     use_context::<Bundle>().map(|b| b.root).unwrap_or_default()
 }
-
-/// The name of the `<meta>` that carries the build's id (the page says "Updated" once when it
-/// changes).
-pub const BUILD_META: &str = "anchorage-build";
 
 /// The head elements every document shares.
 #[cfg(feature = "ssr")]
@@ -207,54 +189,6 @@ pub fn error_shell(message: String) -> impl IntoView {
             </main>
         },
     )
-}
-
-/// This browser's local storage, when it has one.
-#[cfg(feature = "hydrate")]
-pub(crate) fn storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
-}
-
-/// Tells the server, through a cookie, which display mode to render this browser's pages in.
-#[cfg(feature = "hydrate")]
-pub(crate) fn remember_mode(mode: anchor::Mode) {
-    set_preference(api::MODE_COOKIE, Some(mode.as_str()));
-}
-
-/// Sets one of this browser's preference cookies for the site (`None` removes it): the
-/// server renders pages by them.
-#[cfg(feature = "hydrate")]
-pub(crate) fn set_preference(name: &str, value: Option<&str>) {
-    use wasm_bindgen::JsCast as _;
-    let Some(document) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.dyn_into::<web_sys::HtmlDocument>().ok())
-    else {
-        return;
-    };
-    let path = base::cookie_path();
-    let cookie = match value {
-        Some(value) => format!("{name}={value}; Path={path}; Max-Age=31536000; SameSite=Lax"),
-        None => format!("{name}=; Path={path}; Max-Age=0; SameSite=Lax"),
-    };
-    let _ = document.set_cookie(&cookie);
-}
-
-/// Shows the colour theme `theme` now (on `<html data-theme>`) and tells the server, through
-/// a cookie, to render this browser's pages in it.
-#[cfg(feature = "hydrate")]
-pub(crate) fn apply_theme(theme: api::Theme) {
-    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
-        return;
-    };
-    if let Some(root) = document.document_element() {
-        let _ = match theme {
-            api::Theme::System => root.remove_attribute("data-theme"),
-            chosen => root.set_attribute("data-theme", chosen.as_str()),
-        };
-    }
-    let value = (theme != api::Theme::System).then(|| theme.as_str());
-    set_preference(api::THEME_COOKIE, value);
 }
 
 /// The page data the server wrote into the document, if it is there and readable.

@@ -244,7 +244,7 @@ fn draft_key(session: Option<&str>) -> String {
 /// The draft kept for `session`.
 #[cfg(feature = "hydrate")]
 pub(crate) fn stored_draft(session: Option<&str>) -> String {
-    crate::storage()
+    crate::prefs::storage()
         .and_then(|s| s.get_item(&draft_key(session)).ok().flatten())
         .unwrap_or_default()
 }
@@ -252,7 +252,7 @@ pub(crate) fn stored_draft(session: Option<&str>) -> String {
 /// Keeps `text` as the draft of `session` (an empty text removes it).
 #[cfg(feature = "hydrate")]
 pub(crate) fn store_draft(session: Option<&str>, text: &str) {
-    if let Some(storage) = crate::storage() {
+    if let Some(storage) = crate::prefs::storage() {
         let key = draft_key(session);
         let _ = if text.is_empty() {
             storage.remove_item(&key)

@@ -137,7 +137,7 @@ fn section_views(set_mode: Callback<Mode>) -> impl IntoView {
     };
     let choose_theme = move |theme: Theme| {
         chat.theme.set(theme);
-        crate::apply_theme(theme);
+        crate::prefs::apply_theme(theme);
     };
     view! {
         <Choice

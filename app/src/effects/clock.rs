@@ -21,7 +21,7 @@ pub(super) fn follow_clock(chat: ChatState) {
     // groups the server rendered.
     Effect::new(move |_| {
         let offset = tick();
-        crate::set_preference(crate::api::TZ_COOKIE, Some(&offset.to_string()));
+        crate::prefs::set_preference(crate::api::TZ_COOKIE, Some(&offset.to_string()));
     });
     if let Ok(handle) = set_interval_with_handle(
         move || {

@@ -55,7 +55,7 @@ fn build_id() -> Option<String> {
     web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| {
-            d.query_selector(&format!("meta[name=\"{}\"]", crate::BUILD_META))
+            d.query_selector(&format!("meta[name=\"{}\"]", crate::document::BUILD_META))
                 .ok()
                 .flatten()
         })
@@ -67,7 +67,7 @@ pub(super) fn announce_update(chat: ChatState) {
     let Some(build) = build_id() else {
         return;
     };
-    let Some(storage) = crate::storage() else {
+    let Some(storage) = crate::prefs::storage() else {
         return;
     };
     let last = storage.get_item(BUILD_KEY).ok().flatten();

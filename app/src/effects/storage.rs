@@ -12,7 +12,7 @@ pub(super) fn remember_mode(chat: ChatState) {
     // browser that has it stored but not yet as a cookie switches once, here.
     Effect::new(move |_| {
         if let Some(mode) =
-            crate::storage().and_then(|s| s.get_item("anchorage.mode").ok().flatten())
+            crate::prefs::storage().and_then(|s| s.get_item("anchorage.mode").ok().flatten())
         {
             let mode = Mode::parse_or_default(&mode);
             if mode != chat.mode.get_untracked() {
@@ -24,10 +24,10 @@ pub(super) fn remember_mode(chat: ChatState) {
     Effect::new(move |prev: Option<()>| {
         let mode = chat.mode.get();
         if prev.is_some() {
-            if let Some(s) = crate::storage() {
+            if let Some(s) = crate::prefs::storage() {
                 let _ = s.set_item("anchorage.mode", mode.as_str());
             }
         }
-        crate::remember_mode(mode);
+        crate::prefs::remember_mode(mode);
     });
 }
