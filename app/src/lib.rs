@@ -57,6 +57,8 @@ mod routes;
 mod state;
 mod time;
 
+#[cfg(feature = "hydrate")]
+pub use components::load_turn_views;
 pub use components::terminal::terminal_label;
 pub use routes::{ChatPage, ChatPageProps};
 

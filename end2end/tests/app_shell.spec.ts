@@ -169,7 +169,7 @@ test.describe("app shell", () => {
 
   test("without the split-off Markdown renderer, answers stream and settle as plain text", async ({ page, request }) => {
     let blocked = 0;
-    await page.route("**/split_*.wasm", (route) => {
+    await page.route("**/split_markdown_renderer*.wasm", (route) => {
       blocked += 1;
       return route.abort();
     });
@@ -189,7 +189,11 @@ test.describe("app shell", () => {
     // Still a working page: the mode switch answers.
     await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
     await expect(lastTurn(page)).toHaveAttribute("data-mode", "transparent_stream");
-    expect(errors).toEqual([]);
+    // The split loader (cargo-leptos's generated `__wasm_split.js`) starts a part's fetch
+    // before the chunks it shares with other parts, and hands it on only once those are in:
+    // a fetch that fails meanwhile is reported as an unhandled rejection, though the page
+    // receives the failure (and shows plain text). Anything else is a defect of the page.
+    expect(errors.filter((e) => e !== "TypeError: Failed to fetch")).toEqual([]);
   });
 
   test("a conversation that cannot be loaded leaves the page and its address as they were", async ({ page, request }) => {

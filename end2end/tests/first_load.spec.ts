@@ -3,7 +3,7 @@ import type { Page } from "@playwright/test";
 import { execFileSync } from "child_process";
 import { readFileSync } from "fs";
 import { join } from "path";
-import { hydrated, isPhone, openNewSession } from "./support";
+import { hydrated, isPhone, lastTurn, newSession, openNewSession, send, setMode, settled, startTurn, waitRunEnd } from "./support";
 
 // What a first visit downloads before the page is live, measured as the issue states it:
 // `gzip -9` of each file the page fetched from the bundle (wasm, its JS, the stylesheet, the
@@ -104,4 +104,77 @@ test("Settings that cannot fetch their part say so, and open when the network is
   await page.getByRole("button", { name: "Settings" }).click();
   await expect(dialog.getByRole("heading", { name: "Standing permissions" })).toBeVisible();
   await expect(dialog.getByRole("alert")).toHaveCount(0);
+});
+
+/** The turns' part came (`data-turns` on the app: the page can draw turns). */
+async function turnsReady(page: Page) {
+  await expect(page.locator(".app[data-turns='ready']")).toHaveCount(1);
+}
+
+test("a new conversation comes alive without the turns' part, and the first answer has it", async ({ page, request }) => {
+  await openNewSession(page, request);
+  const live = await liveAt(page);
+  const first = (await bundleFiles(page)).filter((f) => f.start < live);
+  test.skip(!first.some((f) => f.path.includes("__wasm_split")), "the bundle is not split (a dev build)");
+  expect(first.map((f) => f.path)).not.toContainEqual(expect.stringContaining("split_turn_views"));
+  // Fetched right after the page is live, before anyone could have typed.
+  await turnsReady(page);
+  const later = (await bundleFiles(page)).filter((f) => f.start >= live).map((f) => f.path);
+  expect(later).toContainEqual(expect.stringContaining("split_turn_views"));
+  await send(page, "Hello");
+  await expect(page.locator("article.turn")).toHaveCount(1);
+  await settled(page);
+  await expect(lastTurn(page).locator(".assistant .answer")).not.toBeEmpty();
+});
+
+test("a conversation with turns takes its part before it comes alive, and its turns work", async ({ page, request }) => {
+  const session = await newSession(request);
+  await waitRunEnd(request, await startTurn(request, session, "/demo tools"));
+  await page.goto(`/s/${session}`);
+  await hydrated(page);
+  const live = await liveAt(page);
+  const files = await bundleFiles(page);
+  test.skip(!files.some((f) => f.path.includes("__wasm_split")), "the bundle is not split (a dev build)");
+  const part = files.find((f) => f.path.includes("split_turn_views"));
+  expect(part, "the turns' part").toBeTruthy();
+  expect(part!.start).toBeLessThan(live);
+  // What such a page loads before it is live (the main bundle, the turns' part and the chunks
+  // it shares) is held to a ceiling of its own.
+  let total = 0;
+  for (const f of files.filter((f) => f.start < live)) {
+    total += gzip9(await (await request.get(f.path)).body());
+  }
+  console.log(`a conversation's first load (gzip -9): ${total} bytes, ceiling ${budget.conversation_ceiling}`);
+  expect(total).toBeLessThanOrEqual(budget.conversation_ceiling);
+  // The turn the server drew is the one the page now runs: its view switches in place.
+  const turn = lastTurn(page);
+  await expect(turn).toBeVisible();
+  await setMode(page, "Stream");
+  await expect(turn.locator(".stream")).toBeVisible();
+  await setMode(page, "Worklog");
+  await expect(turn.locator(".stream")).toHaveCount(0);
+});
+
+test("turns whose part cannot come say so, and appear on Try again", async ({ page, request }) => {
+  await page.route(/\/pkg\/.*split_turn_views.*\.wasm$/, (route) => route.abort("internetdisconnected"));
+  const session = await openNewSession(page, request);
+  const live = await liveAt(page);
+  const split = (await bundleFiles(page)).some((f) => f.start < live && f.path.includes("__wasm_split"));
+  test.skip(!split, "the bundle is not split (a dev build)");
+  await send(page, "Hello there");
+  const notice = page.locator(".turns-loading");
+  await expect(notice).toContainText("The conversation could not be shown");
+  await expect(page.locator("article.turn")).toHaveCount(0);
+  // The page tries again by itself when its connection changes: once the turn has ended
+  // there is no change left, and only the button brings the turn.
+  await expect
+    .poll(async () => (await request.get(`/api/session/export?session_id=${session}&format=jsonl`)).text())
+    .toContain('"done"');
+  await page.waitForTimeout(500);
+  await expect(notice).toContainText("The conversation could not be shown");
+  await page.unroute(/\/pkg\/.*split_turn_views.*\.wasm$/);
+  await notice.getByRole("button", { name: "Try again" }).click();
+  await expect(notice).toHaveCount(0);
+  await expect(lastTurn(page).locator(".user-message")).toContainText("Hello there");
+  await settled(page);
 });

@@ -20,6 +20,7 @@ pub(crate) mod terminal;
 mod toast;
 mod todos;
 mod turn;
+mod turns;
 mod voice;
 
 #[cfg(feature = "hydrate")]
@@ -46,5 +47,7 @@ pub(crate) use toast::ToastNotice;
 #[cfg(feature = "hydrate")]
 pub(crate) use toast::{show_link, show_toast};
 pub(crate) use todos::TodoPanel;
-pub(crate) use turn::TurnView;
+#[cfg(feature = "hydrate")]
+pub use turns::load_turn_views;
+pub(crate) use turns::use_drawer;
 pub(crate) use voice::VoiceButton;

@@ -1,12 +1,12 @@
 use anchor::Mode;
-use leptos::either::Either;
+use leptos::either::EitherOf3;
 use leptos::prelude::*;
 
 use crate::api::SessionPage;
 use crate::components::menu::Menu;
 use crate::components::{
-    Composer, EmptyChat, ModelPicker, PendingCards, Settings, Sidebar, ToastNotice, TodoPanel,
-    TurnView,
+    use_drawer, Composer, EmptyChat, ModelPicker, PendingCards, Settings, Sidebar, ToastNotice,
+    TodoPanel,
 };
 use crate::dynamic::{dynamic, either, flag};
 use crate::state::{ChatState, TurnHandle};
@@ -107,6 +107,10 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         }
     };
     let has_turns = Memo::new(move |_| chat.turns.with(|t| !t.is_empty()));
+    // How turns are drawn: in a split build, a part fetched once the page is live (or before
+    // it hydrates, when it has turns; see `components::turns`).
+    let drawer = use_drawer(chat, has_turns);
+    let retry_drawer = move |_| drawer.retry();
     let on_show_earlier = move |_| {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
@@ -139,6 +143,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
             class="app"
             data-hydrated=dynamic(move || hydrated.get().then_some("true"))
             data-markdown=dynamic(move || renderer_ready.get().then_some("ready"))
+            data-turns=dynamic(move || drawer.draw.with(Option::is_some).then_some("ready"))
             data-drawer=either(move || drawer_open.get(), "open", "closed")
             data-connection=dynamic(move || chat.connection.get().as_str())
             on:keydown=move |ev: leptos::ev::KeyboardEvent| {
@@ -223,16 +228,30 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                             </button>
                         </div>
                     })}
-                    {move || if has_turns.get() {
-                        Either::Left(view! {
-                            <For
-                                each=move || chat.turns.get()
-                                key=TurnHandle::key
-                                children=move |turn| view! { <TurnView turn=turn /> }
-                            />
-                        })
-                    } else {
-                        Either::Right(view! { <EmptyChat /> })
+                    {move || match (has_turns.get(), drawer.draw.get()) {
+                        (true, Some(draw)) => EitherOf3::A(view! {
+                            <For each=move || chat.turns.get() key=TurnHandle::key children=draw />
+                        }),
+                        (true, None) => EitherOf3::B(view! {
+                            <div class="turns-loading" role="status">
+                                <span>
+                                    {either(
+                                        move || drawer.failed.get(),
+                                        "The conversation could not be shown: check the connection and try again.",
+                                        "Loading the conversation…",
+                                    )}
+                                </span>
+                                <button
+                                    type="button"
+                                    class="pill"
+                                    hidden=dynamic(move || (!drawer.failed.get()).then_some(""))
+                                    on:click=retry_drawer
+                                >
+                                    "Try again"
+                                </button>
+                            </div>
+                        }),
+                        (false, _) => EitherOf3::C(view! { <EmptyChat /> }),
                     }}
                     <For
                         each=move || chat.queued.get()
