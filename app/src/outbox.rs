@@ -163,6 +163,11 @@ async fn deliver(
                 chat.queued.update(|q| q.push(item));
             }
             chat.announcement.set("Message queued".into());
+            // The turn ended while this was on its way: its end found no follow-up on the
+            // page to look for, and the server starts this one now (or has).
+            if chat.running_turn().is_none() {
+                crate::nav::catch_up(chat, session_id.clone());
+            }
         } else {
             // The run ended meanwhile and this started at once: show it.
             crate::nav::catch_up(chat, session_id.clone());

@@ -236,6 +236,32 @@ test("a queued follow-up appears and streams in the same page; a second Enter ne
   expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
 });
 
+test("a follow-up whose queueing is answered after the turn ended still appears", async ({ page, request }) => {
+  await openNewSession(page, request);
+  await send(page, "/demo long 300");
+  await expect(lastTurn(page).locator("[data-final-answer='streaming']")).toBeVisible();
+  // The server queues the follow-up at once; its answer reaches the page only once the
+  // first turn has ended there (a slow network, a busy machine): the turn's end found no
+  // follow-up on the page to look for.
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await page.route("**/api/chat/queue", async (route) => {
+    const response = await route.fetch();
+    await held;
+    await route.fulfill({ response });
+  });
+  const input = page.getByRole("textbox", { name: "Message" });
+  await input.fill("/demo prose");
+  if (isPhone(page)) await page.getByRole("button", { name: "Queue" }).tap();
+  else await input.press("Enter");
+  await expect(page.locator("article.turn").first().locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  release();
+  await expect(page.locator("article.turn")).toHaveCount(2);
+  await expect(lastTurn(page).locator(".bubble")).toHaveText("/demo prose");
+  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 30_000 });
+  await expect(page.locator(".queued")).toHaveCount(0);
+});
+
 test("a follow-up that starts between the server's read of the turns and of the queue still appears", async ({ page, request }) => {
   await openNewSession(page, request);
   // The first catch-up after the turn ends is answered as if the follow-up had started just
