@@ -107,6 +107,26 @@ test("opening another conversation ends listening, and its words stay where they
   await expect(input).toHaveValue("");
 });
 
+test("words the recognizer reports after it ended go nowhere", async ({ page, request }) => {
+  await scriptedRecognizer(page);
+  await openNewSession(page, request);
+  const input = page.getByRole("textbox", { name: "Message" });
+  await page.getByRole("button", { name: "Talk" }).click();
+  await expect(page.getByRole("button", { name: "Stop listening" })).toHaveAttribute("aria-pressed", "true");
+  await page.evaluate(() => (window as any).__speak("kept words", true));
+  await expect(input).toHaveValue("kept words");
+  // The recognizer ends by itself and, in the same task, reports one more result (a late
+  // event, as a busy page may get it before the handlers are let go).
+  await page.evaluate(() => {
+    const r = (window as any).__recognizer;
+    r.abort();
+    r.say("late words", true);
+  });
+  await expect(page.getByRole("button", { name: "Talk" })).toHaveAttribute("aria-pressed", "false");
+  await page.waitForTimeout(200);
+  await expect(input).toHaveValue("kept words");
+});
+
 test("a refused microphone says so", async ({ page, request }) => {
   await scriptedRecognizer(page);
   await page.addInitScript(() => ((window as any).__deny = true));

@@ -226,6 +226,11 @@ mod listen {
         let on_result = {
             let quiet = quiet.clone();
             Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
+                // Ended (stopped, or its conversation closed): a result that comes between the
+                // end and the handlers' going goes nowhere.
+                if listening.try_get_untracked() != Some(true) {
+                    return;
+                }
                 let words = transcript(&event);
                 if !words.is_empty() {
                     draft.set(format!("{before}{words}"));
