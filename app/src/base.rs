@@ -24,6 +24,9 @@ pub struct Bundle {
     pub base: String,
     /// The build's id (empty under `cargo leptos watch`: no build to keep).
     pub build: String,
+    /// The files of the part that draws turns (`components::turns`), when the build splits it
+    /// off: a page that opens with turns asks for them beside the main bundle, not after it.
+    pub turn_part: Vec<String>,
 }
 
 /// The base of the page being rendered: the server's [`Bundle`] says it.

@@ -60,6 +60,7 @@ mod time;
 #[cfg(feature = "hydrate")]
 pub use components::load_turn_views;
 pub use components::terminal::terminal_label;
+pub use components::TURN_PART;
 pub use routes::{ChatPage, ChatPageProps};
 
 pub use document::{document_title, BUILD_META, PAGE_DATA_ID};
@@ -146,6 +147,7 @@ pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
                 <title inner_html=markdown::escape(&title)></title>
                 <AutoReload options=options.clone() />
                 <HydrationScripts options root=bundle_root() />
+                {turn_part_preloads(&page)}
                 <script type="application/json" id=PAGE_DATA_ID inner_html=data></script>
             </head>
             <body>
@@ -153,6 +155,35 @@ pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
             </body>
         </html>
     }
+}
+
+/// For a page that opens with turns: the files of the part that draws them, fetched beside
+/// the main bundle (the page needs them before it comes alive; see `components::turns`).
+/// `crossorigin` makes the preload match the split loader's `fetch()`.
+#[cfg(feature = "ssr")]
+fn turn_part_preloads(page: &api::SessionPage) -> impl IntoView {
+    let has_turns = page.session.as_ref().is_some_and(|s| !s.turns.is_empty());
+    let bundle = use_context::<Bundle>().filter(|_| has_turns);
+    bundle
+        .map(|b| {
+            b.turn_part
+                .iter()
+                .map(|file| format!("{}/pkg/{file}", b.root))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(|href| {
+            view! {
+                <link
+                    rel="preload"
+                    href=href
+                    crossorigin=""
+                    {..leptos::tachys::html::attribute::custom::custom_attribute("as", "fetch")}
+                />
+            }
+        })
+        .collect_view()
 }
 
 /// A document without the bundle (nothing to hydrate): `title`, then `body`.

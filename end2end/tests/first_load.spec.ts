@@ -24,13 +24,13 @@ async function liveAt(page: Page): Promise<number> {
   return page.evaluate(() => performance.getEntriesByName("anchorage-live")[0]?.startTime ?? 0);
 }
 
-type Part = { path: string; start: number };
+type Part = { path: string; start: number; end: number };
 
 /** The bundle's files the page fetched, with when each was asked for. */
 async function bundleFiles(page: Page): Promise<Part[]> {
   return page.evaluate(() =>
     (performance.getEntriesByType("resource") as PerformanceResourceTiming[])
-      .map((e) => ({ path: new URL(e.name).pathname, start: e.startTime }))
+      .map((e) => ({ path: new URL(e.name).pathname, start: e.startTime, end: e.responseEnd }))
       .filter((e) => /\/pkg\//.test(e.path)),
   );
 }
@@ -138,6 +138,11 @@ test("a conversation with turns takes its part before it comes alive, and its tu
   const part = files.find((f) => f.path.includes("split_turn_views"));
   expect(part, "the turns' part").toBeTruthy();
   expect(part!.start).toBeLessThan(live);
+  // Asked for beside the main bundle (the page's head names it), not once that has come and
+  // started; and fetched once, the preload being what the loader then takes.
+  const main = files.find((f) => f.path.endsWith("/anchorage.wasm"))!;
+  expect(part!.start).toBeLessThan(main.end);
+  expect(files.filter((f) => f.path.includes("split_turn_views"))).toHaveLength(1);
   // What such a page loads before it is live (the main bundle, the turns' part and the chunks
   // it shares) is held to a ceiling of its own.
   let total = 0;

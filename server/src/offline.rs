@@ -52,6 +52,22 @@ pub struct Bundle {
     pub build: String,
     /// The loadable files, by name, sorted.
     pub files: Vec<String>,
+    /// The files of the part that draws turns ([`app::TURN_PART`]), as the split manifest
+    /// lists them (none when the build is not split).
+    pub turn_part: Vec<String>,
+}
+
+/// The files of split-off part `part`, from the split manifest in `pkg_dir` (a map from each
+/// part to the files it loads, without their `.wasm`); none when there is no such manifest.
+fn split_part(pkg_dir: &Path, part: &str) -> Vec<String> {
+    let manifest = fs::read(pkg_dir.join("__wasm_split_manifest.json")).unwrap_or_default();
+    serde_json::from_slice::<std::collections::HashMap<String, Vec<String>>>(&manifest)
+        .ok()
+        .and_then(|mut parts| parts.remove(part))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|stem| format!("{stem}.wasm"))
+        .collect()
 }
 
 impl Bundle {
@@ -82,7 +98,15 @@ impl Bundle {
             }
         }
         let build = hex::encode(&hash.finalize()[..8]);
-        Bundle { build, files }
+        let turn_part = split_part(pkg_dir, app::TURN_PART)
+            .into_iter()
+            .filter(|f| files.contains(f))
+            .collect();
+        Bundle {
+            build,
+            files,
+            turn_part,
+        }
     }
 
     /// The bundle as `cargo leptos watch` serves it: it changes under the running server, so
@@ -91,6 +115,7 @@ impl Bundle {
         Bundle {
             build: String::new(),
             files: Vec::new(),
+            turn_part: Vec::new(),
         }
     }
 
@@ -105,6 +130,7 @@ impl Bundle {
             root: format!("{base}{}", self.root()),
             base: base.to_owned(),
             build: self.build.clone(),
+            turn_part: self.turn_part.clone(),
         }
     }
 
@@ -213,6 +239,34 @@ mod tests {
         for file in &bundle.files {
             assert!(under.contains(&format!("\"/team/chat/build/{}/pkg/{file}\"", bundle.build)));
         }
+    }
+
+    #[test]
+    fn the_turns_part_is_read_from_the_split_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        for file in [
+            "anchorage.wasm",
+            "chunk_3.wasm",
+            "split_turn_views.wasm",
+            "split_models.wasm",
+        ] {
+            fs::write(dir.path().join(file), "w").unwrap();
+        }
+        assert!(
+            Bundle::read(dir.path()).turn_part.is_empty(),
+            "no manifest, no part"
+        );
+        fs::write(
+            dir.path().join("__wasm_split_manifest.json"),
+            r#"{"turn_views":["chunk_3","split_turn_views"],"models":["split_models"],"gone":["x"]}"#,
+        )
+        .unwrap();
+        let bundle = Bundle::read(dir.path());
+        assert_eq!(bundle.turn_part, ["chunk_3.wasm", "split_turn_views.wasm"]);
+        // A page under a path is told them with the build's root.
+        let pages = bundle.for_pages("/team");
+        assert_eq!(pages.turn_part, bundle.turn_part);
+        assert_eq!(pages.root, format!("/team/build/{}", bundle.build));
     }
 
     #[test]

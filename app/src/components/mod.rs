@@ -50,4 +50,5 @@ pub(crate) use todos::TodoPanel;
 #[cfg(feature = "hydrate")]
 pub use turns::load_turn_views;
 pub(crate) use turns::use_drawer;
+pub use turns::TURN_PART;
 pub(crate) use voice::VoiceButton;

@@ -10,6 +10,10 @@ use leptos::prelude::*;
 use super::turn::TurnView;
 use crate::state::TurnHandle;
 
+/// The name of the split-off part that draws turns, as the build's split manifest
+/// (`__wasm_split_manifest.json`) lists it.
+pub const TURN_PART: &str = "turn_views";
+
 /// Draws one turn.
 pub(crate) type DrawTurn = fn(TurnHandle) -> AnyView;
 
@@ -22,6 +26,8 @@ mod split {
     use super::DrawTurn;
     use crate::lazy::{split_off, Unavailable};
 
+    // The module is named `turn_views`: the server reads its files from the build's split
+    // manifest under that name (`TURN_PART`).
     split_off!(
         turn_views,
         fn drawer() -> DrawTurn {
