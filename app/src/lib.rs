@@ -162,8 +162,7 @@ pub fn shell(options: LeptosOptions, page: api::SessionPage) -> impl IntoView {
 /// `crossorigin` makes the preload match the split loader's `fetch()`.
 #[cfg(feature = "ssr")]
 fn turn_part_preloads(page: &api::SessionPage) -> impl IntoView {
-    let has_turns = page.session.as_ref().is_some_and(|s| !s.turns.is_empty());
-    let bundle = use_context::<Bundle>().filter(|_| has_turns);
+    let bundle = use_context::<Bundle>().filter(|_| page.has_turns());
     bundle
         .map(|b| {
             b.turn_part

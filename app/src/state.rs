@@ -569,6 +569,21 @@ impl ChatState {
         }
     }
 
+    /// Has every turn apply what it held while the engine was missing (its part has come).
+    #[cfg(feature = "hydrate")]
+    pub fn catch_up(&self) {
+        let Some(engine) = crate::model::engine::now() else {
+            return;
+        };
+        self.turns.with_untracked(|turns| {
+            for turn in turns {
+                if turn.state.with_untracked(|s| s.holds()) {
+                    turn.state.update(|s| s.catch_up(engine));
+                }
+            }
+        });
+    }
+
     /// Loads the rows of a turn shown as its snapshot (the reader opened its steps or its
     /// stream): once; a load under way is not started again. The turn then shows them as a
     /// turn loaded with its journal does.

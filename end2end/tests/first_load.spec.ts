@@ -182,4 +182,15 @@ test("turns whose part cannot come say so, and appear on Try again", async ({ pa
   await expect(notice).toHaveCount(0);
   await expect(lastTurn(page).locator(".user-message")).toContainText("Hello there");
   await settled(page);
+  // What streamed while the part (which holds the engine that applies a turn's frames) was
+  // missing was kept, and shows: the same answer the journal has, once, with its steps.
+  const answer = (await lastTurn(page).locator(".assistant .answer").innerText()).trim();
+  expect(answer.length).toBeGreaterThan(0);
+  await expect(page.locator("article.turn")).toHaveCount(1);
+  // The page the server draws from the journal shows the same answer.
+  await page.reload();
+  await hydrated(page);
+  await expect
+    .poll(async () => (await lastTurn(page).locator(".assistant .answer").innerText()).trim())
+    .toBe(answer);
 });

@@ -1,5 +1,5 @@
 import { test, expect } from "./fixtures";
-import type { Page } from "@playwright/test";
+import type { APIRequestContext, Page } from "@playwright/test";
 import { hydrated, lastTurn, openNewSession } from "./support";
 
 // Chromium here has the recognition API but no speech service behind it: the browser's
@@ -89,15 +89,21 @@ test("words spoken fill the message box after what was typed, and nothing is sen
   await expect(input).toHaveValue("");
 });
 
-test("opening another conversation ends listening, and its words stay where they were said", async ({ page, request }) => {
+/** A new conversation listening (its code may be fetched first: listening shows on the
+ * button before any word counts) that has heard `words`; answers the message box. */
+async function listeningIn(page: Page, request: APIRequestContext, words: string) {
   await scriptedRecognizer(page);
   await openNewSession(page, request);
   const input = page.getByRole("textbox", { name: "Message" });
   await page.getByRole("button", { name: "Talk" }).click();
-  // Listening shows on the button (its code may be fetched first) before any word counts.
   await expect(page.getByRole("button", { name: "Stop listening" })).toHaveAttribute("aria-pressed", "true");
-  await page.evaluate(() => (window as any).__speak("first thoughts", true));
-  await expect(input).toHaveValue("first thoughts");
+  await page.evaluate((w) => (window as any).__speak(w, true), words);
+  await expect(input).toHaveValue(words);
+  return input;
+}
+
+test("opening another conversation ends listening, and its words stay where they were said", async ({ page, request }) => {
+  const input = await listeningIn(page, request, "first thoughts");
   // Ctrl+Shift+O: a new chat.
   await page.keyboard.press("Control+Shift+O");
   await expect(page).toHaveURL(/\/new$/);
@@ -108,13 +114,7 @@ test("opening another conversation ends listening, and its words stay where they
 });
 
 test("words the recognizer reports after it ended go nowhere", async ({ page, request }) => {
-  await scriptedRecognizer(page);
-  await openNewSession(page, request);
-  const input = page.getByRole("textbox", { name: "Message" });
-  await page.getByRole("button", { name: "Talk" }).click();
-  await expect(page.getByRole("button", { name: "Stop listening" })).toHaveAttribute("aria-pressed", "true");
-  await page.evaluate(() => (window as any).__speak("kept words", true));
-  await expect(input).toHaveValue("kept words");
+  const input = await listeningIn(page, request, "kept words");
   // The recognizer ends by itself and, in the same task, reports one more result (a late
   // event, as a busy page may get it before the handlers are let go).
   await page.evaluate(() => {

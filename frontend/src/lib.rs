@@ -14,7 +14,7 @@ pub fn hydrate() {
     match app::page_from_document() {
         // The turns the server rendered are drawn by a part of the bundle fetched apart (in a
         // split build): it must be here before they are taken over.
-        Ok(page) if page.session.as_ref().is_some_and(|s| !s.turns.is_empty()) => {
+        Ok(page) if page.has_turns() => {
             wasm_bindgen_futures::spawn_local(async move {
                 match app::load_turn_views().await {
                     Ok(()) => take_over(page),

@@ -312,6 +312,14 @@ pub struct SessionPage {
     pub event_kinds: Vec<String>,
 }
 
+impl SessionPage {
+    /// The page opens on a conversation with turns: the browser needs the turns' part before
+    /// it takes over what the server drew (`components::turns`), and the page's head names it.
+    pub fn has_turns(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| !s.turns.is_empty())
+    }
+}
+
 /// The cookie with the browser's time zone offset, in minutes east of UTC.
 pub const TZ_COOKIE: &str = "anchorage_tz";
 

@@ -1,6 +1,7 @@
 //! How the page draws its turns. A turn's view ([`TurnView`]: messages, the worklog and the
-//! stream, cards, prose, a turn's menu) is most of the page's code, and a new conversation has
-//! no turn to draw: a release build (`--split`, feature `split`) puts it in a wasm file of its
+//! stream, cards, prose, a turn's menu) and the engine that applies a turn's rows and frames
+//! ([`crate::model::engine`]) are most of the page's code, and a new conversation has no turn
+//! to draw: a release build (`--split`, feature `split`) puts them in a wasm file of their
 //! own. A page that has turns fetches that file before it hydrates (it must draw what the
 //! server rendered); a page that has none comes alive without it and fetches it right after,
 //! so that the first answer finds it there. Other builds draw turns from the bundle.
@@ -25,14 +26,15 @@ fn draw(turn: TurnHandle) -> AnyView {
 mod split {
     use super::DrawTurn;
     use crate::lazy::{split_off, Unavailable};
+    use crate::model::engine::Engine;
 
     // The module is named `turn_views`: the server reads its files from the build's split
     // manifest under that name (`TURN_PART`).
     split_off!(
         turn_views,
-        fn drawer() -> DrawTurn {
+        fn part() -> (DrawTurn, Engine) {
             let draw: DrawTurn = super::draw;
-            draw
+            (draw, crate::model::engine::build())
         }
     );
 
@@ -50,7 +52,8 @@ mod split {
         if let Some(draw) = loaded() {
             return Ok(draw);
         }
-        let draw = drawer().await?;
+        let (draw, engine) = part().await?;
+        crate::model::engine::install(engine);
         DRAW.with(|d| d.set(Some(draw)));
         Ok(draw)
     }
@@ -120,6 +123,8 @@ pub(crate) fn use_drawer(chat: crate::state::ChatState, wanted: Memo<bool>) -> D
                     set_failed.set(now_failed);
                 }
                 if result.is_ok() {
+                    // Turns made before the part came apply what they held, then show.
+                    chat.catch_up();
                     set_draw.set(drawer_now());
                 }
             });

@@ -5,6 +5,7 @@
 //! Nothing here touches the DOM, so it is tested natively and behaves the same on the server
 //! and in the browser.
 
+pub mod engine;
 mod segments;
 #[cfg(test)]
 pub(crate) mod tests;

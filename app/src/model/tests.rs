@@ -532,3 +532,73 @@ fn answers_to_approvals_and_questions_are_kept_by_id() {
     assert_eq!(state.answers["c1"], "Answered: dev");
     assert!(state.pending.is_empty());
 }
+
+/// What a person would see of a turn, and where the page would resume it.
+fn seen(s: &TurnState) -> Value {
+    json!({
+        "answer": s.answer_text(),
+        "state": s.answer_state().as_str(),
+        "terminal": s.terminal_state().map(|t| format!("{t:?}")),
+        "process": s.process().iter().map(|seg| (format!("{:?}", seg.kind), seg.text.clone())).collect::<Vec<_>>(),
+        "rows": s.row_count(),
+        "last_seq": s.last_seq,
+        "ended": s.ended,
+        "span": [s.first_at, s.last_at],
+    })
+}
+
+#[test]
+fn rows_and_frames_that_come_before_the_engine_are_held_and_then_shown_as_if_it_had_been_there() {
+    let all = journal();
+    let frame = |s: &mut TurnState, engine, e: &JournalEvent| {
+        s.apply_frame_with(
+            engine,
+            &e.kind,
+            &e.payload.to_string(),
+            &format!("run1:{}", e.seq),
+            "s1",
+        )
+    };
+    // The engine there all along: rows from the page, then frames.
+    let mut direct = TurnState::new("s1", &turn(all[..5].to_vec()));
+    for e in &all[5..] {
+        assert!(frame(&mut direct, engine::now(), e));
+    }
+
+    // The same with no engine: nothing is shown, but the page knows where it stands.
+    let context = json!({"session_id": "s1", "stream_id": "run1"});
+    let mut held = TurnState::new("s1", &turn(Vec::new()));
+    for e in &all[..5] {
+        assert!(held.apply_journal_with(None, e, &context));
+    }
+    for e in &all[5..] {
+        assert!(frame(&mut held, None, e));
+    }
+    assert!(
+        !frame(&mut held, None, &all[7]),
+        "a frame seen again is not new"
+    );
+    assert!(held.holds());
+    assert_eq!(held.answer_text(), "");
+    assert_eq!(held.row_count(), 0);
+    assert_eq!(
+        (held.last_seq, held.ended),
+        (11, true),
+        "resume after 11; no more comes"
+    );
+
+    // The engine comes: the same turn, and nothing is held any more.
+    held.catch_up(engine::build());
+    assert!(!held.holds());
+    assert_eq!(seen(&held), seen(&direct));
+    assert_eq!(held.answer_text(), "The answer.");
+
+    // Held rows are applied before the first one that finds the engine there, in order.
+    let mut late = TurnState::new("s1", &turn(Vec::new()));
+    for e in &all[..10] {
+        late.apply_journal_with(None, e, &context);
+    }
+    assert!(frame(&mut late, engine::now(), &all[10]));
+    assert!(!late.holds());
+    assert_eq!(seen(&late), seen(&direct));
+}

@@ -1,12 +1,11 @@
 //! `TurnState`: a turn as the page holds it, fed by journal rows and live frames alike; its
 //! answer, its ending, and the side channels the anchor leaves out (todos, open requests).
 
-use anchor::{
-    Applied, EventKind, Kind, Mode, Registry, RowChange, Seed, SourceEvent, TerminalState,
-};
+use anchor::{EventKind, Kind, Mode, Registry, Seed, TerminalState};
 use serde_json::{json, Value};
 
-use super::segments::{push_segment, str_of, Segment, SegmentKind};
+use super::engine::{self, Engine, Held};
+use super::segments::{Segment, SegmentKind};
 use super::worklog::step_count;
 use crate::api::{JournalEvent, TurnData, TurnNotices, TurnSnapshot};
 
@@ -70,10 +69,12 @@ pub struct TurnState {
     /// Bumped whenever [`TurnState::process`] may have changed: not by the answer's tokens, so
     /// what is derived from the process (the worklog, the stream) is not redone per token.
     pub process_rev: u64,
-    next_key: u64,
+    pub(super) next_key: u64,
     /// A settled turn loaded as its snapshot: what it shows until its rows are loaded (the
     /// registry and the segments are empty meanwhile).
     folded: Option<Box<TurnSnapshot>>,
+    /// What came while the engine was missing, in order (see [`engine`](super::engine)).
+    held: Vec<Held>,
 }
 
 pub(super) fn ctx(session_id: &str, run_id: &str) -> Value {
@@ -130,6 +131,7 @@ impl TurnState {
             process_rev: 0,
             next_key: 0,
             folded: None,
+            held: Vec::new(),
         };
         if let Some(snapshot) = &turn.snapshot {
             state.last_seq = snapshot.last_seq;
@@ -145,21 +147,33 @@ impl TurnState {
         state
     }
 
-    /// Applies a journal row (from the page data).
+    /// Applies a journal row (from the page data); returns whether it was new.
     pub fn apply_journal(&mut self, event: &JournalEvent, context: &Value) -> bool {
+        self.apply_journal_with(engine::now(), event, context)
+    }
+
+    /// [`TurnState::apply_journal`] with this engine (`None`: it has not come yet, and the row
+    /// is held until it does).
+    pub(crate) fn apply_journal_with(
+        &mut self,
+        engine: Option<Engine>,
+        event: &JournalEvent,
+        context: &Value,
+    ) -> bool {
         if event.seq <= self.last_seq {
             return false;
         }
-        let input = json!({
-            "event": event.kind,
-            "event_id": format!("{}:{}", self.run_id, event.seq),
-            "seq": event.seq,
-            "run_id": self.run_id,
-            "payload": event.payload,
-        });
-        self.absorb(&event.kind, &event.payload, event.seq, |r| {
-            r.apply(&input, context)
-        });
+        match self.ready(engine) {
+            Some(engine) => engine.journal(self, event, context),
+            None => self.hold(
+                event.seq,
+                &event.kind,
+                Held::Journal {
+                    event: event.clone(),
+                    context: context.clone(),
+                },
+            ),
+        }
         true
     }
 
@@ -167,6 +181,19 @@ impl TurnState {
     /// were already applied (from the page data or before a reconnect) and change nothing.
     pub fn apply_frame(
         &mut self,
+        kind: &str,
+        data: &str,
+        last_event_id: &str,
+        session_id: &str,
+    ) -> bool {
+        self.apply_frame_with(engine::now(), kind, data, last_event_id, session_id)
+    }
+
+    /// [`TurnState::apply_frame`] with this engine (`None`: it has not come yet, and the
+    /// frame is held until it does).
+    pub(crate) fn apply_frame_with(
+        &mut self,
+        engine: Option<Engine>,
         kind: &str,
         data: &str,
         last_event_id: &str,
@@ -182,132 +209,62 @@ impl TurnState {
         if seq <= self.last_seq {
             return false;
         }
-        let payload: Value = serde_json::from_str(data).unwrap_or(Value::Null);
-        // The frame exactly as the browser got it: type, data, and its own id.
-        let input = SourceEvent::live_frame(kind, data, Some(last_event_id));
-        let context = ctx(session_id, &self.run_id);
-        // Built from its parts, the frame is never a JSON object: a few percent less per token.
-        self.absorb(kind, &payload, seq, |r| r.apply(&input, &context));
+        match self.ready(engine) {
+            Some(engine) => engine.frame(self, kind, data, last_event_id, seq, session_id),
+            None => self.hold(
+                seq,
+                kind,
+                Held::Frame {
+                    kind: kind.to_owned(),
+                    data: data.to_owned(),
+                    id: last_event_id.to_owned(),
+                    seq,
+                    session_id: session_id.to_owned(),
+                },
+            ),
+        }
         true
     }
 
-    fn absorb(
-        &mut self,
-        kind: &str,
-        payload: &Value,
-        seq: u64,
-        apply: impl FnOnce(&mut Registry) -> Applied,
-    ) {
-        self.last_seq = seq;
-        if let Some(at) = payload.get("created_at").and_then(Value::as_f64) {
-            self.first_at.get_or_insert(at);
-            self.last_at = Some(at);
-        }
-        let known = EventKind::parse(kind);
-        match known {
-            Some(EventKind::TodoState) => self.todos = Some(payload.clone()),
-            Some(EventKind::ContextStatus) if str_of(payload, "status") == "trimmed" => {
-                self.notices.left_out = Some(str_of(payload, "message")).filter(|m| !m.is_empty());
-            }
-            Some(EventKind::Done) => {
-                self.notices.cut_off = payload
-                    .get("cut_off")
-                    .map(|c| str_of(c, "message"))
-                    .filter(|m| !m.is_empty());
-            }
-            Some(EventKind::Approval) => self.pending.push(Pending::Approval {
-                id: str_of(payload, "approval_id"),
-                command: str_of(payload, "command"),
-                description: str_of(payload, "description"),
-            }),
-            Some(EventKind::Clarify) => self.pending.push(Pending::Clarify {
-                id: str_of(payload, "clarify_id"),
-                question: str_of(payload, "question"),
-                choices: payload
-                    .get("choices_offered")
-                    .and_then(Value::as_array)
-                    .map(|c| {
-                        c.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            }),
-            Some(EventKind::ApprovalResolved | EventKind::ClarifyResolved) => {
-                let approval = known == Some(EventKind::ApprovalResolved);
-                let id = str_of(
-                    payload,
-                    if approval {
-                        "approval_id"
-                    } else {
-                        "clarify_id"
-                    },
-                );
-                self.pending.retain(|p| p.id() != id);
-                let answer = if approval {
-                    match str_of(payload, "choice").as_str() {
-                        "once" => "Allowed once".to_owned(),
-                        "session" => "Allowed for this session".to_owned(),
-                        "always" => "Always allowed".to_owned(),
-                        "deny" => "Denied".to_owned(),
-                        _ => String::new(),
-                    }
-                } else {
-                    let response = str_of(payload, "response");
-                    if response.trim().is_empty() {
-                        "No answer".to_owned()
-                    } else {
-                        format!("Answered: {response}")
-                    }
-                };
-                if !id.is_empty() && !answer.is_empty() {
-                    self.answers.insert(id, answer);
-                }
-            }
-            Some(EventKind::StreamEnd) => self.ended = true,
-            None => self.unrecognised(kind, payload, seq),
-            Some(_) => {}
-        }
-        let applied = apply(&mut self.registry);
-        if self.registry.anchor().lifecycle.terminal_state.is_some() {
-            self.pending.clear();
-        }
-        if let Some(RowChange::Appended(i)) = applied.change.row {
-            if let Some(row) = self.registry.row(i) {
-                push_segment(&mut self.segments, &mut self.next_key, &row);
-                // The answer's prose and the terminal note are not process; anything else
-                // appended (or reasoning growing) is, and turns the prose before it into process.
-                if self
-                    .segments
-                    .last()
-                    .is_some_and(|s| !matches!(s.kind, SegmentKind::Prose | SegmentKind::Terminal))
-                {
-                    self.process_rev += 1;
-                }
+    /// Rows or frames wait for the engine: the turn shows them once [`TurnState::catch_up`]
+    /// has applied them.
+    pub fn holds(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Applies, in the order they came, the rows and frames held while the engine was missing.
+    pub fn catch_up(&mut self, engine: Engine) {
+        for held in std::mem::take(&mut self.held) {
+            match held {
+                Held::Journal { event, context } => engine.journal(self, &event, &context),
+                Held::Frame {
+                    kind,
+                    data,
+                    id,
+                    seq,
+                    session_id,
+                } => engine.frame(self, &kind, &data, &id, seq, &session_id),
             }
         }
     }
 
-    /// An event of a kind this build does not know (a newer server sent it): shown as a note
-    /// in the turn's work instead of vanishing, so what the turn did is never silently lost.
-    fn unrecognised(&mut self, kind: &str, payload: &Value, seq: u64) {
-        let name: String = kind.chars().filter(|c| !c.is_control()).take(64).collect();
-        self.segments.push(Segment {
-            key: self.next_key,
-            row_id: format!("{}:{seq}", self.run_id),
-            kind: SegmentKind::Lifecycle,
-            rev: 0,
-            source: name.clone(),
-            text: format!("This page does not know the event “{name}”: reload to update it."),
-            status: Some("unrecognised".to_owned()),
-            at: payload.get("created_at").and_then(Value::as_f64),
-            tool: None,
-            interaction: None,
-            merging: false,
-        });
-        self.next_key += 1;
-        self.process_rev += 1;
+    /// The engine, once what was held before it came is applied.
+    fn ready(&mut self, engine: Option<Engine>) -> Option<Engine> {
+        let engine = engine?;
+        if self.holds() {
+            self.catch_up(engine);
+        }
+        Some(engine)
+    }
+
+    /// Keeps what the engine must apply once it comes. What the page does before (resume
+    /// after `seq`, stop following once the stream ended) is known now.
+    fn hold(&mut self, seq: u64, kind: &str, held: Held) {
+        self.last_seq = seq;
+        if EventKind::parse(kind) == Some(EventKind::StreamEnd) {
+            self.ended = true;
+        }
+        self.held.push(held);
     }
 }
 

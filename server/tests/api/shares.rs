@@ -12,6 +12,16 @@ fn stranger() -> reqwest::Client {
         .unwrap()
 }
 
+/// What someone who was only given the link gets for `path`.
+async fn opened(app: &TestApp, path: &str) -> reqwest::Response {
+    stranger().get(app.url(path)).send().await.unwrap()
+}
+
+/// The page someone who was only given the link reads at `path`.
+async fn read(app: &TestApp, path: &str) -> String {
+    opened(app, path).await.text().await.unwrap()
+}
+
 #[tokio::test]
 async fn a_link_shows_the_conversation_without_a_script_until_revoked() {
     let app = TestApp::builder().spawn().await;
@@ -31,7 +41,7 @@ async fn a_link_shows_the_conversation_without_a_script_until_revoked() {
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
 
-    let res = stranger().get(app.url(&path)).send().await.unwrap();
+    let res = opened(&app, &path).await;
     assert_eq!(res.status(), 200);
     let h = res.headers().clone();
     assert!(h["content-security-policy"]
@@ -63,7 +73,7 @@ async fn a_link_shows_the_conversation_without_a_script_until_revoked() {
 
     let (code, _) = app.post("/api/share/revoke", json!({"id": id})).await;
     assert_eq!(code, 200);
-    let res = stranger().get(app.url(&path)).send().await.unwrap();
+    let res = opened(&app, &path).await;
     assert_eq!(res.status(), 404);
     assert!(res.text().await.unwrap().contains("revoked"));
     let (_, list) = app.get("/api/shares").await;
@@ -106,14 +116,7 @@ async fn a_turn_whose_snapshot_is_not_made_yet_is_shared_with_its_line_on_the_wo
     let (code, made) = app.post("/api/share", json!({"session_id": session})).await;
     assert_eq!(code, 200, "{made}");
     let path = made["share"]["path"].as_str().unwrap();
-    let html = stranger()
-        .get(app.url(path))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = read(&app, path).await;
     assert!(
         html.contains("class=\"shared-work\""),
         "a line on the work: {html}"
@@ -139,14 +142,7 @@ async fn a_snapshot_is_of_its_moment_and_dies_with_its_conversation() {
     // What is said after the link was made is not in it.
     let run = app.start(&session, "later words").await;
     app.wait_finished(&run).await;
-    let html = stranger()
-        .get(app.url(&path))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = read(&app, &path).await;
     assert!(html.contains("first words"));
     assert!(!html.contains("later words"));
     // Deleted: the link leads nowhere (and the list forgets it); restored, it leads again.
@@ -154,30 +150,14 @@ async fn a_snapshot_is_of_its_moment_and_dies_with_its_conversation() {
         .post("/api/session/delete", json!({"session_id": session}))
         .await;
     assert_eq!(code, 200);
-    assert_eq!(
-        stranger()
-            .get(app.url(&path))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        404
-    );
+    assert_eq!(opened(&app, &path).await.status(), 404);
     let (_, list) = app.get("/api/shares").await;
     assert_eq!(list["shares"], json!([]));
     let (code, _) = app
         .post("/api/session/restore", json!({"session_id": session}))
         .await;
     assert_eq!(code, 200);
-    assert_eq!(
-        stranger()
-            .get(app.url(&path))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(opened(&app, &path).await.status(), 200);
 }
 
 #[tokio::test]
@@ -192,7 +172,7 @@ async fn bad_requests_and_unknown_links_answer_json_and_html_errors() {
     assert_eq!(code, 404);
     assert!(body["error"].is_string());
     for path in ["/share/nosuchtoken", "/share/%3Cscript%3E"] {
-        let res = stranger().get(app.url(path)).send().await.unwrap();
+        let res = opened(&app, path).await;
         assert_eq!(res.status(), 404, "{path}");
         assert!(!res.text().await.unwrap().contains("<script>"));
     }
@@ -218,15 +198,7 @@ async fn links_are_their_owners_and_an_account_has_a_bounded_number() {
     let (code, _) = app.post("/api/share", json!({"session_id": session})).await;
     assert_eq!(code, 404);
     // Signed out, the link still opens.
-    assert_eq!(
-        stranger()
-            .get(app.url(&path))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(opened(&app, &path).await.status(), 200);
 
     // A hundred links, then a clear refusal.
     app.use_cookie(Some(&alice));
@@ -248,13 +220,5 @@ async fn links_are_their_owners_and_an_account_has_a_bounded_number() {
 
     // Her account removed: her links go with it.
     app.store.remove_user("alice").await.unwrap();
-    assert_eq!(
-        stranger()
-            .get(app.url(&path))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        404
-    );
+    assert_eq!(opened(&app, &path).await.status(), 404);
 }
