@@ -9,6 +9,7 @@
 use leptos::prelude::*;
 
 use super::turn::TurnView;
+use super::{PendingCards, TodoPanel};
 use crate::state::TurnHandle;
 
 /// The name of the split-off part that draws turns, as the build's split manifest
@@ -18,13 +19,34 @@ pub const TURN_PART: &str = "turn_views";
 /// Draws one turn.
 pub(crate) type DrawTurn = fn(TurnHandle) -> AnyView;
 
+/// What the turns' part draws.
+#[derive(Clone, Copy)]
+pub(crate) struct TurnPart {
+    /// One turn.
+    pub draw: DrawTurn,
+    /// What waits on the reader at the end of the conversation: the todo list of the turn at
+    /// work and the cards of its open requests (only a page with turns has them).
+    pub dock: fn() -> AnyView,
+}
+
 fn draw(turn: TurnHandle) -> AnyView {
     view! { <TurnView turn=turn /> }.into_any()
 }
 
+fn dock() -> AnyView {
+    view! {
+        <TodoPanel />
+        <PendingCards />
+    }
+    .into_any()
+}
+
+#[cfg(not(all(feature = "hydrate", feature = "split")))]
+const BUILT_IN: TurnPart = TurnPart { draw, dock };
+
 #[cfg(all(feature = "hydrate", feature = "split"))]
 mod split {
-    use super::DrawTurn;
+    use super::TurnPart;
     use crate::lazy::{split_off, Unavailable};
     use crate::model::engine::Engine;
 
@@ -32,39 +54,42 @@ mod split {
     // manifest under that name (`TURN_PART`).
     split_off!(
         turn_views,
-        fn part() -> (DrawTurn, Engine) {
-            let draw: DrawTurn = super::draw;
-            (draw, crate::model::engine::build())
+        fn part() -> (TurnPart, Engine) {
+            let part = TurnPart {
+                draw: super::draw,
+                dock: super::dock,
+            };
+            (part, crate::model::engine::build())
         }
     );
 
     thread_local! {
-        static DRAW: std::cell::Cell<Option<DrawTurn>> = const { std::cell::Cell::new(None) };
+        static PART: std::cell::Cell<Option<TurnPart>> = const { std::cell::Cell::new(None) };
     }
 
-    /// The drawer, once its file is here.
-    pub(super) fn loaded() -> Option<DrawTurn> {
-        DRAW.with(std::cell::Cell::get)
+    /// The part, once its file is here.
+    pub(super) fn loaded() -> Option<TurnPart> {
+        PART.with(std::cell::Cell::get)
     }
 
-    /// Fetches the drawer's file (once; later calls answer at once).
-    pub(super) async fn load() -> Result<DrawTurn, Unavailable> {
-        if let Some(draw) = loaded() {
-            return Ok(draw);
+    /// Fetches the part's file (once; later calls answer at once).
+    pub(super) async fn load() -> Result<TurnPart, Unavailable> {
+        if let Some(part) = loaded() {
+            return Ok(part);
         }
-        let (draw, engine) = part().await?;
+        let (part, engine) = part().await?;
         crate::model::engine::install(engine);
-        DRAW.with(|d| d.set(Some(draw)));
-        Ok(draw)
+        PART.with(|p| p.set(Some(part)));
+        Ok(part)
     }
 }
 
-/// The drawer if it is here now: always, but in a split build before its file has come.
-pub(crate) fn drawer_now() -> Option<DrawTurn> {
+/// The part if it is here now: always, but in a split build before its file has come.
+pub(crate) fn part_now() -> Option<TurnPart> {
     #[cfg(all(feature = "hydrate", feature = "split"))]
     return split::loaded();
     #[cfg(not(all(feature = "hydrate", feature = "split")))]
-    Some(draw)
+    Some(BUILT_IN)
 }
 
 /// Fetches the drawer when a split build does not have it yet; `Err` says it could not come
@@ -79,8 +104,8 @@ pub async fn load_turn_views() -> Result<(), String> {
 /// The drawer as the page holds it.
 #[derive(Clone, Copy)]
 pub(crate) struct Drawer {
-    /// `None` until the drawer's file has come.
-    pub draw: ReadSignal<Option<DrawTurn>>,
+    /// `None` until the part's file has come.
+    pub part: ReadSignal<Option<TurnPart>>,
     /// The last fetch failed while the page had turns to draw.
     pub failed: ReadSignal<bool>,
     set_failed: WriteSignal<bool>,
@@ -99,7 +124,7 @@ impl Drawer {
 /// while the drawer is missing when `wanted` (the page has turns to draw) becomes true, when
 /// the connection changes (the network may be back) and on [`Drawer::retry`].
 pub(crate) fn use_drawer(chat: crate::state::ChatState, wanted: Memo<bool>) -> Drawer {
-    let (draw, set_draw) = signal(drawer_now());
+    let (part, set_part) = signal(part_now());
     let (failed, set_failed) = signal(false);
     let ask = Trigger::new();
     #[cfg(feature = "hydrate")]
@@ -109,7 +134,7 @@ pub(crate) fn use_drawer(chat: crate::state::ChatState, wanted: Memo<bool>) -> D
             wanted.track();
             chat.connection.track();
             ask.track();
-            if draw.get_untracked().is_some() || asking.get_value() {
+            if part.get_untracked().is_some() || asking.get_value() {
                 return;
             }
             asking.set_value(true);
@@ -125,15 +150,15 @@ pub(crate) fn use_drawer(chat: crate::state::ChatState, wanted: Memo<bool>) -> D
                 if result.is_ok() {
                     // Turns made before the part came apply what they held, then show.
                     chat.catch_up();
-                    set_draw.set(drawer_now());
+                    set_part.set(part_now());
                 }
             });
         });
     }
     #[cfg(not(feature = "hydrate"))]
-    let _ = (chat, wanted, set_draw);
+    let _ = (chat, wanted, set_part);
     Drawer {
-        draw,
+        part,
         failed,
         set_failed,
         ask,

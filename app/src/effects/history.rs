@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 
+use crate::lazy::Task;
 use crate::state::ChatState;
 
 /// A link to a turn (`/s/{id}#turn-…`), on arrival or when the fragment changes, is followed.
@@ -12,11 +13,72 @@ pub(super) fn reveal_linked_turns(
 ) {
     // A search hit in the conversation shown changes the fragment: the windows up to the turn
     // load, then it is shown.
-    leptos::task::spawn_local(reveal_linked_turn(chat, transcript, loading_earlier));
+    leptos::task::spawn_local(reveal(chat, transcript, loading_earlier));
     let on_hash = window_event_listener(leptos::ev::hashchange, move |_| {
-        leptos::task::spawn_local(reveal_linked_turn(chat, transcript, loading_earlier));
+        leptos::task::spawn_local(reveal(chat, transcript, loading_earlier));
     });
     on_cleanup(move || on_hash.remove());
+}
+
+// Following a link to a turn and loading earlier windows are work only a page with turns
+// does: in a split build their code comes with the turns' part (`components::turns`).
+crate::lazy::split_off!(
+    turn_views,
+    fn revealer(
+        chat: ChatState,
+        transcript: NodeRef<leptos::html::Section>,
+        loading: RwSignal<bool>,
+    ) -> Task {
+        Box::pin(reveal_linked_turn(chat, transcript, loading))
+    }
+);
+crate::lazy::split_off!(
+    turn_views,
+    fn earlier(
+        chat: ChatState,
+        transcript: NodeRef<leptos::html::Section>,
+        loading: RwSignal<bool>,
+    ) -> Task<bool> {
+        Box::pin(load_earlier(chat, transcript, loading))
+    }
+);
+
+/// The turn the address's fragment names (`#turn-…`), if it names one: its element's id.
+fn linked_turn() -> Option<String> {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .map(|h| h.trim_start_matches('#').to_owned())
+        .filter(|h| h.starts_with("turn-"))
+}
+
+/// Follows the address's link to a turn, if it has one.
+async fn reveal(
+    chat: ChatState,
+    transcript: NodeRef<leptos::html::Section>,
+    loading: RwSignal<bool>,
+) {
+    if linked_turn().is_some() {
+        // Without the part there is no turn to show: the page says so where its turns go.
+        if let Ok(task) = revealer(chat, transcript, loading).await {
+            task.await;
+        }
+    }
+}
+
+/// Loads the window of turns before the first one shown (see [`load_earlier`]); false when
+/// nothing was loaded.
+pub(crate) async fn show_earlier(
+    chat: ChatState,
+    transcript: NodeRef<leptos::html::Section>,
+    loading: RwSignal<bool>,
+) -> bool {
+    match earlier(chat, transcript, loading).await {
+        Ok(task) => task.await,
+        Err(_) => {
+            crate::lazy::unavailable(chat, "Earlier messages could not be loaded");
+            false
+        }
+    }
 }
 
 /// Back and forward between conversations opened in the page.
@@ -39,11 +101,7 @@ async fn reveal_linked_turn(
     transcript: NodeRef<leptos::html::Section>,
     loading: RwSignal<bool>,
 ) {
-    let Some(target) = web_sys::window()
-        .and_then(|w| w.location().hash().ok())
-        .map(|h| h.trim_start_matches('#').to_owned())
-        .filter(|h| h.starts_with("turn-"))
-    else {
+    let Some(target) = linked_turn() else {
         return;
     };
     let find = || {
@@ -86,7 +144,7 @@ async fn reveal_linked_turn(
         }
     }
     while find().is_none() && chat.earlier.get_untracked() {
-        if !show_earlier(chat, transcript, loading).await {
+        if !load_earlier(chat, transcript, loading).await {
             return;
         }
     }
@@ -119,7 +177,7 @@ pub(super) fn show_pinned(chat: ChatState, transcript: NodeRef<leptos::html::Sec
 
 /// Loads the window of turns before the first one shown and puts it above, keeping what the
 /// reader looks at where it is on screen. False when nothing was loaded.
-pub(crate) async fn show_earlier(
+async fn load_earlier(
     chat: ChatState,
     transcript: NodeRef<leptos::html::Section>,
     loading: RwSignal<bool>,

@@ -5,8 +5,7 @@ use leptos::prelude::*;
 use crate::api::SessionPage;
 use crate::components::menu::Menu;
 use crate::components::{
-    use_drawer, Composer, EmptyChat, ModelPicker, PendingCards, Settings, Sidebar, ToastNotice,
-    TodoPanel,
+    use_drawer, Composer, EmptyChat, ModelPicker, Settings, Sidebar, ToastNotice,
 };
 use crate::dynamic::{dynamic, either, flag};
 use crate::state::{ChatState, TurnHandle};
@@ -143,7 +142,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
             class="app"
             data-hydrated=dynamic(move || hydrated.get().then_some("true"))
             data-markdown=dynamic(move || renderer_ready.get().then_some("ready"))
-            data-turns=dynamic(move || drawer.draw.with(Option::is_some).then_some("ready"))
+            data-turns=dynamic(move || drawer.part.with(Option::is_some).then_some("ready"))
             data-drawer=either(move || drawer_open.get(), "open", "closed")
             data-connection=dynamic(move || chat.connection.get().as_str())
             on:keydown=move |ev: leptos::ev::KeyboardEvent| {
@@ -228,9 +227,9 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                             </button>
                         </div>
                     })}
-                    {move || match (has_turns.get(), drawer.draw.get()) {
-                        (true, Some(draw)) => EitherOf3::A(view! {
-                            <For each=move || chat.turns.get() key=TurnHandle::key children=draw />
+                    {move || match (has_turns.get(), drawer.part.get()) {
+                        (true, Some(part)) => EitherOf3::A(view! {
+                            <For each=move || chat.turns.get() key=TurnHandle::key children=part.draw />
                         }),
                         (true, None) => EitherOf3::B(view! {
                             <div class="turns-loading" role="status">
@@ -272,8 +271,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                                 "Jump to latest ↓"
                             </button>
                         })}
-                        <TodoPanel />
-                        <PendingCards />
+                        // Drawn by the turns' part: only a page with turns has either.
+                        {move || has_turns.get().then(|| drawer.part.get().map(|p| (p.dock)()))}
                         {move || chat.outbox.get().filter(|o| o.session_id == chat.session_id.get()).and_then(|o| o.failed).map(|reason| view! {
                             <div class="error-banner send-failed" role="alert">
                                 <span>
