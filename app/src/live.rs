@@ -143,8 +143,57 @@ fn listened(server_kinds: &[String]) -> Vec<Rc<str>> {
     names
 }
 
-/// Follows `turn` from its last applied seq.
+/// Starts following a turn.
+type Follow = fn(ChatState, TurnHandle, String) -> Option<Follower>;
+
+// Following a run is needed only once there is a turn: in a split build its code comes with
+// the turns' part (`components::turns`).
+crate::lazy::split_off!(
+    turn_views,
+    fn follower() -> Follow {
+        let follow: Follow = follow_now;
+        follow
+    }
+);
+
+#[cfg(feature = "split")]
+thread_local! {
+    static FOLLOW: std::cell::Cell<Option<Follow>> = const { std::cell::Cell::new(None) };
+}
+
+/// Whether [`follow`] can follow now (in a split build: the turns' part has come).
+pub fn can_follow() -> bool {
+    #[cfg(feature = "split")]
+    return FOLLOW.with(std::cell::Cell::get).is_some();
+    #[cfg(not(feature = "split"))]
+    true
+}
+
+/// Fetches what follows a turn, when it is not here yet ([`can_follow`]); `Err` says it could
+/// not come, and the next call tries again.
+pub async fn prepare() -> Result<(), crate::lazy::Unavailable> {
+    if can_follow() {
+        return Ok(());
+    }
+    let follow = follower().await?;
+    #[cfg(feature = "split")]
+    FOLLOW.with(|f| f.set(Some(follow)));
+    #[cfg(not(feature = "split"))]
+    let _ = follow;
+    Ok(())
+}
+
+/// Follows `turn` from its last applied seq; `None` when that cannot start (see
+/// [`can_follow`]).
 pub fn follow(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<Follower> {
+    #[cfg(feature = "split")]
+    return FOLLOW.with(std::cell::Cell::get)?(chat, turn, session_id);
+    #[cfg(not(feature = "split"))]
+    follow_now(chat, turn, session_id)
+}
+
+/// Follows `turn` from its last applied seq.
+fn follow_now(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<Follower> {
     let after = turn.state.with_untracked(|s| s.last_seq);
     let source = EventSource::new(&crate::client::stream_url(&turn.run_id, after)).ok()?;
     let errored = std::rc::Rc::new(std::cell::Cell::new(false));

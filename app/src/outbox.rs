@@ -5,6 +5,8 @@
 
 use leptos::prelude::*;
 
+use crate::client::Failure;
+use crate::lazy::Task;
 use crate::state::ChatState;
 
 /// Sends a message: starts a turn (creating the session first on a new conversation), or
@@ -36,21 +38,37 @@ pub(crate) fn send(chat: ChatState, text: String) {
 /// client id, so a first attempt that reached the server but whose answer was lost does not
 /// start a second turn.
 pub(crate) fn attempt(chat: ChatState) {
-    let Some(mut out) = chat.outbox.get_untracked() else {
-        return;
-    };
-    if out.failed.take().is_none() {
-        return;
-    }
-    chat.outbox.set(Some(out.clone()));
-    dispatch(chat, out);
+    leptos::task::spawn_local(async move {
+        // What sends it first (in a split build, the turns' part, which also follows the
+        // turn): while that cannot come, the message stays marked as waiting (nothing
+        // flickers) and the next try asks again.
+        if crate::live::prepare().await.is_err() {
+            return;
+        }
+        let Some(mut out) = chat.outbox.get_untracked() else {
+            return;
+        };
+        if out.failed.take().is_none() {
+            return;
+        }
+        chat.outbox.set(Some(out.clone()));
+        dispatch(chat, out);
+    });
 }
 
 /// One attempt of `out`, marked in flight in the outbox.
 fn dispatch(chat: ChatState, mut out: crate::state::Outgoing) {
     chat.error.set(None);
     leptos::task::spawn_local(async move {
-        let result = deliver(chat, &out).await;
+        let result = match deliverer(chat, out.clone()).await {
+            Ok(task) => task.await,
+            // Its code could not be fetched: as if the server could not be reached (it could
+            // not, for that file), the message waits and goes once it answers again.
+            Err(_) => Err(crate::client::Failure {
+                status: 0,
+                message: String::new(),
+            }),
+        };
         let still_ours = chat
             .outbox
             .with_untracked(|o| o.as_ref().is_some_and(|o| o.client_id == out.client_id));
@@ -99,11 +117,18 @@ fn dispatch(chat: ChatState, mut out: crate::state::Outgoing) {
     });
 }
 
+// Getting a message to the server ends in a turn to draw and follow: in a split build its code
+// comes with the turns' part (`components::turns`), and until that part is here the message
+// waits in the outbox as it does for a server that cannot be reached.
+crate::lazy::split_off!(
+    turn_views,
+    fn deliverer(chat: ChatState, out: crate::state::Outgoing) -> Task<Result<String, Failure>> {
+        Box::pin(async move { deliver(chat, &out).await })
+    }
+);
+
 /// One attempt at getting a message to the server; the session it went to.
-async fn deliver(
-    chat: ChatState,
-    out: &crate::state::Outgoing,
-) -> Result<String, crate::client::Failure> {
+async fn deliver(chat: ChatState, out: &crate::state::Outgoing) -> Result<String, Failure> {
     use crate::api::{QueuedData, SendBody};
     use crate::client;
 

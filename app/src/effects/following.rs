@@ -10,10 +10,23 @@ pub(super) fn follow_running_turn(chat: ChatState) {
     // Keyed by the turn's handle, not only its run: a reload makes a new handle to follow.
     let follower = StoredValue::new_local(None::<((String, u64), crate::live::Follower)>);
     let retry = RwSignal::new(0u32);
+    // What follows a run may have to be fetched first (a split build's turns' part).
+    let can_follow = RwSignal::new(crate::live::can_follow());
     Effect::new(move |_| {
         let _ = retry.get();
         let running = chat.running_turn();
         let session_id = chat.session_id.get();
+        if running.is_some() && !can_follow.get() {
+            leptos::task::spawn_local(async move {
+                match crate::live::prepare().await {
+                    Ok(()) => can_follow.set(true),
+                    // Not followed, as when the server cannot be reached: the page says so,
+                    // and tries again in a few seconds (below).
+                    Err(_) => chat.connection.set(Connection::Offline),
+                }
+            });
+            return;
+        }
         follower.update_value(|slot| {
             let current = slot.as_ref().map(|(key, _)| key.clone());
             match (running, session_id) {
