@@ -94,8 +94,8 @@ async fn run_fork(
                     chat.following.set(true);
                     chat.announcement.set("The assistant is responding".into());
                     // What was clicked is gone with the turn it belonged to.
-                    if !crate::components::touch_only() {
-                        crate::components::focus_composer();
+                    if !crate::document::touch_only() {
+                        crate::document::focus_composer();
                     }
                 }
                 true

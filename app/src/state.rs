@@ -689,3 +689,15 @@ fn release(owner: Owner) {
 pub fn use_chat() -> ChatState {
     expect_context::<ChatState>()
 }
+
+/// How the page sends a message, provided by the page for the views below it that send one
+/// as if typed (a prompt to try, "Continue"): the outbox sits above the views.
+#[derive(Clone, Copy)]
+pub struct Sender(pub Callback<String>);
+
+/// Sends `text` as the page sends what is typed.
+pub fn send_message(text: String) {
+    if let Some(Sender(send)) = use_context::<Sender>() {
+        send.run(text);
+    }
+}

@@ -72,8 +72,8 @@ fn take_focus(card: NodeRef<leptos::html::Div>) {
                 }
                 _ => false,
             };
-            if (inside || nowhere) && !crate::components::touch_only() {
-                crate::components::focus_composer();
+            if (inside || nowhere) && !crate::document::touch_only() {
+                crate::document::focus_composer();
             }
         });
     }

@@ -1,10 +1,8 @@
 use leptos::prelude::*;
 
+use crate::document::{touch_only, COMPOSER_ID};
 use crate::dynamic::dynamic;
 use crate::state::use_chat;
-
-/// The id of the message field (the skip link and focus moves go to it).
-pub(crate) const COMPOSER_ID: &str = "composer-input";
 
 /// The message composer: Send when idle, Stop while a turn runs, Queue when there is text
 /// while a turn runs. Enter sends (Shift+Enter for a new line); on touch screens Enter is a new
@@ -259,36 +257,5 @@ pub(crate) fn store_draft(session: Option<&str>, text: &str) {
         } else {
             storage.set_item(&key, text)
         };
-    }
-}
-
-/// A touch-only device: Enter inserts a new line there.
-pub(crate) fn touch_only() -> bool {
-    #[cfg(feature = "hydrate")]
-    {
-        web_sys::window()
-            .and_then(|w| {
-                w.match_media("(hover: none) and (pointer: coarse)")
-                    .ok()
-                    .flatten()
-            })
-            .is_some_and(|m| m.matches())
-    }
-    #[cfg(not(feature = "hydrate"))]
-    {
-        false
-    }
-}
-
-/// Moves the focus to the message field.
-#[cfg(feature = "hydrate")]
-pub(crate) fn focus_composer() {
-    use wasm_bindgen::JsCast;
-    if let Some(el) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id(COMPOSER_ID))
-        .and_then(|el| el.dyn_into::<web_sys::HtmlElement>().ok())
-    {
-        let _ = el.focus();
     }
 }

@@ -8,10 +8,7 @@ use crate::state::use_chat;
 pub(crate) fn EmptyChat() -> impl IntoView {
     let chat = use_chat();
     let try_it = move |prompt: String| {
-        #[cfg(feature = "hydrate")]
-        crate::outbox::send(chat, prompt);
-        #[cfg(not(feature = "hydrate"))]
-        let _ = prompt;
+        crate::state::send_message(prompt);
     };
     view! {
         <div class="empty-chat">

@@ -158,7 +158,7 @@ pub(crate) fn UserMessage(turn: TurnHandle, can_change: Signal<bool>) -> impl In
                                     ev.prevent_default();
                                     cancel();
                                 } else if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing()
-                                    && !super::composer::touch_only()
+                                    && !crate::document::touch_only()
                                 {
                                     ev.prevent_default();
                                     submit_on_enter();

@@ -29,7 +29,7 @@ pub(crate) use attachments::{drag, ComposerFiles, Drag, MessageFiles};
 pub(crate) use cards::PendingCards;
 pub(crate) use composer::Composer;
 #[cfg(feature = "hydrate")]
-pub(crate) use composer::{focus_composer, store_draft, stored_draft, touch_only};
+pub(crate) use composer::{store_draft, stored_draft};
 pub(crate) use empty_chat::EmptyChat;
 pub(crate) use model_picker::ModelPicker;
 #[cfg(feature = "hydrate")]

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::components::focus_composer;
+use crate::document::focus_composer;
 use crate::state::ChatState;
 
 /// On a desktop, the message field has the focus when a conversation opens.
@@ -11,7 +11,7 @@ pub(super) fn composer_on_open(chat: ChatState) {
     // conversation opens (a phone would open its keyboard: not there).
     Effect::new(move |_| {
         chat.session_id.track();
-        if !crate::components::touch_only() {
+        if !crate::document::touch_only() {
             focus_composer();
         }
     });

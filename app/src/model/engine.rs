@@ -9,35 +9,10 @@ use anchor::{Applied, EventKind, Registry, RowChange, SourceEvent};
 use serde_json::{json, Value};
 
 use super::segments::{push_segment, str_of, Segment, SegmentKind};
+pub use super::turn::Engine;
 use super::turn::{ctx, Pending, TurnState};
 use crate::api::JournalEvent;
-
-/// What applies rows and frames to a turn.
-#[derive(Clone, Copy)]
-pub struct Engine {
-    journal: fn(&mut TurnState, &JournalEvent, &Value),
-    frame: fn(&mut TurnState, &str, &str, &str, u64, &str),
-}
-
-impl Engine {
-    /// Applies a journal row, new to the turn.
-    pub(super) fn journal(self, state: &mut TurnState, event: &JournalEvent, context: &Value) {
-        (self.journal)(state, event, context)
-    }
-
-    /// Applies a live frame (its type, data and id; `seq` read from the id), new to the turn.
-    pub(super) fn frame(
-        self,
-        state: &mut TurnState,
-        kind: &str,
-        data: &str,
-        id: &str,
-        seq: u64,
-        session_id: &str,
-    ) {
-        (self.frame)(state, kind, data, id, seq, session_id)
-    }
-}
+use crate::api::TurnData;
 
 /// The engine. In a split browser build only the turns' part calls this, so that the engine's
 /// code goes into that part; the page then has it through [`install`] and [`now`].
@@ -70,22 +45,29 @@ pub fn now() -> Option<Engine> {
     Some(build())
 }
 
-/// A row or a frame that came before the engine, kept as it came.
-#[derive(Clone, Debug)]
-pub(crate) enum Held {
-    /// A journal row, with the context it is applied in.
-    Journal { event: JournalEvent, context: Value },
-    /// A live frame.
-    Frame {
-        kind: String,
-        data: String,
-        id: String,
-        seq: u64,
-        session_id: String,
-    },
-}
-
 impl TurnState {
+    /// A turn rebuilt from its journal.
+    pub fn new(session_id: &str, turn: &TurnData) -> Self {
+        Self::with_engine(now(), session_id, turn)
+    }
+
+    /// Applies a journal row (from the page data); returns whether it was new.
+    pub fn apply_journal(&mut self, event: &JournalEvent, context: &Value) -> bool {
+        self.apply_journal_with(now(), event, context)
+    }
+
+    /// Applies a live SSE frame; returns whether it was new. Frames at or below the last seq
+    /// were already applied (from the page data or before a reconnect) and change nothing.
+    pub fn apply_frame(
+        &mut self,
+        kind: &str,
+        data: &str,
+        last_event_id: &str,
+        session_id: &str,
+    ) -> bool {
+        self.apply_frame_with(now(), kind, data, last_event_id, session_id)
+    }
+
     /// Applies a journal row the turn has not seen.
     fn absorb_journal(&mut self, event: &JournalEvent, context: &Value) {
         let input = json!({

@@ -4,7 +4,6 @@
 use anchor::{EventKind, Kind, Mode, Registry, Seed, TerminalState};
 use serde_json::{json, Value};
 
-use super::engine::{self, Engine, Held};
 use super::segments::{Segment, SegmentKind};
 use super::worklog::step_count;
 use crate::api::{JournalEvent, TurnData, TurnNotices, TurnSnapshot};
@@ -81,6 +80,49 @@ pub(super) fn ctx(session_id: &str, run_id: &str) -> Value {
     json!({"session_id": session_id, "stream_id": run_id})
 }
 
+/// What applies rows and frames to a turn: the functions of [`super::engine`], which a split
+/// browser build fetches with the turns' part.
+#[derive(Clone, Copy)]
+pub struct Engine {
+    pub(super) journal: fn(&mut TurnState, &JournalEvent, &Value),
+    pub(super) frame: fn(&mut TurnState, &str, &str, &str, u64, &str),
+}
+
+impl Engine {
+    /// Applies a journal row, new to the turn.
+    fn journal(self, state: &mut TurnState, event: &JournalEvent, context: &Value) {
+        (self.journal)(state, event, context)
+    }
+
+    /// Applies a live frame (its type, data and id; `seq` read from the id), new to the turn.
+    fn frame(
+        self,
+        state: &mut TurnState,
+        kind: &str,
+        data: &str,
+        id: &str,
+        seq: u64,
+        session_id: &str,
+    ) {
+        (self.frame)(state, kind, data, id, seq, session_id)
+    }
+}
+
+/// A row or a frame that came before the engine, kept as it came.
+#[derive(Clone, Debug)]
+enum Held {
+    /// A journal row, with the context it is applied in.
+    Journal { event: JournalEvent, context: Value },
+    /// A live frame.
+    Frame {
+        kind: String,
+        data: String,
+        id: String,
+        seq: u64,
+        session_id: String,
+    },
+}
+
 /// How a turn's answer stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AnswerState {
@@ -107,8 +149,8 @@ impl AnswerState {
 }
 
 impl TurnState {
-    /// A turn rebuilt from its journal.
-    pub fn new(session_id: &str, turn: &TurnData) -> Self {
+    /// A turn rebuilt from its journal with this engine (see [`TurnState::new`]).
+    pub(crate) fn with_engine(engine: Option<Engine>, session_id: &str, turn: &TurnData) -> Self {
         let registry = Registry::new(
             &Seed::new(session_id)
                 .turn(turn.turn_id.clone())
@@ -142,14 +184,9 @@ impl TurnState {
         }
         let context = ctx(session_id, &turn.run_id);
         for event in &turn.events {
-            state.apply_journal(event, &context);
+            state.apply_journal_with(engine, event, &context);
         }
         state
-    }
-
-    /// Applies a journal row (from the page data); returns whether it was new.
-    pub fn apply_journal(&mut self, event: &JournalEvent, context: &Value) -> bool {
-        self.apply_journal_with(engine::now(), event, context)
     }
 
     /// [`TurnState::apply_journal`] with this engine (`None`: it has not come yet, and the row
@@ -175,18 +212,6 @@ impl TurnState {
             ),
         }
         true
-    }
-
-    /// Applies a live SSE frame; returns whether it was new. Frames at or below the last seq
-    /// were already applied (from the page data or before a reconnect) and change nothing.
-    pub fn apply_frame(
-        &mut self,
-        kind: &str,
-        data: &str,
-        last_event_id: &str,
-        session_id: &str,
-    ) -> bool {
-        self.apply_frame_with(engine::now(), kind, data, last_event_id, session_id)
     }
 
     /// [`TurnState::apply_frame`] with this engine (`None`: it has not come yet, and the

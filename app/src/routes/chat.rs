@@ -79,6 +79,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         #[cfg(not(feature = "hydrate"))]
         let _ = text;
     });
+    provide_context(crate::state::Sender(on_send));
     let on_retry = Callback::new(move |_: ()| {
         #[cfg(feature = "hydrate")]
         crate::outbox::attempt(chat);
@@ -127,7 +128,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
     let skip_to_composer = move |ev: leptos::ev::MouseEvent| {
         ev.prevent_default();
         #[cfg(feature = "hydrate")]
-        crate::components::focus_composer();
+        crate::document::focus_composer();
     };
     let jump = move |_| {
         chat.following.set(true);
@@ -319,7 +320,7 @@ fn shortcuts(chat: ChatState, stop: Callback<()>, set_mode: Callback<Mode>) {
                 true
             }
             (false, true, "escape") if !chat.settings.get_untracked() => {
-                crate::components::focus_composer();
+                crate::document::focus_composer();
                 true
             }
             (true, false, ".") => {

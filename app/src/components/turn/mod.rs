@@ -494,8 +494,7 @@ fn card_action(
     let usable = if continues { can_continue } else { can_change };
     let on_click = move |_| {
         if continues {
-            #[cfg(feature = "hydrate")]
-            crate::outbox::send(use_chat(), "Continue".to_owned());
+            crate::state::send_message("Continue".to_owned());
         } else {
             retry.run(());
         }
@@ -686,8 +685,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                             title="Ask the model to go on from where the answer stopped"
                             disabled=dynamic(move || !can_retry.get())
                             on:click=move |_| {
-                                #[cfg(feature = "hydrate")]
-                                crate::outbox::send(use_chat(), "Continue".to_owned());
+                                crate::state::send_message("Continue".to_owned());
                             }
                         >
                             "Continue"
