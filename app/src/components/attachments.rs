@@ -152,7 +152,7 @@ pub(crate) fn drag(chat: crate::state::ChatState, ev: &leptos::ev::DragEvent, wh
                 chat.dragging.set(false);
                 if let Some(files) = data.files() {
                     attach(chat, &files);
-                    super::composer::focus_field();
+                    crate::document::focus_composer();
                 }
             }
         }

@@ -208,19 +208,6 @@ pub(crate) fn Composer(
     }
 }
 
-/// Puts the focus in the message field.
-#[cfg(feature = "hydrate")]
-pub(crate) fn focus_field() {
-    use wasm_bindgen::JsCast;
-    if let Some(el) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id(COMPOSER_ID))
-        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
-    {
-        let _ = el.focus();
-    }
-}
-
 /// The `data-action` of the button for its label.
 fn action(label: &str) -> &'static str {
     match label {
