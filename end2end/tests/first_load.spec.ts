@@ -1,9 +1,9 @@
 import { test, expect } from "./fixtures";
-import type { APIRequestContext, Page } from "@playwright/test";
+import type { APIRequestContext, Locator, Page } from "@playwright/test";
 import { execFileSync } from "child_process";
 import { readFileSync } from "fs";
 import { join } from "path";
-import { hydrated, isPhone, lastTurn, newSession, openNewSession, send, setMode, settled, startTurn, waitRunEnd } from "./support";
+import { hydrated, isPhone, lastTurn, layoutShifts, newSession, openNewSession, send, setMode, settled, startTurn, waitRunEnd, watchLayout } from "./support";
 
 // What a first visit downloads before the page is live, measured as the issue states it:
 // `gzip -9` of each file the page fetched from the bundle (wasm, its JS, the stylesheet, the
@@ -175,6 +175,89 @@ async function withoutTurnPart(page: Page, request: APIRequestContext): Promise<
   test.skip(!split, "the bundle is not split (a dev build)");
   return session;
 }
+
+/** Holds the turns' part's file on its way until the answer is called. */
+async function holdTurnPart(page: Page): Promise<() => void> {
+  let release!: () => void;
+  const gate = new Promise<void>((go) => (release = go));
+  await page.route(TURN_PART, async (route) => {
+    await gate;
+    await route.continue();
+  });
+  return release;
+}
+
+/** Opens a new conversation while the turns' part is held; skips a build that is not split. */
+async function beforeTurnPart(page: Page, request: APIRequestContext): Promise<() => void> {
+  const release = await holdTurnPart(page);
+  await openNewSession(page, request);
+  const live = await liveAt(page);
+  const split = (await bundleFiles(page)).some((f) => f.start < live && f.path.includes("__wasm_split"));
+  test.skip(!split, "the bundle is not split (a dev build)");
+  await expect(page.locator(".app[data-turns='ready']")).toHaveCount(0);
+  // On a phone the list is a drawer, opened by the page's own button.
+  if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
+  return release;
+}
+
+/** Where `locator` is once it stopped moving (a drawer slides in). */
+async function restingBox(locator: Locator) {
+  let last = await locator.boundingBox();
+  await expect
+    .poll(async () => {
+      const now = await locator.boundingBox();
+      const same = JSON.stringify(now) === JSON.stringify(last);
+      last = now;
+      return same;
+    }, { intervals: [100] })
+    .toBe(true);
+  return last;
+}
+
+test("the sidebar the server drew takes a press before its part comes, and nothing moves when the page takes it over", async ({ page, request }) => {
+  const other = await newSession(request);
+  await waitRunEnd(request, await startTurn(request, other, "tell me about lighthouses"));
+  const release = await beforeTurnPart(page, request);
+  const row = page.locator(`[data-session-id='${other}']`);
+  await expect(row).toBeVisible();
+  const before = await restingBox(row);
+  const search = page.getByRole("searchbox", { name: "Search conversations" });
+  const searchBefore = await search.boundingBox();
+  await watchLayout(page);
+  // The row's "⋯", pressed before the code that opens its menu is here: nothing yet.
+  await row.getByRole("button", { name: "More for this conversation" }).click();
+  await expect(row.getByRole("menuitem")).toHaveCount(0);
+  release();
+  await expect(page.locator(".app[data-turns='ready']")).toHaveCount(1);
+  // The press was kept: the menu opens, its first item focused, as a press after would.
+  await expect(row.getByRole("menuitem", { name: "Rename" })).toBeVisible();
+  await expect(row.getByRole("menuitem").first()).toBeFocused();
+  // The same list, in the same place: what the server drew was taken over, not moved.
+  expect(await row.boundingBox()).toEqual(before);
+  expect(await search.boundingBox()).toEqual(searchBefore);
+  expect((await layoutShifts(page)).total).toBe(0);
+  await page.keyboard.press("Escape");
+  await expect(row.getByRole("menuitem")).toHaveCount(0);
+  await expect(row.getByRole("button", { name: "More for this conversation" })).toBeFocused();
+});
+
+test("a search typed before the sidebar's part comes is run when it comes, the focus kept", async ({ page, request }) => {
+  const word = `lighthouses${Date.now()}`;
+  const found = await newSession(request);
+  await waitRunEnd(request, await startTurn(request, found, `tell me about ${word}`));
+  const other = await newSession(request);
+  await waitRunEnd(request, await startTurn(request, other, "tell me about penguins"));
+  const release = await beforeTurnPart(page, request);
+  const search = page.getByRole("searchbox", { name: "Search conversations" });
+  await search.fill(word);
+  // Not searched yet: every conversation is still listed.
+  await expect(page.locator(`[data-session-id='${other}']`)).toBeVisible();
+  release();
+  await expect(page.locator(".session-row")).toHaveCount(1);
+  await expect(page.locator(`[data-session-id='${found}']`)).toBeVisible();
+  await expect(search).toHaveValue(word);
+  await expect(search).toBeFocused();
+});
 
 test("a message sent while the turns' part cannot come waits, and goes once it can", async ({ page, request }) => {
   await withoutTurnPart(page, request);

@@ -21,6 +21,8 @@ pub(crate) fn Composer(
 ) -> impl IntoView {
     let chat = use_chat();
     let draft = chat.draft;
+    // The microphone comes with the turns' part.
+    let voice_part = super::turns::live_part();
     // Nothing to send: no text and no file kept by the server.
     let blank = move || {
         draft.with(|text| text.trim().is_empty())
@@ -191,7 +193,7 @@ pub(crate) fn Composer(
                     }
                 }
             ></textarea>
-            <super::VoiceButton draft=draft />
+            {move || voice_part().map(|p| (p.voice)(draft))}
             <button
                 type="submit"
                 class="composer-send"

@@ -1,9 +1,11 @@
 //! Presentational components: they take plain data or signals and own only UI-local state.
 
+pub(crate) mod adopted;
 mod attachments;
 mod cards;
 mod composer;
 mod empty_chat;
+mod export;
 pub(crate) mod menu;
 mod message;
 mod model_picker;
@@ -31,19 +33,20 @@ pub(crate) use composer::Composer;
 #[cfg(feature = "hydrate")]
 pub(crate) use composer::{store_draft, stored_draft};
 pub(crate) use empty_chat::EmptyChat;
-pub(crate) use model_picker::ModelPicker;
+use export::ExportMenu;
+use model_picker::ModelPicker;
 #[cfg(feature = "hydrate")]
 pub(crate) use passkeys::Passkeys;
-pub(crate) use settings::Settings;
+use settings::Settings;
 #[cfg(feature = "hydrate")]
 pub(crate) use share::share;
 #[cfg(feature = "hydrate")]
 pub(crate) use share::SharedLinks;
 #[cfg(feature = "hydrate")]
 pub(crate) use sidebar::place_in;
-pub(crate) use sidebar::Sidebar;
+use sidebar::Sidebar;
 
-pub(crate) use toast::ToastNotice;
+use toast::ToastNotice;
 #[cfg(feature = "hydrate")]
 pub(crate) use toast::{show_link, show_toast};
 pub(crate) use todos::TodoPanel;
@@ -51,4 +54,4 @@ pub(crate) use todos::TodoPanel;
 pub use turns::load_turn_views;
 pub(crate) use turns::use_drawer;
 pub use turns::TURN_PART;
-pub(crate) use voice::VoiceButton;
+use voice::VoiceButton;

@@ -192,7 +192,8 @@ impl Entry {
     }
 }
 
-/// The sessions sidebar; on a phone it is a drawer that `on_close` dismisses.
+/// What the sessions sidebar holds (the page draws `<nav id="sidebar">` around it); on a phone
+/// the sidebar is a drawer that `on_close` dismisses.
 #[component]
 pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
     let chat = use_chat();
@@ -379,7 +380,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         })
     };
     view! {
-        <nav id="sidebar" class="sidebar" aria-label="Sessions">
+        <>
             <div class="sidebar-header">
                 <span class="brand">"Anchorage"</span>
                 <button
@@ -475,6 +476,6 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             </p>
             {account}
             </div>
-        </nav>
+        </>
     }
 }

@@ -48,9 +48,10 @@ pub(crate) fn ToastNotice() -> impl IntoView {
             });
         }
     };
+    // The page draws the region around it (`toast-region`, a live region: there before
+    // anything is said in it).
     view! {
-        <div class="toast-region" role="status" aria-live="polite">
-            {move || chat.toast.get().map(|toast| view! {
+        {move || chat.toast.get().map(|toast| view! {
                 <div class="toast">
                     <span>{toast.message}</span>
                     {toast.link.map(|link| {
@@ -85,7 +86,6 @@ pub(crate) fn ToastNotice() -> impl IntoView {
                     })}
                 </div>
             })}
-        </div>
     }
 }
 

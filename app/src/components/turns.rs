@@ -5,11 +5,20 @@
 //! own. A page that has turns fetches that file before it hydrates (it must draw what the
 //! server rendered); a page that has none comes alive without it and fetches it right after,
 //! so that the first answer finds it there. Other builds draw turns from the bundle.
+//!
+//! The part draws the sidebar, the model picker, the Export menu, Settings and toasts too: the
+//! server draws them on every page, and a page that came alive without the part takes them
+//! over when it comes ([`super::adopted`]).
 
 use leptos::prelude::*;
 
 use super::turn::TurnView;
-use super::{PendingCards, TodoPanel};
+use anchor::Mode;
+
+use super::{
+    ExportMenu, MessageFiles, ModelPicker, PendingCards, Settings, Sidebar, ToastNotice, TodoPanel,
+    VoiceButton,
+};
 use crate::state::TurnHandle;
 
 /// The name of the split-off part that draws turns, as the build's split manifest
@@ -27,6 +36,23 @@ pub(crate) struct TurnPart {
     /// What waits on the reader at the end of the conversation: the todo list of the turn at
     /// work and the cards of its open requests (only a page with turns has them).
     pub dock: fn() -> AnyView,
+    /// The list of conversations (inside `<nav id="sidebar">`), which `on_close` dismisses
+    /// on a phone. The server draws it on every page; a page that came alive before the part
+    /// takes it over then (see `adopted`).
+    pub sidebar: fn(Callback<()>) -> AnyView,
+    /// The model picker under the composer (taken over the same way).
+    pub model_picker: fn() -> AnyView,
+    /// The header's Export menu.
+    pub export: fn() -> AnyView,
+    /// The Settings dialog (closed until the sidebar's Settings, which the part draws).
+    pub settings: fn(Callback<Mode>) -> AnyView,
+    /// What a toast says (inside the page's live region).
+    pub toast: fn() -> AnyView,
+    /// The follow-ups queued behind the running turn, after the turns.
+    pub queued: fn() -> AnyView,
+    /// The composer's microphone button (the page shows it once live, where the browser
+    /// recognizes speech), filling `draft`.
+    pub voice: fn(RwSignal<String>) -> AnyView,
 }
 
 fn draw(turn: TurnHandle) -> AnyView {
@@ -41,8 +67,60 @@ fn dock() -> AnyView {
     .into_any()
 }
 
+fn sidebar(on_close: Callback<()>) -> AnyView {
+    view! { <Sidebar on_close=on_close /> }.into_any()
+}
+
+fn model_picker() -> AnyView {
+    view! { <ModelPicker /> }.into_any()
+}
+
+fn export() -> AnyView {
+    view! { <ExportMenu /> }.into_any()
+}
+
+fn settings(set_mode: Callback<Mode>) -> AnyView {
+    view! { <Settings set_mode=set_mode /> }.into_any()
+}
+
+fn toast() -> AnyView {
+    view! { <ToastNotice /> }.into_any()
+}
+
+fn queued() -> AnyView {
+    let chat = crate::state::use_chat();
+    view! {
+        <For
+            each=move || chat.queued.get()
+            key=|q| q.id.clone()
+            children=move |q| view! {
+                <div class="queued" data-queued-id=q.id.clone()>
+                    <span class="queued-label">"Queued"</span>
+                    <span class="queued-text">{q.content.clone()}</span>
+                    <MessageFiles files=q.attachments.clone() />
+                </div>
+            }
+        />
+    }
+    .into_any()
+}
+
+fn voice(draft: RwSignal<String>) -> AnyView {
+    view! { <VoiceButton draft=draft /> }.into_any()
+}
+
 #[cfg(not(all(feature = "hydrate", feature = "split")))]
-const BUILT_IN: TurnPart = TurnPart { draw, dock };
+const BUILT_IN: TurnPart = TurnPart {
+    draw,
+    dock,
+    sidebar,
+    model_picker,
+    export,
+    settings,
+    toast,
+    queued,
+    voice,
+};
 
 #[cfg(all(feature = "hydrate", feature = "split"))]
 mod split {
@@ -58,6 +136,13 @@ mod split {
             let part = TurnPart {
                 draw: super::draw,
                 dock: super::dock,
+                sidebar: super::sidebar,
+                model_picker: super::model_picker,
+                export: super::export,
+                settings: super::settings,
+                toast: super::toast,
+                queued: super::queued,
+                voice: super::voice,
             };
             (part, crate::model::engine::build())
         }
@@ -157,10 +242,26 @@ pub(crate) fn use_drawer(chat: crate::state::ChatState, wanted: Memo<bool>) -> D
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = (chat, wanted, set_part);
-    Drawer {
+    let drawer = Drawer {
         part,
         failed,
         set_failed,
         ask,
+    };
+    // For the views below the page that the part draws a piece of (the composer's voice).
+    provide_context(drawer);
+    drawer
+}
+
+/// What the part draws, once the page is live and the part is here (never on the server,
+/// nor while the page hydrates: a piece that only the browser shows).
+pub(crate) fn live_part() -> impl Fn() -> Option<TurnPart> + Copy {
+    let drawer = use_context::<Drawer>();
+    let live = RwSignal::new(false);
+    Effect::new(move |_| live.set(true));
+    move || {
+        live.get()
+            .then(|| drawer.and_then(|d| d.part.get()))
+            .flatten()
     }
 }

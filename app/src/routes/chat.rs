@@ -3,10 +3,8 @@ use leptos::either::EitherOf3;
 use leptos::prelude::*;
 
 use crate::api::SessionPage;
-use crate::components::menu::Menu;
-use crate::components::{
-    use_drawer, Composer, EmptyChat, ModelPicker, Settings, Sidebar, ToastNotice,
-};
+use crate::components::adopted::{adopted, slot};
+use crate::components::{use_drawer, Composer, EmptyChat};
 use crate::dynamic::{dynamic, either, flag};
 use crate::state::{ChatState, TurnHandle};
 
@@ -95,22 +93,20 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
         }
     });
 
-    let export = move |format: &'static str| {
-        move || {
-            chat.session_id.get().map(|session_id| {
-                let query = crate::api::ExportQuery {
-                    session_id,
-                    format: Some(format.to_owned()),
-                };
-                crate::base::href(&crate::api::url(crate::api::paths::SESSION_EXPORT, &query))
-            })
-        }
-    };
     let has_turns = Memo::new(move |_| chat.turns.with(|t| !t.is_empty()));
     // How turns are drawn: in a split build, a part fetched once the page is live (or before
     // it hydrates, when it has turns; see `components::turns`).
     let drawer = use_drawer(chat, has_turns);
     let retry_drawer = move |_| drawer.retry();
+    let close_drawer = Callback::new(move |_: ()| set_drawer_open.set(false));
+    // A conversation chosen in the sidebar before its part came opens in place too.
+    let open_link = Callback::new(move |path: String| {
+        set_drawer_open.set(false);
+        #[cfg(feature = "hydrate")]
+        crate::nav::go(chat, &path);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = path;
+    });
     let on_show_earlier = move |_| {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
@@ -143,7 +139,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
             class="app"
             data-hydrated=dynamic(move || hydrated.get().then_some("true"))
             data-markdown=dynamic(move || renderer_ready.get().then_some("ready"))
-            data-turns=dynamic(move || drawer.part.with(Option::is_some).then_some("ready"))
+            // The browser's state, never the server's (whose build draws turns at once).
+            data-turns=dynamic(move || (hydrated.get() && drawer.part.with(Option::is_some)).then_some("ready"))
             data-drawer=either(move || drawer_open.get(), "open", "closed")
             data-connection=dynamic(move || chat.connection.get().as_str())
             on:keydown=move |ev: leptos::ev::KeyboardEvent| {
@@ -153,7 +150,14 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
             }
         >
             <a class="skip-link" href="#composer-input" on:click=skip_to_composer>"Skip to the message box"</a>
-            <Sidebar on_close=move || set_drawer_open.set(false) />
+            // Drawn by the turns' part; a page that came alive before it takes it over then.
+            {adopted(
+                drawer.part,
+                "sidebar",
+                leptos::html::nav().id("sidebar").class("sidebar").aria_label("Sessions"),
+                Some(open_link),
+                move |p| (p.sidebar)(close_drawer),
+            )}
             <div class="drawer-scrim" aria-hidden="true" on:click=move |_| set_drawer_open.set(false)></div>
             <main
                 class="chat"
@@ -197,12 +201,7 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                             <span class="mode-label">"Stream"</span>
                         </button>
                     </div>
-                    {move || chat.session_id.with(Option::is_some).then(|| view! {
-                        <Menu label="Export".to_owned() class="export-menu">
-                            <a role="menuitem" href=export("md") download="">"Export Markdown"</a>
-                            <a role="menuitem" href=export("jsonl") download="">"Export journal (JSONL)"</a>
-                        </Menu>
-                    })}
+                    {slot(drawer.part, "export-slot", |p| (p.export)())}
                 </header>
                 {move || chat.saved.get().then(|| view! {
                     <p class="offline-banner" role="status">"Offline — showing what was saved"</p>
@@ -253,17 +252,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         }),
                         (false, _) => EitherOf3::C(view! { <EmptyChat /> }),
                     }}
-                    <For
-                        each=move || chat.queued.get()
-                        key=|q| q.id.clone()
-                        children=move |q| view! {
-                            <div class="queued" data-queued-id=q.id.clone()>
-                                <span class="queued-label">"Queued"</span>
-                                <span class="queued-text">{q.content.clone()}</span>
-                                <crate::components::MessageFiles files=q.attachments.clone() />
-                            </div>
-                        }
-                    />
+                    // Follow-ups wait on a running turn: only a page with turns has them.
+                    {move || has_turns.get().then(|| drawer.part.get().map(|p| (p.queued)()))}
                     // What waits on the reader, at the end of the conversation and kept in view
                     // at the bottom edge: a card that comes or goes here moves nothing above it.
                     <div class="transcript-dock">
@@ -293,12 +283,22 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 </section>
                 <div class="dock">
                     <Composer on_send=on_send on_stop=on_stop on_retry=on_retry />
-                    <ModelPicker />
+                    {slot(drawer.part, "model-slot", |p| (p.model_picker)())}
                 </div>
                 <div class="visually-hidden" aria-live="polite" aria-atomic="true">{dynamic(move || chat.announcement.get())}</div>
             </main>
-            <Settings set_mode=set_mode />
-            <ToastNotice />
+            {slot(drawer.part, "settings-slot", move |p| (p.settings)(Callback::new(set_mode)))}
+            {adopted(
+                drawer.part,
+                "toasts",
+                leptos::html::div()
+                    .id("toasts")
+                    .class("toast-region")
+                    .role("status")
+                    .aria_live("polite"),
+                None,
+                |p| (p.toast)(),
+            )}
         </div>
     }
 }

@@ -1,0 +1,32 @@
+use leptos::prelude::*;
+
+use super::menu::Menu;
+use crate::state::use_chat;
+
+/// The header's Export menu, for a conversation that is stored: its branch shown as
+/// Markdown, or its journal as JSONL (downloaded from the server).
+#[component]
+pub(crate) fn ExportMenu() -> impl IntoView {
+    let chat = use_chat();
+    let export = move |format: &'static str| {
+        move || {
+            chat.session_id.get().map(|session_id| {
+                let query = crate::api::ExportQuery {
+                    session_id,
+                    format: Some(format.to_owned()),
+                };
+                crate::base::href(&crate::api::url(crate::api::paths::SESSION_EXPORT, &query))
+            })
+        }
+    };
+    move || {
+        chat.session_id.with(Option::is_some).then(|| {
+            view! {
+                <Menu label="Export".to_owned() class="export-menu">
+                    <a role="menuitem" href=export("md") download="">"Export Markdown"</a>
+                    <a role="menuitem" href=export("jsonl") download="">"Export journal (JSONL)"</a>
+                </Menu>
+            }
+        })
+    }
+}
