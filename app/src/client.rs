@@ -9,12 +9,12 @@ use serde_json::Value;
 
 use crate::api::{self, paths};
 use crate::api::{
-    ApprovalBody, BranchBody, Branched, Cancelled, CeremonyStart, ClarifyBody, Done, EditBody,
-    GrantList, JournalPage, JournalQuery, ListQuery, ModelBody, ModelChosen, ModelList,
-    ModelsQuery, NewSessionBody, PageQuery, PasskeyAnswer, PasskeyFinishBody, PasskeyList,
-    PlaceBody, Queued, RenameBody, RevokeBody, RunBody, SearchQuery, SendBody, SessionAnswer,
-    SessionBody, SessionList, SessionPage, ShareAnswer, ShareBody, ShareList, Started, StreamQuery,
-    UploadQuery, Uploaded,
+    ApprovalBody, BranchBody, Branched, Cancelled, CeremonyStart, ClarifyBody, ContextQuery,
+    ContextUse, Done, EditBody, GrantList, JournalPage, JournalQuery, ListQuery, ModelBody,
+    ModelChosen, ModelList, ModelsQuery, NewSessionBody, PageQuery, PasskeyAnswer,
+    PasskeyFinishBody, PasskeyList, PlaceBody, Queued, RenameBody, RevokeBody, RunBody,
+    SearchQuery, SendBody, SessionAnswer, SessionBody, SessionList, SessionPage, ShareAnswer,
+    ShareBody, ShareList, Started, StreamQuery, UploadQuery, Uploaded,
 };
 use crate::base::href;
 
@@ -90,6 +90,11 @@ pub async fn archive(body: &PlaceBody) -> Result<SessionAnswer, Failure> {
 /// The models the provider offers (`refresh`: ask it again).
 pub async fn models(refresh: bool) -> Result<ModelList, Failure> {
     get(paths::MODELS, &ModelsQuery { refresh }).await
+}
+
+/// How much of the model's context the conversation's next turn would use.
+pub async fn context_use(query: &ContextQuery) -> Result<ContextUse, Failure> {
+    get(paths::SESSION_CONTEXT, query).await
 }
 
 /// The model a conversation asks for from now on.

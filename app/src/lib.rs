@@ -36,6 +36,7 @@ pub mod base;
 mod branches;
 #[cfg(feature = "hydrate")]
 mod client;
+pub mod commands;
 mod components;
 mod document;
 mod dynamic;

@@ -136,6 +136,7 @@ fn open(chat: ChatState, path: String, push: bool) {
             user: chat.user.get_untracked(),
             mode: None,
             examples: chat.examples.get_untracked(),
+            commands: chat.commands.get_untracked(),
             default_model: chat.default_model.get_untracked(),
             theme: None,
             now: chat.clock.get_untracked().now,

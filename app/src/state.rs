@@ -194,6 +194,8 @@ pub struct ChatState {
     pub pinned: StoredValue<Option<String>>,
     /// Prompts an empty conversation offers.
     pub examples: RwSignal<Vec<crate::api::Example>>,
+    /// The agent's own slash commands (see [`crate::commands`]).
+    pub commands: RwSignal<Vec<crate::api::Example>>,
     /// The model conversations get unless they ask for another (`None`: who answers offers
     /// no choice, and the composer shows no picker).
     pub default_model: RwSignal<Option<String>>,
@@ -333,6 +335,7 @@ impl ChatState {
             turns,
             idle,
             examples: RwSignal::new(Vec::new()),
+            commands: RwSignal::new(Vec::new()),
             default_model: RwSignal::new(None),
             model: RwSignal::new(None),
             models: RwSignal::new(Vec::new()),
@@ -394,6 +397,7 @@ impl ChatState {
         }
         self.agent.set(page.agent.clone());
         self.examples.set(page.examples.clone());
+        self.commands.set(page.commands.clone());
         self.default_model.set(page.default_model.clone());
         self.model
             .set(page.session.as_ref().and_then(|s| s.model.clone()));
@@ -694,6 +698,16 @@ pub fn use_chat() -> ChatState {
 /// as if typed (a prompt to try, "Continue"): the outbox sits above the views.
 #[derive(Clone, Copy)]
 pub struct Sender(pub Callback<String>);
+
+/// What the page does that a slash command may ask for (see [`crate::commands`]).
+#[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+pub struct PageCommands {
+    /// Stops the running turn.
+    pub stop: Callback<()>,
+    /// Shows turns in this view.
+    pub set_mode: Callback<anchor::Mode>,
+}
 
 /// Sends `text` as the page sends what is typed.
 pub fn send_message(text: String) {

@@ -454,7 +454,7 @@ async fn journal_benchmark(db: TestDb) -> Value {
     let journal = server::journal::Journal::spawn(
         store.clone(),
         server::hub::Hub::default(),
-        Arc::clone(&state.stats),
+        Arc::clone(&state.metrics),
     );
     let new_run = |n: usize| {
         let store = Arc::clone(&store);

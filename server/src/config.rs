@@ -79,6 +79,15 @@ pub struct Config {
     #[arg(long, global = true, env = "ANCHORAGE_ADDR")]
     pub addr: Option<SocketAddr>,
 
+    /// Serve Prometheus metrics at `/metrics` on this address (loopback only; off unless set)
+    #[arg(long, global = true, env = "ANCHORAGE_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// Send OpenTelemetry traces over OTLP/HTTP (protobuf) to this collector
+    /// (`http://127.0.0.1:4318`: spans go to its `/v1/traces`); off unless set
+    #[arg(long, global = true, env = "ANCHORAGE_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+
     /// The address people reach the server at, through a proxy (`https://chat.example.org`): its
     /// host passes the Host check and its origin the cross-site check; https marks the sign-in
     /// cookie Secure

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::hub::{Frame, Hub};
-use crate::limits::Stats;
+use crate::metrics::Metrics;
 use crate::store::prelude::*;
 use crate::store::{JournalOp, NewEvent, SettledAnswer, StoreError};
 
@@ -73,9 +73,9 @@ pub fn event(kind: EventKind, payload: Value, terminal_state: Option<TerminalSta
 
 impl Journal {
     /// Starts the writer task.
-    pub fn spawn(store: Arc<dyn JournalStore>, hub: Hub, stats: Arc<Stats>) -> Journal {
+    pub fn spawn(store: Arc<dyn JournalStore>, hub: Hub, metrics: Arc<Metrics>) -> Journal {
         let (tx, rx) = mpsc::channel::<Request>(4096);
-        tokio::spawn(write_loop(store, hub, rx, stats));
+        tokio::spawn(write_loop(store, hub, rx, metrics));
         Journal { tx }
     }
 
@@ -176,7 +176,7 @@ const RETRY_AFTER: [std::time::Duration; 3] = [
 async fn commit_with_retry(
     store: &dyn JournalStore,
     ops: Vec<JournalOp>,
-    stats: &Stats,
+    metrics: &Metrics,
 ) -> Vec<Result<Vec<Frame>, StoreError>> {
     let mut last = match store.commit(ops.clone()).await {
         Ok(results) => return results,
@@ -184,7 +184,7 @@ async fn commit_with_retry(
     };
     for pause in RETRY_AFTER {
         tracing::warn!("journal commit failed ({last}); trying again in {pause:?}");
-        Stats::add(&stats.journal_retries, 1);
+        Metrics::add(&metrics.journal_retries, 1);
         tokio::time::sleep(pause).await;
         match store.commit(ops.clone()).await {
             Ok(results) => return results,
@@ -212,13 +212,19 @@ async fn write_loop(
     store: Arc<dyn JournalStore>,
     hub: Hub,
     mut rx: mpsc::Receiver<Request>,
-    stats: Arc<Stats>,
+    metrics: Arc<Metrics>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let (ops, replies): (Vec<_>, Vec<_>) = batch.drain(..).map(|r| (r.op, r.reply)).unzip();
-        Stats::add(&stats.journal_batches, 1);
-        let results = commit_with_retry(&*store, ops, &stats).await;
+        Metrics::add(&metrics.journal_batches, 1);
+        let events = ops.len();
+        let began = std::time::Instant::now();
+        let results = commit_with_retry(&*store, ops, &metrics).await;
+        metrics
+            .journal_commit
+            .observe(&[], began.elapsed().as_secs_f64());
+        metrics.journal_batch.observe(&[], events as f64);
         for (result, reply) in results.into_iter().zip(replies) {
             let result = result.map(|rows| {
                 rows.into_iter()
@@ -310,11 +316,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Flaky::open(dir.path()).await;
         let run = running_run(&store).await;
-        let stats = Arc::new(Stats::default());
+        let metrics = Arc::new(Metrics::default());
         let journal = Journal::spawn(
             Arc::clone(&store) as Arc<dyn JournalStore>,
             Hub::default(),
-            Arc::clone(&stats),
+            Arc::clone(&metrics),
         );
         // Two failures: the third try commits.
         store.failures.store(2, Ordering::SeqCst);
@@ -338,7 +344,7 @@ mod tests {
                 .unwrap()
                 .expect("journaled despite the failures");
         }
-        assert_eq!(Stats::get(&stats.journal_retries), 2);
+        assert_eq!(Metrics::get(&metrics.journal_retries), 2);
         let rows = store.inner.events(&run, 0, None, 100).await.unwrap();
         assert_eq!(rows.len(), 20);
         let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
@@ -461,8 +467,8 @@ mod tests {
             .collect();
         // The batch and its three retries fail; then each op alone, the first of which fails.
         store.failures.store(5, Ordering::SeqCst);
-        let stats = Stats::default();
-        let results = commit_with_retry(&*store, ops, &stats).await;
+        let metrics = Metrics::default();
+        let results = commit_with_retry(&*store, ops, &metrics).await;
         assert_eq!(results.len(), 3);
         assert!(results[0].is_err());
         assert!(

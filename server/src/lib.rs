@@ -33,6 +33,7 @@ pub mod error;
 pub mod hub;
 pub mod journal;
 pub mod limits;
+pub mod metrics;
 pub mod offline;
 pub mod pages;
 pub mod protocols;
@@ -84,7 +85,7 @@ pub struct AppState {
     #[from_ref(skip)]
     pub connections: Arc<limits::Gate>,
     /// Counters about the server itself.
-    pub stats: Arc<limits::Stats>,
+    pub metrics: Arc<metrics::Metrics>,
     /// This build's bundle (its id, its files), which pages link and the service worker keeps.
     pub bundle: Arc<offline::Bundle>,
 }
@@ -142,9 +143,16 @@ impl AppState {
         lease: Duration,
     ) -> Self {
         let hub = Hub::default();
-        let stats = Arc::new(limits::Stats::default());
-        let journal = Journal::spawn(store.clone(), hub.clone(), Arc::clone(&stats));
-        let runner = Runner::new(Arc::clone(&store), journal, hub.clone(), adapter, lease);
+        let metrics = Arc::new(metrics::Metrics::default());
+        let journal = Journal::spawn(store.clone(), hub.clone(), Arc::clone(&metrics));
+        let runner = Runner::new(
+            Arc::clone(&store),
+            journal,
+            hub.clone(),
+            adapter,
+            Arc::clone(&metrics),
+            lease,
+        );
         // Listening before reaping: nothing announced from now on is missed.
         spawn_listener(&store, &hub, &runner, shutdown.clone()).await;
         let reaped = runner.reap().await;
@@ -179,7 +187,7 @@ impl AppState {
             streams: Arc::default(),
             uploads: Arc::default(),
             connections: Arc::default(),
-            stats,
+            metrics,
         }
     }
 }
@@ -324,6 +332,8 @@ pub fn router(state: AppState) -> Router {
     let base = state.base().to_owned();
     let page_bundle = bundle.for_pages(&base);
     let guard = axum::middleware::from_fn_with_state(state.clone(), routes::guard::guard);
+    let counted =
+        axum::middleware::from_fn_with_state(Arc::clone(&state.metrics), metrics::count_requests);
     let api_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_api);
     let page_gate = axum::middleware::from_fn_with_state(state.clone(), auth::require_page);
     let pages = Router::new()
@@ -391,14 +401,37 @@ pub fn router(state: AppState) -> Router {
         )
     };
     let router = router
+        // Every request answered is counted, by the route that answered it (see `metrics`).
+        .layer(counted)
         // Requests from elsewhere (another site, a rebound host name) stop here.
         .layer(guard)
         // gzip or brotli for pages, JSON and the site bundle; never for event streams, which
         // the default predicate leaves alone so that each frame goes out as it is written.
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(routes::guard::headers))
-        .layer(TraceLayer::new_for_http());
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(request_done),
+        );
     under_base(&base, router)
+}
+
+/// The span of an HTTP request (see `telemetry`): its method and path, and its status once
+/// answered.
+fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
+    tracing::info_span!(
+        telemetry::SPAN_REQUEST,
+        "http.request.method" = %request.method(),
+        "url.path" = %request.uri().path(),
+        "http.response.status_code" = tracing::field::Empty,
+    )
+}
+
+fn request_done<B>(response: &axum::http::Response<B>, latency: Duration, span: &tracing::Span) {
+    use tower_http::trace::OnResponse as _;
+    span.record("http.response.status_code", response.status().as_u16());
+    tower_http::trace::DefaultOnResponse::new().on_response(response, latency, span);
 }
 
 /// The site under `base` (`--public-url`'s path): a proxy that passes the path on reaches it
@@ -456,6 +489,26 @@ pub async fn run(
         });
     }
     let state = AppState::open(&config, leptos_options, token.clone()).await?;
+    if let Some(addr) = config.metrics_addr {
+        let addr = metrics::checked_addr(addr)?;
+        let metrics_listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding the metrics address {addr}"))?;
+        tracing::info!(
+            "metrics on http://{}/metrics",
+            metrics_listener.local_addr()?
+        );
+        let stop = token.clone();
+        let metrics = Arc::clone(&state.metrics);
+        tokio::spawn(async move {
+            let served = metrics::serve(metrics_listener, metrics, async move {
+                stop.cancelled().await;
+            });
+            if let Err(e) = served.await {
+                tracing::warn!("the metrics address stopped: {e}");
+            }
+        });
+    }
     let local = listener.local_addr()?;
     if state.store.count_users().await? == 0 {
         // With no account whoever reaches the server uses it: only this machine may.

@@ -4,7 +4,6 @@
 //! and how to go on.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -175,32 +174,6 @@ impl Drop for Permit {
                 open.1.remove(&self.holder);
             }
         }
-    }
-}
-
-/// Counters the server keeps about itself.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Bytes of journal frames read for event streams (replays and gap fills).
-    pub replay_bytes_read: AtomicU64,
-    /// Bytes event streams handed to their connections (what is read but not handed on is
-    /// what the server holds for slow clients).
-    pub stream_bytes_out: AtomicU64,
-    /// Journal batches that failed and were tried again.
-    pub journal_retries: AtomicU64,
-    /// Journal batches written (each one transaction, however many events and runs it holds).
-    pub journal_batches: AtomicU64,
-}
-
-impl Stats {
-    /// Adds to a counter.
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// Reads a counter.
-    pub fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
     }
 }
 

@@ -8,7 +8,14 @@ use server::{telemetry, Config};
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::parse();
-    telemetry::init();
+    // Kept to the end: dropping it sends the last traces.
+    let _telemetry = match telemetry::init(config.otlp_endpoint.as_deref()) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match &config.command {
         Some(Command::User(command)) => {
             let url = config.database_url.as_ref().map(|u| u.expose());

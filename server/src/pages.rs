@@ -86,6 +86,7 @@ pub struct PageBackend {
     viewer: Viewer,
     mode: Option<Mode>,
     examples: Vec<app::api::Example>,
+    commands: Vec<app::api::Example>,
     default_model: Option<String>,
 }
 
@@ -99,6 +100,7 @@ impl PageBackend {
             viewer,
             mode: None,
             examples: Vec::new(),
+            commands: Vec::new(),
             default_model: None,
         }
     }
@@ -112,6 +114,12 @@ impl PageBackend {
     /// The prompts an empty conversation offers.
     pub fn with_examples(mut self, examples: Vec<app::api::Example>) -> Self {
         self.examples = examples;
+        self
+    }
+
+    /// The agent's own slash commands.
+    pub fn with_commands(mut self, commands: Vec<app::api::Example>) -> Self {
+        self.commands = commands;
         self
     }
 
@@ -353,6 +361,7 @@ impl PageBackend {
             user: self.user(),
             mode: None,
             examples: self.examples.clone(),
+            commands: self.commands.clone(),
             default_model: self.default_model.clone(),
             theme: None,
             now: crate::clock::now(),
@@ -371,6 +380,7 @@ impl PageBackend {
             viewer,
         )
         .with_examples(state.runner.adapter_examples())
+        .with_commands(state.runner.adapter_commands())
         .with_default_model(state.runner.default_model())
     }
 }

@@ -100,6 +100,28 @@ pub struct Cancelled {
     pub run_id: String,
 }
 
+/// How much of the model's context the conversation's next request would use, by the same
+/// estimate that trims a turn's history: `GET /api/session/context`. `window: None`: the
+/// window is not known (or who answers has none), and nothing is estimated.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextUse {
+    /// The model's context, in tokens.
+    pub window: Option<u64>,
+    /// The estimated tokens of the next request: the instructions, the tools, the earlier
+    /// messages it keeps and the message typed.
+    pub used: u64,
+    /// The tokens kept free for the answer (the estimate trims history before it reaches
+    /// them).
+    pub reserve: u64,
+    /// The earlier messages of the branch shown.
+    pub messages: u64,
+    /// How many of them (the oldest) the next request would leave out.
+    pub left_out: u64,
+    /// The message typed does not fit the context even alone.
+    #[serde(default)]
+    pub too_long: bool,
+}
+
 /// The models a conversation may ask for: `GET /api/models`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ModelList {

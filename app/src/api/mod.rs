@@ -289,6 +289,10 @@ pub struct SessionPage {
     /// Prompts an empty conversation offers to try, from who answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// The agent's own slash commands (`/demo tools`: its prompt is the command, its label
+    /// what it does), which the message box's `/` menu offers with the page's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<Example>,
     /// The model a conversation gets unless it asks for another; `None`: who answers offers
     /// no choice of model (the composer then shows no picker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -584,6 +588,7 @@ mod tests {
             }),
             mode: Some("transparent_stream".into()),
             examples: vec![Example::new("</script>", "<!--")],
+            commands: Vec::new(),
             default_model: Some("</script>".into()),
             theme: Some("dark".into()),
             now: 1.5,

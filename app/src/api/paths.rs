@@ -23,6 +23,9 @@ pub const SESSIONS_SEARCH: &str = "/api/sessions/search";
 pub const SESSION_EXPORT: &str = "/api/session/export";
 /// `POST`: the model a conversation asks for ([`super::ModelBody`]).
 pub const SESSION_MODEL: &str = "/api/session/model";
+/// `GET`: how much of the model's context the next message would use ([`super::ContextQuery`]
+/// → [`super::ContextUse`]).
+pub const SESSION_CONTEXT: &str = "/api/session/context";
 /// `GET`: the provider's models ([`super::ModelsQuery`] → [`super::ModelList`]).
 pub const MODELS: &str = "/api/models";
 /// `GET`: the standing permissions ([`super::GrantList`]).

@@ -76,6 +76,17 @@ pub struct ExportQuery {
     pub format: Option<String>,
 }
 
+/// `GET /api/session/context?session_id=&draft_bytes=`: the conversation's next request with a
+/// message of `draft_bytes` bytes (what is typed; at most a message's limit is counted).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ContextQuery {
+    /// The conversation.
+    pub session_id: String,
+    /// The length of the message being typed, in bytes.
+    #[serde(default)]
+    pub draft_bytes: u64,
+}
+
 /// `GET /api/models?refresh=`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ModelsQuery {

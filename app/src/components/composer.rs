@@ -35,6 +35,11 @@ pub(crate) fn Composer(
         })
     });
     let picker = NodeRef::<leptos::html::Input>::new();
+    // The `/` menu (with the part) is asked first about keys and sends.
+    let keys: super::KeyHook = StoredValue::new(None);
+    let menu_took = move |key: Option<leptos::ev::KeyboardEvent>| {
+        keys.get_value().is_some_and(|hook| hook.run(key))
+    };
     // Which turn runs (a reload makes a new handle for the same run).
     let running_turn = Memo::new(move |_| chat.running_turn().map(|t| t.key()));
     let running = Memo::new(move |_| running_turn.with(Option::is_some));
@@ -75,6 +80,8 @@ pub(crate) fn Composer(
             // Sent already and waiting for the server: the button retries now.
             Some(true) => on_retry.run(()),
             Some(false) => {}
+            // A page's command (`/mode stream`) acts here and is not sent.
+            None if menu_took(None) => {}
             None => on_send.run(text),
         }
     };
@@ -138,6 +145,7 @@ pub(crate) fn Composer(
                 submit();
             }
         >
+            {move || voice_part().map(|p| (p.slash)(draft, keys))}
             <super::ComposerFiles />
             <input
                 type="file"
@@ -187,6 +195,9 @@ pub(crate) fn Composer(
                 }
                 on:paste=on_paste
                 on:keydown=move |ev| {
+                    if menu_took(Some(ev.clone())) {
+                        return;
+                    }
                     if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() && !touch_only() {
                         ev.prevent_default();
                         submit();

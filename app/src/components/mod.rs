@@ -4,6 +4,7 @@ pub(crate) mod adopted;
 mod attachments;
 mod cards;
 mod composer;
+mod context_meter;
 mod empty_chat;
 mod export;
 pub(crate) mod menu;
@@ -18,6 +19,7 @@ mod settings;
 #[cfg(feature = "hydrate")]
 mod share;
 mod sidebar;
+mod slash;
 pub(crate) mod terminal;
 mod toast;
 mod todos;
@@ -32,6 +34,7 @@ pub(crate) use cards::PendingCards;
 pub(crate) use composer::Composer;
 #[cfg(feature = "hydrate")]
 pub(crate) use composer::{store_draft, stored_draft};
+use context_meter::ContextMeter;
 pub(crate) use empty_chat::EmptyChat;
 use export::ExportMenu;
 use model_picker::ModelPicker;
@@ -45,6 +48,8 @@ pub(crate) use share::SharedLinks;
 #[cfg(feature = "hydrate")]
 pub(crate) use sidebar::place_in;
 use sidebar::Sidebar;
+pub(crate) use slash::KeyHook;
+use slash::SlashMenu;
 
 use toast::ToastNotice;
 #[cfg(feature = "hydrate")]

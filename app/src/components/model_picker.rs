@@ -2,8 +2,8 @@ use leptos::prelude::*;
 
 use crate::state::use_chat;
 
-/// The model the conversation asks for, under the composer: shown only when who answers
-/// offers a choice (`--backend openai`). The list comes from the provider through the server
+/// The model the conversation asks for, under the composer, with the context meter: shown
+/// only when who answers offers a choice (`--backend openai`). The list comes from the provider through the server
 /// (which keeps it a while); ↻ asks the provider again. A change applies to the next turns of
 /// the open conversation (stored with it), or to the first turn of a new one.
 #[component]
@@ -61,29 +61,7 @@ pub(crate) fn ModelPicker() -> impl IntoView {
         }
         wanted
     });
-    let choose = move |id: String| {
-        let before = chat.model.get_untracked();
-        chat.model.set(Some(id.clone()));
-        problem.set(None);
-        #[cfg(feature = "hydrate")]
-        if let Some(session) = chat.session_id.get_untracked() {
-            leptos::task::spawn_local(async move {
-                let chosen = choosing(chat, problem, session.clone(), id, before.clone()).await;
-                match chosen {
-                    Ok(task) => task.await,
-                    Err(_) => refused(
-                        chat,
-                        problem,
-                        &session,
-                        before,
-                        crate::lazy::unavailable_message("The model could not be changed"),
-                    ),
-                }
-            });
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = before;
-    };
+    let choose = move |id: String| choose(chat, problem, id);
     move || {
         chat.default_model.with(Option::is_some).then(|| {
             view! {
@@ -110,10 +88,38 @@ pub(crate) fn ModelPicker() -> impl IntoView {
                         "↻"
                     </button>
                     {move || problem.get().map(|p| view! { <span class="model-problem" role="status">{p}</span> })}
+                    <super::ContextMeter />
                 </div>
             }
         })
     }
+}
+
+/// Asks for model `id` from now on: in the open conversation (the server stores the choice),
+/// or for the first turn of a new one. A refusal puts the choice back and says why in
+/// `problem`.
+pub(crate) fn choose(chat: crate::state::ChatState, problem: RwSignal<Option<String>>, id: String) {
+    let before = chat.model.get_untracked();
+    chat.model.set(Some(id.clone()));
+    problem.set(None);
+    #[cfg(feature = "hydrate")]
+    if let Some(session) = chat.session_id.get_untracked() {
+        leptos::task::spawn_local(async move {
+            let chosen = choosing(chat, problem, session.clone(), id, before.clone()).await;
+            match chosen {
+                Ok(task) => task.await,
+                Err(_) => refused(
+                    chat,
+                    problem,
+                    &session,
+                    before,
+                    crate::lazy::unavailable_message("The model could not be changed"),
+                ),
+            }
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = before;
 }
 
 #[cfg(feature = "hydrate")]

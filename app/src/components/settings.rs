@@ -27,8 +27,9 @@ enum Grants {
 }
 
 /// Settings: the theme, the view turns open in, the standing permissions (with Revoke), the
-/// passkeys, the share links (with Copy and Revoke) and the keyboard shortcuts. A modal
-/// dialog (Escape or ✕ closes it, the focus comes back to what opened it). The page renders
+/// passkeys, the share links (with Copy and Revoke), the keyboard shortcuts and the slash
+/// commands. A modal dialog (Escape or ✕ closes it, the focus comes back to what opened it).
+/// The page renders
 /// the dialog and its head; what it lists is made when it opens, by code split off the first
 /// load (see [`crate::lazy`]).
 #[component]
@@ -209,6 +210,21 @@ fn section_views(set_mode: Callback<Mode>) -> impl IntoView {
                 }).collect_view()}
             </dl>
             <p class="settings-note">"On a Mac, ⌘ in place of Ctrl. Enter sends; Shift+Enter is a new line."</p>
+        </section>
+        <section class="settings-section" aria-labelledby="commands-title">
+            <h3 id="commands-title">"Slash commands"</h3>
+            <p class="settings-note">"Type / in the message box for the list; Tab fills one in, Enter runs it."</p>
+            <dl class="shortcuts commands">
+                {crate::commands::COMMANDS.into_iter().filter(|c| c.name != "demo").map(|c| view! {
+                    <dt><kbd>{format!("/{} {}", c.name, c.args).trim_end().to_owned()}</kbd></dt>
+                    <dd>{c.what}</dd>
+                }).collect_view()}
+                {move || chat.commands.get().into_iter().map(|c| view! {
+                    <dt><kbd>{c.prompt}</kbd></dt>
+                    <dd>{c.label}</dd>
+                }).collect_view()}
+            </dl>
+            <p class="settings-note">"Any other text that starts with / goes to the agent as you typed it."</p>
         </section>
     }
 }

@@ -16,8 +16,8 @@ use super::turn::TurnView;
 use anchor::Mode;
 
 use super::{
-    ExportMenu, MessageFiles, ModelPicker, PendingCards, Settings, Sidebar, ToastNotice, TodoPanel,
-    VoiceButton,
+    ExportMenu, MessageFiles, ModelPicker, PendingCards, Settings, Sidebar, SlashMenu, ToastNotice,
+    TodoPanel, VoiceButton,
 };
 use crate::state::TurnHandle;
 
@@ -53,6 +53,8 @@ pub(crate) struct TurnPart {
     /// The composer's microphone button (the page shows it once live, where the browser
     /// recognizes speech), filling `draft`.
     pub voice: fn(RwSignal<String>) -> AnyView,
+    /// The message box's `/` menu, filling `draft`; the composer hands it keys first.
+    pub slash: fn(RwSignal<String>, super::KeyHook) -> AnyView,
 }
 
 fn draw(turn: TurnHandle) -> AnyView {
@@ -109,6 +111,10 @@ fn voice(draft: RwSignal<String>) -> AnyView {
     view! { <VoiceButton draft=draft /> }.into_any()
 }
 
+fn slash(draft: RwSignal<String>, keys: super::KeyHook) -> AnyView {
+    view! { <SlashMenu draft=draft keys=keys /> }.into_any()
+}
+
 #[cfg(not(all(feature = "hydrate", feature = "split")))]
 const BUILT_IN: TurnPart = TurnPart {
     draw,
@@ -120,6 +126,7 @@ const BUILT_IN: TurnPart = TurnPart {
     toast,
     queued,
     voice,
+    slash,
 };
 
 #[cfg(all(feature = "hydrate", feature = "split"))]
@@ -143,6 +150,7 @@ mod split {
                 toast: super::toast,
                 queued: super::queued,
                 voice: super::voice,
+                slash: super::slash,
             };
             (part, crate::model::engine::build())
         }

@@ -119,6 +119,10 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
             .with_untracked(|ts| ts.iter().for_each(|t| t.mode.set(None)));
         chat.rows_for_stream();
     };
+    provide_context(crate::state::PageCommands {
+        stop: on_stop,
+        set_mode: Callback::new(set_mode),
+    });
     #[cfg(feature = "hydrate")]
     shortcuts(chat, on_stop, Callback::new(set_mode));
     let skip_to_composer = move |ev: leptos::ev::MouseEvent| {

@@ -41,6 +41,7 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("GET", paths::SESSION_EXPORT, get(session::export)),
         ("POST", paths::SESSION_MODEL, post(models::choose)),
         ("GET", paths::MODELS, get(models::list)),
+        ("GET", paths::SESSION_CONTEXT, get(models::context)),
         ("GET", paths::GRANTS, get(grants::list)),
         ("POST", paths::GRANTS_REVOKE, post(grants::revoke)),
         ("POST", paths::SHARE, post(share::create)),

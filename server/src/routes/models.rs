@@ -1,6 +1,7 @@
-//! The choice of model: what the provider offers, and what a conversation asks for.
+//! The choice of model: what the provider offers, what a conversation asks for, and how much
+//! of the model's context it uses.
 
-use app::api::{ModelBody, ModelChosen, ModelList, ModelsQuery};
+use app::api::{ContextQuery, ContextUse, ModelBody, ModelChosen, ModelList, ModelsQuery};
 use axum::extract::State;
 use axum::Json;
 
@@ -90,4 +91,20 @@ pub async fn choose(
         .set_session_model(&body.session_id, model.as_deref())
         .await?;
     Ok(Json(ModelChosen { model }))
+}
+
+/// `GET /api/session/context?session_id=&draft_bytes=`: how much of the model's context the
+/// conversation's next turn would use with a message of `draft_bytes` bytes (counted up to a
+/// message's limit), and which of its earlier messages it would leave out; `window: null`
+/// where the window is not known.
+pub async fn context(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiQuery(query): ApiQuery<ContextQuery>,
+) -> Result<Json<ContextUse>, ApiError> {
+    let session = owned_session(&state, &viewer, &query.session_id).await?;
+    let draft = usize::try_from(query.draft_bytes)
+        .unwrap_or(usize::MAX)
+        .min(crate::routes::chat::MAX_MESSAGE_BYTES);
+    Ok(Json(state.runner.context_use(&session, draft).await?))
 }

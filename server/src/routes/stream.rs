@@ -219,18 +219,21 @@ pub(crate) fn respond_with<E: Encoder + 'static>(
         .streams
         .acquire(viewer.owner().unwrap_or_default(), &state.limits)?;
     let (tx, rx) = mpsc::channel::<Bytes>(QUEUED);
-    let stats = Arc::clone(&state.stats);
+    let metrics = Arc::clone(&state.metrics);
     tokio::spawn(async move {
         let Following {
             run_id,
             after,
             live,
         } = from;
+        // Counted as a follower while it follows.
+        let follower = state.metrics.follower();
         follow(&state, run_id, after, live, &mut encoder, tx).await;
+        drop(follower);
         drop(permit);
     });
     let body = Body::from_stream(ReceiverStream::new(rx).map(move |chunk| {
-        crate::limits::Stats::add(&stats.stream_bytes_out, chunk.len() as u64);
+        crate::metrics::Metrics::add(&metrics.stream_bytes_out, chunk.len() as u64);
         Ok::<_, Infallible>(chunk)
     }));
     let mut response = body.into_response();
@@ -251,7 +254,7 @@ async fn follow(
     tx: mpsc::Sender<Bytes>,
 ) {
     let store = Arc::clone(&state.store);
-    let stats = &*state.stats;
+    let metrics = &*state.metrics;
     let shutdown = state.shutdown.clone();
     let heartbeat_every = state.heartbeat;
     if let Some(opening) = encoder.opening() {
@@ -259,7 +262,7 @@ async fn follow(
             return;
         }
     }
-    match backfill(&*store, stats, &run_id, &mut after, None, encoder, &tx).await {
+    match backfill(&*store, metrics, &run_id, &mut after, None, encoder, &tx).await {
         Backfill::Ended | Backfill::Gone => return,
         Backfill::Caught => {}
     }
@@ -280,7 +283,7 @@ async fn follow(
                     }
                     if seq > after + 1 {
                         // Committed rows we did not see live: read them first.
-                        match backfill(&*store, stats, &run_id, &mut after, Some(seq - 1), encoder, &tx).await {
+                        match backfill(&*store, metrics, &run_id, &mut after, Some(seq - 1), encoder, &tx).await {
                             Backfill::Ended | Backfill::Gone => return,
                             Backfill::Caught => {}
                         }
@@ -296,12 +299,12 @@ async fn follow(
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if !matches!(backfill(&*store, stats, &run_id, &mut after, None, encoder, &tx).await, Backfill::Caught) {
+                    if !matches!(backfill(&*store, metrics, &run_id, &mut after, None, encoder, &tx).await, Backfill::Caught) {
                         return;
                     }
                 }
                 Err(broadcast::error::RecvError::Closed) => {
-                    let _ = backfill(&*store, stats, &run_id, &mut after, None, encoder, &tx).await;
+                    let _ = backfill(&*store, metrics, &run_id, &mut after, None, encoder, &tx).await;
                     return;
                 }
             },
@@ -328,7 +331,7 @@ enum Backfill {
 /// Sends journal rows after `*after` (up to `up_to`) and advances `*after`.
 async fn backfill(
     store: &dyn Store,
-    stats: &crate::limits::Stats,
+    metrics: &crate::metrics::Metrics,
     run_id: &str,
     after: &mut u64,
     up_to: Option<u64>,
@@ -346,7 +349,7 @@ async fn backfill(
         if page.count == 0 {
             return Backfill::Caught;
         }
-        crate::limits::Stats::add(&stats.replay_bytes_read, page.bytes.len() as u64);
+        crate::metrics::Metrics::add(&metrics.replay_bytes_read, page.bytes.len() as u64);
         if !page.bytes.is_empty() && tx.send(page.bytes).await.is_err() {
             return Backfill::Gone;
         }

@@ -25,6 +25,7 @@ use crate::store::{
     SettledAnswer, Store, StoreError, TitleSource, TurnAt,
 };
 
+mod context;
 mod endings;
 mod fleet;
 mod settle;
@@ -50,6 +51,8 @@ struct Active {
     settled: tokio::sync::Mutex<bool>,
     // Another instance took the run over (this one was taken for dead) and ended it.
     lease_lost: std::sync::atomic::AtomicBool,
+    // What the turn has streamed (and when it began and first answered).
+    budget: Arc<Mutex<TurnBudget>>,
 }
 
 /// What `start` reports.
@@ -94,6 +97,7 @@ pub struct Runner {
     journal: Journal,
     hub: Hub,
     adapter: Arc<dyn RuntimeAdapter>,
+    metrics: Arc<crate::metrics::Metrics>,
     active: Arc<Mutex<HashMap<String, Arc<Active>>>>,
     // Set on shutdown: runs stop without settling, to be reaped as interrupted on restart.
     shutting_down: Arc<std::sync::atomic::AtomicBool>,
@@ -106,12 +110,14 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// A runner over the given parts; its runs' leases hold for `lease`.
+    /// A runner over the given parts, counting in `metrics`; its runs' leases hold for
+    /// `lease`.
     pub fn new(
         store: Arc<dyn Store>,
         journal: Journal,
         hub: Hub,
         adapter: Arc<dyn RuntimeAdapter>,
+        metrics: Arc<crate::metrics::Metrics>,
         lease: Duration,
     ) -> Self {
         let (ended, mut ended_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
@@ -121,6 +127,7 @@ impl Runner {
             journal,
             hub,
             adapter,
+            metrics,
             active: Arc::default(),
             shutting_down: Arc::default(),
             ended,
@@ -173,6 +180,11 @@ impl Runner {
             .models(refresh)
             .await
             .map_err(|e| redact_secrets(&e))
+    }
+
+    /// The agent's own slash commands (see [`RuntimeAdapter::commands`]).
+    pub fn adapter_commands(&self) -> Vec<app::api::Example> {
+        self.adapter.commands()
     }
 
     /// Prompts an empty conversation offers (see [`RuntimeAdapter::examples`]).

@@ -38,6 +38,8 @@ impl Runner {
             None => None,
         };
         let ending = Ending::of(end);
+        let state = ending.state;
+        let usage = ending.usage.clone();
         let cut_off = ending.payload.get("cut_off").is_some();
         let terminal = journal::event(ending.kind, ending.payload, Some(ending.state));
         let answer = SettledAnswer {
@@ -49,6 +51,17 @@ impl Runner {
         let settled = match self.journal.settle(run_id, terminal, answer).await {
             Ok(_) => {
                 crate::snapshots::after_settle(Arc::clone(&self.store), run_id.to_owned());
+                let (took, first_token) = active.map_or((None, None), |a| {
+                    let budget = a.budget.lock().unwrap_or_else(|e| e.into_inner());
+                    (budget.elapsed(), budget.first_token())
+                });
+                self.metrics.ended(
+                    self.adapter.name(),
+                    state.as_str(),
+                    took,
+                    first_token,
+                    usage.as_ref(),
+                );
                 true
             }
             Err(JournalError::Finished) => false,

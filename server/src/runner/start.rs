@@ -2,6 +2,7 @@
 //! history and files, decided in one store transaction; the first message names the session.
 
 use super::*;
+use tracing::Instrument as _;
 
 /// The terminal event for an ending: (type, terminal state, payload, answer, usage).
 /// A file as an agent is given it (`bytes`: `None` when this turn does not get them).
@@ -138,6 +139,7 @@ impl Runner {
             waiters: Arc::default(),
             settled: tokio::sync::Mutex::new(false),
             lease_lost: Default::default(),
+            budget: Arc::new(std::sync::Mutex::new(TurnBudget::begun_now())),
         });
         let default_model = self.adapter.default_model();
         let clock = self.clock().await;
@@ -221,7 +223,8 @@ impl Runner {
             attempt,
             model: model.clone(),
         };
-        let budget = Arc::new(std::sync::Mutex::new(TurnBudget::default()));
+        let budget = Arc::clone(&active.budget);
+        self.metrics.runs_started.inc(&[self.adapter.name()]);
         let io = RunIo {
             session_id: session_id.to_owned(),
             run_id: run_id.clone(),
@@ -236,28 +239,41 @@ impl Runner {
         let runner = self.clone();
         let adapter = Arc::clone(&self.adapter);
         let id = run_id.clone();
-        tokio::spawn(async move {
-            // The adapter runs in its own task so that a panic in it still ends the run.
-            let outcome = tokio::spawn(async move { adapter.run(turn, io).await }).await;
-            let mut end = outcome.unwrap_or_else(|e| RunEnd::Failed {
-                message: "The agent stopped unexpectedly.".into(),
-                hint: Some(format!("{e}")),
-            });
-            // Stopped for streaming more than a turn may: an error that says which bound
-            // (not a Stop the person made).
-            let exceeded = budget
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .exceeded()
-                .map(str::to_owned);
-            if let Some(message) = exceeded {
-                end = RunEnd::Failed {
-                    message,
-                    hint: Some("What streamed before it is kept.".to_owned()),
-                };
+        // The turn's span (see `telemetry`), a child of the request that started it.
+        let span = tracing::info_span!(
+            crate::telemetry::SPAN_TURN,
+            run_id = %run_id,
+            session_id = %session_id,
+            backend = self.adapter.name(),
+        );
+        let turn_span = span.clone();
+        tokio::spawn(
+            async move {
+                // The adapter runs in its own task so that a panic in it still ends the run.
+                let outcome =
+                    tokio::spawn(async move { adapter.run(turn, io).await }.instrument(turn_span))
+                        .await;
+                let mut end = outcome.unwrap_or_else(|e| RunEnd::Failed {
+                    message: "The agent stopped unexpectedly.".into(),
+                    hint: Some(format!("{e}")),
+                });
+                // Stopped for streaming more than a turn may: an error that says which bound
+                // (not a Stop the person made).
+                let exceeded = budget
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .exceeded()
+                    .map(str::to_owned);
+                if let Some(message) = exceeded {
+                    end = RunEnd::Failed {
+                        message,
+                        hint: Some("What streamed before it is kept.".to_owned()),
+                    };
+                }
+                runner.finish(&id, end).await;
             }
-            runner.finish(&id, end).await;
-        });
+            .instrument(span),
+        );
         Ok(Started {
             session_id: session_id.to_owned(),
             run_id: run_id.clone(),

@@ -60,6 +60,16 @@ impl RuntimeAdapter for DemoAgent {
         ]
     }
 
+    fn commands(&self) -> Vec<app::api::Example> {
+        SCENARIOS
+            .iter()
+            .map(|name| app::api::Example {
+                label: describe(name).to_owned(),
+                prompt: format!("/demo {name}"),
+            })
+            .collect()
+    }
+
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
         let mut turn_state = Turn {
             io: &io,
@@ -89,6 +99,29 @@ pub const MAX_ROWS: u64 = 100_000;
 /// [`MAX_ROWS`].
 fn rows(n: Option<u64>, min: u64) -> u64 {
     n.unwrap_or(1000).clamp(min, MAX_ROWS)
+}
+
+/// What a scenario shows, as the `/demo` menu says it.
+fn describe(name: &str) -> &'static str {
+    match name {
+        "prose" => "A plain answer in Markdown",
+        "tools" => "Reads, searches and writes files with tools",
+        "approval" => "Asks before it runs a command",
+        "clarify" => "Asks you a question first",
+        "todo" => "Works through a todo list",
+        "artifact" => "Writes a summary file",
+        "compress" => "Compresses its context mid-turn",
+        "error" => "Fails with an error",
+        "flaky" => "Fails the first time; Retry answers",
+        "no_response" => "Ends without an answer",
+        "tool_limit" => "Hits its limit of tool calls",
+        "exhausted" => "Cannot compress its context any further",
+        "degraded" => "Reads only part of a file",
+        "slow" => "Streams dots until you stop it",
+        "long" => "Streams a long answer (N words)",
+        "trace" => "Reads many files, then answers (N steps)",
+        _ => "A demo scenario",
+    }
 }
 
 /// `/demo NAME [N]` → (name, N).
@@ -622,6 +655,16 @@ mod tests {
         assert_eq!(rows(Some(0), 2), 2);
         assert_eq!(scenario("  /demo tools"), Some(("tools", None)));
         assert_eq!(scenario("/demo"), Some(("prose", None)));
+        // Every scenario is offered, each with what it shows, as a command it plays.
+        let offered = DemoAgent {
+            delay: Duration::ZERO,
+        }
+        .commands();
+        assert_eq!(offered.len(), SCENARIOS.len());
+        for (command, name) in offered.iter().zip(SCENARIOS) {
+            assert_eq!(scenario(&command.prompt).map(|(n, _)| n), Some(name));
+            assert_ne!(describe(name), "A demo scenario");
+        }
         assert_eq!(scenario("hello"), None);
     }
 

@@ -99,9 +99,30 @@ pub struct TurnBudget {
     bytes: usize,
     events: usize,
     exceeded: Option<String>,
+    // When the turn began (`None`: not said), and how long after it its first token came.
+    began: Option<std::time::Instant>,
+    first_token: Option<std::time::Duration>,
 }
 
 impl TurnBudget {
+    /// The budget of a turn that begins now.
+    pub fn begun_now() -> Self {
+        TurnBudget {
+            began: Some(std::time::Instant::now()),
+            ..TurnBudget::default()
+        }
+    }
+
+    /// How long the turn has gone on.
+    pub fn elapsed(&self) -> Option<std::time::Duration> {
+        self.began.map(|b| b.elapsed())
+    }
+
+    /// How long after its beginning the turn's first token of answer came.
+    pub fn first_token(&self) -> Option<std::time::Duration> {
+        self.first_token
+    }
+
     /// Counts an event of `size` bytes carrying `text` bytes of answer or reasoning; why the
     /// turn must stop, when it passes a bound.
     fn spend(&mut self, kind: EventKind, text: usize, size: usize) -> Result<(), ()> {
@@ -114,6 +135,9 @@ impl TurnBudget {
         };
         self.bytes += size;
         self.events += 1;
+        if kind == EventKind::Token && self.first_token.is_none() {
+            self.first_token = self.began.map(|b| b.elapsed());
+        }
         match kind {
             EventKind::Token => self.answer += text,
             EventKind::Reasoning => self.reasoning += text,

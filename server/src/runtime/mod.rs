@@ -324,6 +324,23 @@ pub trait RuntimeAdapter: Send + Sync + 'static {
             ),
         ]
     }
+    /// The agent's own slash commands, offered by the message box's `/` menu: each example's
+    /// prompt is the command, sent as typed (none by default).
+    fn commands(&self) -> Vec<app::api::Example> {
+        Vec::new()
+    }
+    /// How much of the model's context a turn with `history` and a message of `draft_bytes`
+    /// bytes would use, by the estimate that trims the turn's history (`window: None`, the
+    /// default: not known here).
+    fn context_use(
+        &self,
+        model: Option<&str>,
+        history: &[ChatMessage],
+        draft_bytes: usize,
+    ) -> app::api::ContextUse {
+        let _ = (model, history, draft_bytes);
+        app::api::ContextUse::default()
+    }
     /// The model a turn gets when its session asks for none; `None` (the default): this
     /// backend offers no choice of model, and turns record none.
     fn default_model(&self) -> Option<String> {

@@ -561,6 +561,12 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         },
         Case {
             method: "GET",
+            path: format!("/api/session/context?session_id={session}&draft_bytes=10"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
             path: q("/api/grants"),
             body: Value::Null,
             expect: Expect::NothingOfHers,

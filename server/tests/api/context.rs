@@ -402,3 +402,83 @@ async fn an_ai_sdk_client_reads_a_cut_off_answer_as_finished_for_length() {
         crate::protocols::post_stream(&s.app, "/api/ai-sdk/chat", body("Go on", "u2")).await;
     assert_eq!(finish(&chunks), Some(json!("stop")), "{chunks:?}");
 }
+
+/// `GET /api/session/context` for `session` with a message of `draft` bytes.
+async fn context_use(app: &TestApp, session: &str, draft: usize) -> Value {
+    let (code, answer) = app
+        .get(&format!(
+            "/api/session/context?session_id={session}&draft_bytes={draft}"
+        ))
+        .await;
+    assert_eq!(code, 200, "{answer}");
+    answer
+}
+
+#[tokio::test]
+async fn the_context_meter_foretells_what_the_next_turn_leaves_out() {
+    // The same conversation as above: each message is measured before it is sent, and the
+    // turn then leaves out exactly what the meter said.
+    let s = setup(Some(200), Some(2000)).await;
+    let session = s.app.new_session().await;
+    let empty = context_use(&s.app, &session, 0).await;
+    assert_eq!(empty["window"], 2000);
+    assert_eq!(empty["messages"], 0);
+    assert_eq!(empty["left_out"], 0);
+    assert_eq!(empty["reserve"], 200);
+    // A longer message takes more of it.
+    let typed = context_use(&s.app, &session, 900).await;
+    assert!(
+        typed["used"].as_u64() > empty["used"].as_u64(),
+        "{typed} {empty}"
+    );
+    let mut foretold_any = false;
+    for (i, letter) in "abcdefg".chars().enumerate() {
+        let message = text(900, letter);
+        let foretold = context_use(&s.app, &session, message.len()).await;
+        assert_eq!(foretold["messages"], 2 * i as u64, "turn {i}");
+        assert!(
+            foretold["used"].as_u64().unwrap() <= 2000 - 200,
+            "turn {i}: {foretold}"
+        );
+        s.upstream.script(COMPLETIONS, say(&format!("Answer {i}.")));
+        let (_, events) = run_turn(&s.app, &session, &message).await;
+        let left_out = of_kind(&events, "context_status")
+            .first()
+            .map_or(0, |e| e.data["left_out"].as_u64().unwrap());
+        assert_eq!(foretold["left_out"], left_out, "turn {i}: {foretold}");
+        foretold_any |= left_out > 0;
+    }
+    assert!(foretold_any, "the conversation outgrew the context");
+    // A message too long for the context even alone says so (counted up to a message's
+    // limit, whatever is asked).
+    let huge = context_use(&s.app, &session, usize::MAX / 2).await;
+    assert_eq!(huge["too_long"], true, "{huge}");
+    // Bad input is a 400 with a reason; another's conversation is not found.
+    let (code, answer) = s
+        .app
+        .get(&format!(
+            "/api/session/context?session_id={session}&draft_bytes=lots"
+        ))
+        .await;
+    assert_eq!(code, 400, "{answer}");
+    assert!(answer["error"].is_string());
+    let (code, _) = s
+        .app
+        .get("/api/session/context?session_id=nope&draft_bytes=1")
+        .await;
+    assert_eq!(code, 404);
+}
+
+#[tokio::test]
+async fn no_meter_where_the_window_is_not_known() {
+    let s = setup(Some(200), None).await;
+    let session = s.app.new_session().await;
+    let answer = context_use(&s.app, &session, 100).await;
+    assert_eq!(answer["window"], Value::Null, "{answer}");
+    let demo = TestApp::builder().spawn().await;
+    let session = demo.new_session().await;
+    assert_eq!(
+        context_use(&demo, &session, 100).await["window"],
+        Value::Null
+    );
+}

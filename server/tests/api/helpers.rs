@@ -608,8 +608,36 @@ impl ServerProcess {
         addr: &str,
         args: &[&str],
     ) -> ServerProcess {
-        let port = addr.rsplit(':').next().unwrap().to_owned();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
+        let child = ServerProcess::command(db, site, addr, args)
+            .spawn()
+            .expect("the server binary starts");
+        ServerProcess::up(child, addr).await
+    }
+
+    /// As [`ServerProcess::launch`], with these environment variables besides.
+    pub async fn launch_with(
+        db: &TestDb,
+        site: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> ServerProcess {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let child = ServerProcess::command(db, site, &addr, args)
+            .envs(env.iter().copied())
+            .spawn()
+            .expect("the server binary starts");
+        ServerProcess::up(child, &addr).await
+    }
+
+    /// The command that runs the server binary on `db`, listening on `addr`, with `args`.
+    pub fn command(
+        db: &TestDb,
+        site: &std::path::Path,
+        addr: &str,
+        args: &[&str],
+    ) -> std::process::Command {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_server"));
+        command
             .args(["--addr", addr])
             .args(args)
             .args(db.args())
@@ -625,9 +653,13 @@ impl ServerProcess {
                 } else {
                     std::process::Stdio::null()
                 },
-            )
-            .spawn()
-            .expect("the server binary starts");
+            );
+        command
+    }
+
+    /// Waits until the server started as `child` on `addr` answers.
+    async fn up(child: std::process::Child, addr: &str) -> ServerProcess {
+        let port = addr.rsplit(':').next().unwrap().to_owned();
         let server = ServerProcess {
             child,
             base: format!("http://127.0.0.1:{port}"),

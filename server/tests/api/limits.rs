@@ -5,7 +5,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use server::limits::{Limits, Stats};
+use server::limits::Limits;
+use server::metrics::Metrics;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::helpers::{read_sse, SseEvent, TestApp};
@@ -206,13 +207,13 @@ async fn a_client_that_trickles_its_headers_is_cut_off() {
 async fn an_agent_streaming_fast_is_not_held_to_one_commit_per_token() {
     let app = TestApp::builder().configure(|_| {}).spawn().await;
     let session = app.new_session().await;
-    let before = Stats::get(&app.state.stats.journal_batches);
+    let before = Metrics::get(&app.state.metrics.journal_batches);
     let run = app.start(&session, "/demo long 20000").await;
     let status = app
         .wait_finished_within(&run, Duration::from_secs(60))
         .await;
     assert_eq!(status["terminal_state"], json!("completed"));
-    let batches = Stats::get(&app.state.stats.journal_batches) - before;
+    let batches = Metrics::get(&app.state.metrics.journal_batches) - before;
     let events = app.stream(&run, None).await;
     // Every token is there once, in order, though many went in together.
     let seqs: Vec<u64> = events
@@ -243,10 +244,10 @@ async fn a_client_that_stops_reading_a_replay_stops_the_replay() {
         .await;
     assert_eq!(status["terminal_state"], json!("completed"));
     let journal_bytes = {
-        let before = Stats::get(&app.state.stats.replay_bytes_read);
+        let before = Metrics::get(&app.state.metrics.replay_bytes_read);
         let events = app.stream(&run, None).await;
         assert!(events.len() > 100_000);
-        Stats::get(&app.state.stats.replay_bytes_read) - before
+        Metrics::get(&app.state.metrics.replay_bytes_read) - before
     };
 
     // A client with a small receive window reads a little, then nothing.
@@ -262,8 +263,8 @@ async fn a_client_that_stops_reading_a_replay_stops_the_replay() {
         )
         .await
         .unwrap();
-    let before = Stats::get(&app.state.stats.replay_bytes_read);
-    let out_before = Stats::get(&app.state.stats.stream_bytes_out);
+    let before = Metrics::get(&app.state.metrics.replay_bytes_read);
+    let out_before = Metrics::get(&app.state.metrics.stream_bytes_out);
     let mut got = vec![0u8; 16 * 1024];
     let mut read = 0;
     while read < got.len() {
@@ -272,8 +273,8 @@ async fn a_client_that_stops_reading_a_replay_stops_the_replay() {
         read += n;
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let read_now = Stats::get(&app.state.stats.replay_bytes_read) - before;
-    let handed_on = Stats::get(&app.state.stats.stream_bytes_out) - out_before;
+    let read_now = Metrics::get(&app.state.metrics.replay_bytes_read) - before;
+    let handed_on = Metrics::get(&app.state.metrics.stream_bytes_out) - out_before;
     // What the server read but could not hand to the connection (whose socket buffers, the
     // kernel's, are full): what it holds for this client.
     let held = read_now.saturating_sub(handed_on);
@@ -355,5 +356,5 @@ async fn many_readers_during_a_run_lose_and_cancel_nothing() {
     let events = app.stream(&run, None).await;
     let tokens = events.iter().filter(|e| e.event == "token").count();
     assert_eq!(tokens, 30_000, "nothing lost");
-    assert_eq!(Stats::get(&app.state.stats.journal_retries), 0);
+    assert_eq!(Metrics::get(&app.state.metrics.journal_retries), 0);
 }

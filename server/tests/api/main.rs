@@ -15,6 +15,7 @@ mod helpers;
 mod instances;
 mod limits;
 mod models;
+mod observability;
 mod pages;
 mod passkeys;
 mod places;

@@ -5,22 +5,27 @@ use super::content::*;
 use super::context::*;
 use super::models::*;
 use super::*;
+use tracing::Instrument as _;
+
+/// The earlier messages as the model is sent them (empty ones left out).
+fn history_messages(history: &[crate::runtime::ChatMessage]) -> Vec<Value> {
+    history
+        .iter()
+        .filter(|m| !m.content.trim().is_empty() || !m.attachments.is_empty())
+        .map(|m| {
+            if m.role == Role::User && !m.attachments.is_empty() {
+                json!({"role": "user", "content": user_content(&m.content, &m.attachments, &[])})
+            } else {
+                json!({"role": m.role, "content": m.content})
+            }
+        })
+        .collect()
+}
 
 impl OpenAiAgent {
     /// Runs one turn to its end (or its failure).
     pub(super) async fn turn(&self, turn: &TurnRequest, io: &RunIo) -> Result<RunEnd, Fail> {
-        let history: Vec<Value> = turn
-            .history
-            .iter()
-            .filter(|m| !m.content.trim().is_empty() || !m.attachments.is_empty())
-            .map(|m| {
-                if m.role == Role::User && !m.attachments.is_empty() {
-                    json!({"role": "user", "content": user_content(&m.content, &m.attachments, &[])})
-                } else {
-                    json!({"role": m.role, "content": m.content})
-                }
-            })
-            .collect();
+        let history = history_messages(&turn.history);
         let workspace = self
             .workspaces
             .of(turn.owner.as_deref())
@@ -59,7 +64,18 @@ impl OpenAiAgent {
                 (Some(limit), Some(room)) => Some(limit.min(u32::try_from(room).unwrap_or(limit))),
                 (limit, _) => limit,
             };
-            let step = match self.step(&messages, model, limit, io).await {
+            // A span per call to the provider, within the turn's (see `telemetry`).
+            let call = tracing::info_span!(
+                crate::telemetry::SPAN_UPSTREAM,
+                "gen_ai.request.model" = model,
+                "server.address" = %crate::runtime::host_of(&self.settings.base_url),
+                iteration = iterations + 1,
+            );
+            let step = match self
+                .step(&messages, model, limit, io)
+                .instrument(call)
+                .await
+            {
                 Ok(step) => step,
                 // The provider named a window smaller than the one the request was fitted
                 // to (or none was known): fitted to that, the turn is asked again, once.
@@ -183,6 +199,37 @@ impl RuntimeAdapter for OpenAiAgent {
         let models = self.fetch_models().await?;
         *self.lock_models() = Some((std::time::Instant::now(), models.clone()));
         Ok(models)
+    }
+
+    fn context_use(
+        &self,
+        model: Option<&str>,
+        history: &[crate::runtime::ChatMessage],
+        draft_bytes: usize,
+    ) -> app::api::ContextUse {
+        let model = model.unwrap_or(&self.settings.model);
+        let system = json!({"role": "system", "content": system_prompt()});
+        let current = json!({"role": "user", "content": "x".repeat(draft_bytes)});
+        let history = history_messages(history);
+        let messages = history.len() as u64;
+        match self.fit(model, &system, &history, &current) {
+            Ok(fitted) => app::api::ContextUse {
+                window: fitted.window,
+                used: fitted.used,
+                reserve: fitted.reserve,
+                messages,
+                left_out: fitted.left_out as u64,
+                too_long: false,
+            },
+            Err(too_long) => app::api::ContextUse {
+                window: Some(too_long.window),
+                used: too_long.needed,
+                reserve: 0,
+                messages,
+                left_out: messages,
+                too_long: true,
+            },
+        }
     }
 
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {

@@ -25,6 +25,10 @@ pub(super) struct Fitted {
     pub(super) left_out: usize,
     /// The window they were fitted to.
     pub(super) window: Option<u64>,
+    /// The request's estimated tokens (0 when no window is known).
+    pub(super) used: u64,
+    /// The tokens kept for the answer.
+    pub(super) reserve: u64,
 }
 
 impl Fitted {
@@ -82,8 +86,8 @@ pub(super) fn request_bytes(messages: &[Value]) -> u64 {
 /// A message that does not fit the model's context even alone: about `needed` tokens, for a
 /// context of `window`.
 pub(super) struct TooLong {
-    needed: u64,
-    window: u64,
+    pub(super) needed: u64,
+    pub(super) window: u64,
 }
 
 impl TooLong {
@@ -242,6 +246,8 @@ impl OpenAiAgent {
                 room: None,
                 left_out: 0,
                 window: None,
+                used: 0,
+                reserve: 0,
             });
         };
         let per_byte = 1.0
@@ -296,6 +302,8 @@ impl OpenAiAgent {
             room: Some(window.saturating_sub(kept).max(MIN_ANSWER)),
             left_out: start,
             window: Some(window),
+            used: kept,
+            reserve,
         })
     }
 
