@@ -84,7 +84,7 @@ test("the keyboard shortcuts Settings lists do what they say", async ({ page, re
   test.skip(testInfo.project.name === "phone", "a phone has no keyboard shortcuts");
   await openNewSession(page, request);
   const dialog = await openSettings(page);
-  await expect(dialog.locator(".shortcuts dt")).toHaveText(["Ctrl+Shift+O", "Shift+Esc", "Ctrl+.", "Ctrl+Shift+E"]);
+  await expect(dialog.getByRole("region", { name: "Keyboard shortcuts" }).locator("dt")).toHaveText(["Ctrl+Shift+O", "Shift+Esc", "Ctrl+.", "Ctrl+Shift+E"]);
   await page.keyboard.press("Escape");
   await expect(dialog).toBeHidden();
   // The focus is back on what opened the panel.
