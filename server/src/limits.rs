@@ -7,6 +7,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The largest message accepted, in bytes (413 beyond).
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
 /// The limits in force (flags of the same names; see the README).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {

@@ -14,8 +14,7 @@ use crate::runtime::ApprovalChoice;
 use crate::store::StoreError;
 use crate::AppState;
 
-/// The largest message accepted, in bytes.
-pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+pub use crate::limits::MAX_MESSAGE_BYTES;
 
 pub(crate) fn checked_message(message: &str) -> Result<&str, ApiError> {
     let message = checked_text(message)?;

@@ -105,6 +105,6 @@ pub async fn context(
     let session = owned_session(&state, &viewer, &query.session_id).await?;
     let draft = usize::try_from(query.draft_bytes)
         .unwrap_or(usize::MAX)
-        .min(crate::routes::chat::MAX_MESSAGE_BYTES);
+        .min(crate::limits::MAX_MESSAGE_BYTES);
     Ok(Json(state.runner.context_use(&session, draft).await?))
 }
