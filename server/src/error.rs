@@ -199,6 +199,21 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<crate::transfer::TransferError> for ApiError {
+    fn from(e: crate::transfer::TransferError) -> Self {
+        use crate::transfer::TransferError;
+        match e {
+            TransferError::Read(e) if e.too_large => {
+                ApiError::too_large(e.to_string()).with("line", e.line)
+            }
+            TransferError::Read(e) => ApiError::bad_request(e.to_string()).with("line", e.line),
+            TransferError::TooLarge(message) => ApiError::too_large(message),
+            TransferError::Store(e) => e.into(),
+            TransferError::Export(e) => ApiError::internal(&e),
+        }
+    }
+}
+
 impl From<JournalError> for ApiError {
     fn from(e: JournalError) -> Self {
         match e {

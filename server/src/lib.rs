@@ -45,6 +45,7 @@ pub mod snapshots;
 pub mod store;
 pub mod telemetry;
 pub mod throttle;
+pub mod transfer;
 pub mod wire;
 
 pub use config::Config;

@@ -10,6 +10,9 @@ use std::time::Duration;
 /// The largest message accepted, in bytes (413 beyond).
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 
+/// The largest conversation an import (or a copy) takes, as JSON Lines bytes (413 beyond).
+pub const MAX_IMPORT_BYTES: usize = 8 * 1024 * 1024;
+
 /// The limits in force (flags of the same names; see the README).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {

@@ -98,8 +98,11 @@ const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 /// JavaScript). It must still come from this site.
 pub const FORM_PATH: &str = "/api/auth/login";
 
-/// The one route that takes a body that is not JSON: an attachment's bytes.
+/// The routes that take a body that is not JSON: an attachment's bytes, and a conversation's
+/// JSON Lines export to import.
 pub const UPLOAD_PATH: &str = "/api/attachments";
+/// See [`UPLOAD_PATH`].
+pub const IMPORT_PATH: &str = "/api/session/import";
 
 /// Whether the request names this machine, or the `--public-url` host.
 pub fn known_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
@@ -142,7 +145,8 @@ pub fn check_write(
     let form = path == FORM_PATH && content_type == "application/x-www-form-urlencoded";
     // A file's bytes: a type no form can send, so another site cannot send one either
     // (a cross-site fetch with it needs a preflight, which is never granted).
-    let upload = path == UPLOAD_PATH && content_type == "application/octet-stream";
+    let upload = (path == UPLOAD_PATH && content_type == "application/octet-stream")
+        || (path == IMPORT_PATH && content_type == "application/x-ndjson");
     if content_type != "application/json" && !form && !upload {
         return Err((
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -342,6 +346,27 @@ mod tests {
             .map_err(|e| e.0),
             Err(StatusCode::UNSUPPORTED_MEDIA_TYPE),
             "no other route takes a form"
+        );
+        // An import takes JSON Lines (a type no form can send), and from this site only.
+        let lines = ("content-type", "application/x-ndjson");
+        let import = |pairs: &[(&str, &str)], path: &str| {
+            check_write(&Method::POST, path, &headers(pairs), None).map_err(|e| e.0)
+        };
+        assert_eq!(import(&[host, lines], super::IMPORT_PATH), Ok(()));
+        assert_eq!(
+            import(&[host, ("content-type", "text/plain")], super::IMPORT_PATH),
+            Err(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+        );
+        assert_eq!(
+            import(
+                &[host, lines, ("sec-fetch-site", "cross-site")],
+                super::IMPORT_PATH
+            ),
+            Err(StatusCode::FORBIDDEN)
+        );
+        assert_eq!(
+            import(&[host, lines], "/api/session/new"),
+            Err(StatusCode::UNSUPPORTED_MEDIA_TYPE)
         );
     }
 

@@ -18,6 +18,15 @@ pub struct SessionAnswer<S = SessionSummary> {
     pub session: S,
 }
 
+/// A conversation written whole: `POST /api/session/import` and `/api/session/duplicate`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Transferred<S = SessionSummary> {
+    /// The new session.
+    pub session: S,
+    /// Files the conversation named that did not come with it (not the account's, or gone).
+    pub attachments_left_out: u64,
+}
+
 /// A page of sessions: `GET /api/sessions`, `GET /api/sessions/search`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SessionList<S = SessionSummary> {

@@ -21,6 +21,11 @@ pub const SESSION_ARCHIVE: &str = "/api/session/archive";
 pub const SESSIONS_SEARCH: &str = "/api/sessions/search";
 /// `GET`: a conversation as Markdown or JSONL ([`super::ExportQuery`]).
 pub const SESSION_EXPORT: &str = "/api/session/export";
+/// `POST`: a conversation from its JSONL export, the file as the body ([`super::ImportQuery`]
+/// → [`super::Transferred`]).
+pub const SESSION_IMPORT: &str = "/api/session/import";
+/// `POST`: a copy of a conversation ([`super::DuplicateBody`] → [`super::Transferred`]).
+pub const SESSION_DUPLICATE: &str = "/api/session/duplicate";
 /// `POST`: the model a conversation asks for ([`super::ModelBody`]).
 pub const SESSION_MODEL: &str = "/api/session/model";
 /// `GET`: how much of the model's context the next message would use ([`super::ContextQuery`]

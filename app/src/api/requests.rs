@@ -76,6 +76,25 @@ pub struct ExportQuery {
     pub format: Option<String>,
 }
 
+/// `POST /api/session/import?title=`: the title to give the conversation when the file does not
+/// name one (the file's name).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ImportQuery {
+    /// The title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// `POST /api/session/duplicate`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DuplicateBody {
+    /// The session to copy.
+    pub session_id: String,
+    /// Every branch; else the branch the session shows.
+    #[serde(default)]
+    pub all: bool,
+}
+
 /// `GET /api/session/context?session_id=&draft_bytes=`: the conversation's next request with a
 /// message of `draft_bytes` bytes (what is typed; at most a message's limit is counted).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -14,6 +14,7 @@ pub use passkeys::MAX_PASSKEYS;
 pub use session::LIST_LIMIT;
 pub use share::MAX_SHARES;
 pub(crate) mod stream;
+pub(crate) mod transfer;
 
 use app::api::paths;
 use axum::extract::DefaultBodyLimit;
@@ -39,6 +40,8 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("POST", paths::SESSION_ARCHIVE, post(session::archive)),
         ("GET", paths::SESSIONS_SEARCH, get(session::search)),
         ("GET", paths::SESSION_EXPORT, get(session::export)),
+        ("POST", paths::SESSION_IMPORT, post(transfer::import)),
+        ("POST", paths::SESSION_DUPLICATE, post(transfer::duplicate)),
         ("POST", paths::SESSION_MODEL, post(models::choose)),
         ("GET", paths::MODELS, get(models::list)),
         ("GET", paths::SESSION_CONTEXT, get(models::context)),
@@ -96,7 +99,8 @@ pub(crate) fn api() -> Router<AppState> {
     // Messages are limited to 64 KiB (413 beyond); the body may carry a little more. An
     // upload reads its body itself, up to `--max-attachment-mb`.
     for (_, path, handler) in table() {
-        let handler = if path == paths::ATTACHMENTS {
+        // An import reads its body itself too, up to `limits::MAX_IMPORT_BYTES`.
+        let handler = if path == paths::ATTACHMENTS || path == paths::SESSION_IMPORT {
             handler.layer(DefaultBodyLimit::disable())
         } else {
             handler.layer(DefaultBodyLimit::max(256 * 1024))
@@ -104,4 +108,15 @@ pub(crate) fn api() -> Router<AppState> {
         router = router.route(path, handler);
     }
     router
+}
+
+#[cfg(test)]
+mod tests {
+    use app::api::paths;
+
+    #[test]
+    fn the_routes_that_take_other_bodies_are_the_ones_the_write_check_admits() {
+        assert_eq!(crate::security::UPLOAD_PATH, paths::ATTACHMENTS);
+        assert_eq!(crate::security::IMPORT_PATH, paths::SESSION_IMPORT);
+    }
 }

@@ -236,7 +236,17 @@ pub async fn export(
             "md",
         ),
         "jsonl" => (
-            jsonl(std::sync::Arc::clone(&state.store), session.id.clone()).await?,
+            {
+                let runs = state.store.session_runs(&session.id).await?;
+                let lines = crate::transfer::export::lines(
+                    std::sync::Arc::clone(&state.store),
+                    session.id.clone(),
+                    runs,
+                );
+                // Fused: a layer around the body (compression) may ask again once it has
+                // ended.
+                Body::from_stream(futures::StreamExt::fuse(lines))
+            },
             "application/x-ndjson; charset=utf-8",
             "jsonl",
         ),
@@ -365,91 +375,6 @@ async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<
         }
     }
     Ok(out)
-}
-
-/// Journal rows an export reads at a time.
-const EXPORT_PAGE: u32 = 2_000;
-
-/// The JSON Lines export, streamed a page of rows at a time: what the server holds while it
-/// sends a long conversation is one page, not the whole history.
-async fn jsonl(store: std::sync::Arc<dyn Store>, session_id: String) -> Result<Body, ApiError> {
-    let runs = store.session_runs(&session_id).await?;
-    struct Cursor {
-        store: std::sync::Arc<dyn Store>,
-        session_id: String,
-        runs: std::vec::IntoIter<crate::store::Run>,
-        // The run being sent, and the last seq sent of it (`None`: its user message next).
-        current: Option<(crate::store::Run, Option<u64>)>,
-    }
-    let cursor = Cursor {
-        store,
-        session_id,
-        runs: runs.into_iter(),
-        current: None,
-    };
-    let pages = futures::stream::unfold(cursor, |mut c| async move {
-        loop {
-            let (run, after) = match c.current.take() {
-                Some(current) => current,
-                None => (c.runs.next()?, None),
-            };
-            let Some(after) = after else {
-                // The user's message that started the run, then the run's journal. Every
-                // branch is here: a run names the turn it follows (`parent_run_id`); versions
-                // of one place (a retry, an edit) follow the same turn, and a retry answers
-                // the same message.
-                let message = match c
-                    .store
-                    .messages_by_id(std::slice::from_ref(&run.user_message_id))
-                    .await
-                {
-                    Ok(found) => found.into_iter().next(),
-                    Err(e) => return Some((Err(std::io::Error::other(e.to_string())), c)),
-                };
-                let line = message.map(|m| user_line(&c.session_id, &run, &m));
-                c.current = Some((run, Some(0)));
-                match line {
-                    Some(line) => return Some((Ok(line), c)),
-                    None => continue,
-                }
-            };
-            let rows = match c.store.events(&run.id, after, None, EXPORT_PAGE).await {
-                Ok(rows) => rows,
-                Err(e) => return Some((Err(std::io::Error::other(e.to_string())), c)),
-            };
-            let Some(last) = rows.last().map(|r| r.seq) else {
-                continue;
-            };
-            let mut out = String::new();
-            for row in &rows {
-                out.push_str(&row.to_json().to_string());
-                out.push('\n');
-            }
-            c.current = Some((run, Some(last)));
-            return Some((Ok(out), c));
-        }
-    });
-    // Fused: a layer around the body (compression) may ask again once it has ended.
-    Ok(Body::from_stream(futures::StreamExt::fuse(pages)))
-}
-
-/// The line of a run's user message in the JSON Lines export.
-fn user_line(session_id: &str, run: &crate::store::Run, m: &crate::store::Message) -> String {
-    let line = json!({
-        "version": 1,
-        "run_id": run.id,
-        "parent_run_id": run.parent_run_id,
-        "turn_id": run.turn_id,
-        "session_id": session_id,
-        "event": "user_message",
-        "type": "user_message",
-        "created_at": m.created_at,
-        "payload": {"role": "user", "id": m.id, "content": m.content, "created_at": m.created_at,
-                    "attachments": m.attachments.iter().map(|a| json!({
-                        "id": a.id, "name": a.name, "mime": a.mime, "size": a.size, "url": a.url(),
-                    })).collect::<Vec<_>>()},
-    });
-    format!("{line}\n")
 }
 
 #[cfg(test)]

@@ -198,3 +198,13 @@ impl Runner {
 pub fn answer_id(run_id: &str) -> String {
     format!("msg-{run_id}")
 }
+
+/// The terminal event of a run that stopped, at `at`, with nobody left to end it (what a
+/// restart journals for it, and what an import writes for a run its file left open).
+pub fn interrupted_at(at: f64) -> crate::store::NewEvent {
+    let ending = endings::Ending::of(RunEnd::Interrupted);
+    let mut event = journal::event(ending.kind, ending.payload, Some(ending.state));
+    event.created_at = at;
+    event.payload.insert("created_at".into(), at.into());
+    event
+}

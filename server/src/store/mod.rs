@@ -241,6 +241,11 @@ pub trait TurnStore: Send + Sync {
 
     /// How many runs of `owner`'s sessions are running (`None`: of sessions with no owner).
     async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError>;
+
+    /// Writes a whole conversation in one transaction (nothing of it when any part fails): the
+    /// session, each run's message, journal and end, as a live run writes them; the session
+    /// shows its last run.
+    async fn import(&self, import: NewImport) -> Result<Imported, StoreError>;
 }
 
 /// The run journal's writer: events committed in order, gapless per run (what

@@ -419,6 +419,73 @@ pub struct SettledAnswer {
     pub cut_off: bool,
 }
 
+/// A conversation written whole, in one transaction (an import, a copy): its runs in the order
+/// they were made, parents before their children, each one ended, every id fresh.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewImport {
+    /// The new session's id.
+    pub session_id: String,
+    /// Its title.
+    pub title: String,
+    /// Where the title came from.
+    pub title_source: TitleSource,
+    /// Its account (`None`: open mode).
+    pub owner: Option<String>,
+    /// Seconds since the epoch: when it was made, and its place at the top of the list.
+    pub now: f64,
+    /// Its runs.
+    pub runs: Vec<ImportedRun>,
+}
+
+/// A run of a [`NewImport`], ended: what it journaled, then how it ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportedRun {
+    /// Its id.
+    pub id: String,
+    /// Its turn's id.
+    pub turn_id: String,
+    /// The run it follows (one of the import's, written before it).
+    pub parent_run_id: Option<String>,
+    /// The message it answers.
+    pub message: ImportedMessage,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+    /// Its journal up to its end (no terminal event, no `settled_message`, no `stream_end`).
+    pub events: Vec<NewEvent>,
+    /// Its terminal event.
+    pub terminal: NewEvent,
+    /// Its settled answer.
+    pub answer: SettledAnswer,
+}
+
+/// The user message an imported run answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ImportedMessage {
+    /// Written with the run.
+    New {
+        /// Its id.
+        id: String,
+        /// Its text.
+        content: String,
+        /// Seconds since the epoch.
+        created_at: f64,
+        /// Files of the importing account to send with it again (their ids); one that is not
+        /// the account's is left out.
+        attachments: Vec<String>,
+    },
+    /// One an earlier run of the import wrote (a retry answers the same message): its id.
+    Earlier(String),
+}
+
+/// What an import wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Imported {
+    /// The new session.
+    pub session: Session,
+    /// Files named by the import that were not carried (not the account's, or gone).
+    pub attachments_left_out: u64,
+}
+
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

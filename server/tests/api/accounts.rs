@@ -453,6 +453,20 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         },
         Case {
             method: "POST",
+            path: q("/api/session/duplicate"),
+            body: json!({"session_id": session, "all": true}),
+            expect: Expect::NotFound,
+        },
+        // An import writes a conversation of the viewer's own (what it may carry of her files
+        // is `transfer::an_import_carries_the_accounts_own_files_and_no_one_elses`).
+        Case {
+            method: "POST",
+            path: q("/api/session/import"),
+            body: json!({}),
+            expect: Expect::Refused,
+        },
+        Case {
+            method: "POST",
             path: format!("/api/attachments?name=x.txt&session_id={session}"),
             body: json!({}),
             expect: Expect::NotFound,

@@ -241,6 +241,19 @@ impl Api {
         (res.status().as_u16(), res.text().await.unwrap_or_default())
     }
 
+    /// POSTs a body of bytes (a file); returns the status and the JSON body.
+    pub async fn post_bytes(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let res = self
+            .with_cookie(self.client.post(self.url(path)))
+            .header("content-type", "application/x-ndjson")
+            .body(body)
+            .send()
+            .await
+            .expect("request");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
     /// Uploads a file as an attachment (for `session`, if given); returns the status and
     /// the JSON body.
     pub async fn upload(&self, name: &str, bytes: Vec<u8>, session: Option<&str>) -> (u16, Value) {

@@ -26,4 +26,5 @@ mod security;
 mod sessions;
 mod shares;
 mod streaming;
+mod transfer;
 mod upstream;

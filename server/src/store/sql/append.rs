@@ -9,7 +9,7 @@ const INSERT_ROWS: usize = 500;
 
 /// Appends events to a running run inside `tx`, in order: one update takes their seqs, and
 /// the rows go in as few INSERTs as fit; `None` when the run is not running.
-async fn append_in(
+pub(super) async fn append_in(
     tx: &mut AnyConnection,
     run_id: &str,
     events: &[&NewEvent],

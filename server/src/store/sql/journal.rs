@@ -32,90 +32,11 @@ impl JournalStore for SqlStore {
                         let earlier = vec![pending.remove(at)];
                         write_appends(&mut tx, earlier, &mut results).await?;
                     }
-                    let Some(terminal_row) = append_one(&mut tx, &run_id, &terminal).await? else {
-                        results[index] = Some(Err(StoreError::Finished));
-                        continue;
-                    };
-                    let session_id = terminal_row.row.session_id.clone();
-                    let usage = answer.usage.as_ref().map(Value::to_string);
-                    // A turn that did not complete keeps what it had streamed as its answer.
-                    let completed = terminal.terminal_state == Some(TerminalState::Completed);
-                    let content = if completed || !answer.content.is_empty() {
-                        answer.content.clone()
-                    } else {
-                        streamed_answer(&mut tx, &run_id).await?
-                    };
-                    let partial = !completed && !content.is_empty();
-                    sqlx::query(
-                        "INSERT INTO messages (id, session_id, position, role, content, partial, run_id, terminal_state, usage, created_at, cut_off) \
-                         VALUES ($1, $2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = $2), 'assistant', $3, $4, $5, $6, $7, $8, $9)",
-                    )
-                    .bind(&answer.message_id)
-                    .bind(&session_id)
-                    .bind(&content)
-                    .bind(i64::from(partial))
-                    .bind(&run_id)
-                    .bind(terminal.terminal_state.map(TerminalState::as_str))
-                    .bind(&usage)
-                    .bind(terminal.created_at)
-                    .bind(i64::from(answer.cut_off))
-                    .execute(&mut *tx)
-                    .await?;
-                    let mut payload = Map::new();
-                    payload.insert("role".into(), Value::from("assistant"));
-                    payload.insert("id".into(), Value::from(answer.message_id.clone()));
-                    payload.insert("content".into(), Value::from(content));
-                    if partial {
-                        payload.insert("partial".into(), Value::Bool(true));
-                    }
-                    if answer.cut_off {
-                        payload.insert("cut_off".into(), Value::Bool(true));
-                    }
-                    if let Some(usage) = &answer.usage {
-                        payload.insert("usage".into(), usage.clone());
-                    }
-                    payload.insert("created_at".into(), Value::from(terminal.created_at));
-                    let settled = NewEvent {
-                        kind: EventKind::SettledMessage,
-                        payload,
-                        terminal_state: None,
-                        created_at: terminal.created_at,
-                    };
-                    let settled_row = append_one(&mut tx, &run_id, &settled).await?;
-                    let mut end_payload = Map::new();
-                    end_payload.insert("session_id".into(), Value::from(session_id.clone()));
-                    end_payload.insert("created_at".into(), Value::from(terminal.created_at));
-                    let end = NewEvent {
-                        kind: EventKind::StreamEnd,
-                        payload: end_payload,
-                        terminal_state: None,
-                        created_at: terminal.created_at,
-                    };
-                    let end_row = append_one(&mut tx, &run_id, &end).await?;
-                    sqlx::query(
-                        "UPDATE runs SET status = 'finished', terminal_state = $2, finished_at = $3 WHERE id = $1",
-                    )
-                    .bind(&run_id)
-                    .bind(terminal.terminal_state.map(TerminalState::as_str))
-                    .bind(terminal.created_at)
-                    .execute(&mut *tx)
-                    .await?;
-                    sqlx::query("UPDATE interactions SET status = 'closed' WHERE run_id = $1 AND status = 'pending'")
-                        .bind(&run_id)
-                        .execute(&mut *tx)
-                        .await?;
-                    sqlx::query(&format!(
-                        "UPDATE sessions SET updated_at = {}(updated_at, $2) WHERE id = $1",
-                        self.engine.greatest()
-                    ))
-                    .bind(&session_id)
-                    .bind(terminal.created_at)
-                    .execute(&mut *tx)
-                    .await?;
-                    results[index] = Some(Ok([Some(terminal_row), settled_row, end_row]
-                        .into_iter()
-                        .flatten()
-                        .collect()));
+                    results[index] = Some(
+                        settle_in(&mut tx, self.engine, &run_id, &terminal, &answer)
+                            .await?
+                            .ok_or(StoreError::Finished),
+                    );
                 }
             }
         }
@@ -289,4 +210,104 @@ impl SqlStore {
         .fetch_all(&self.pool)
         .await
     }
+}
+
+/// Ends a running run inside `tx`: its terminal event, the settled assistant message (stored,
+/// and journaled as `settled_message`), then `stream_end`; the run is marked finished, its
+/// open questions closed. `None` when the run is not running. (The live journal's settle and
+/// an import write a turn's end here alike.)
+pub(super) async fn settle_in(
+    tx: &mut AnyConnection,
+    engine: Engine,
+    run_id: &str,
+    terminal: &NewEvent,
+    answer: &SettledAnswer,
+) -> Result<Option<Vec<Frame>>, StoreError> {
+    let Some(terminal_row) = append_one(&mut *tx, run_id, terminal).await? else {
+        return Ok(None);
+    };
+    let session_id = terminal_row.row.session_id.clone();
+    let usage = answer.usage.as_ref().map(Value::to_string);
+    // A turn that did not complete keeps what it had streamed as its answer.
+    let completed = terminal.terminal_state == Some(TerminalState::Completed);
+    let content = if completed || !answer.content.is_empty() {
+        answer.content.clone()
+    } else {
+        streamed_answer(&mut *tx, run_id).await?
+    };
+    let partial = !completed && !content.is_empty();
+    sqlx::query(
+        "INSERT INTO messages (id, session_id, position, role, content, partial, run_id, terminal_state, usage, created_at, cut_off) \
+         VALUES ($1, $2, (SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE session_id = $2), 'assistant', $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(&answer.message_id)
+    .bind(&session_id)
+    .bind(&content)
+    .bind(i64::from(partial))
+    .bind(run_id)
+    .bind(terminal.terminal_state.map(TerminalState::as_str))
+    .bind(&usage)
+    .bind(terminal.created_at)
+    .bind(i64::from(answer.cut_off))
+    .execute(&mut *tx)
+    .await?;
+    let mut payload = Map::new();
+    payload.insert("role".into(), Value::from("assistant"));
+    payload.insert("id".into(), Value::from(answer.message_id.clone()));
+    payload.insert("content".into(), Value::from(content));
+    if partial {
+        payload.insert("partial".into(), Value::Bool(true));
+    }
+    if answer.cut_off {
+        payload.insert("cut_off".into(), Value::Bool(true));
+    }
+    if let Some(usage) = &answer.usage {
+        payload.insert("usage".into(), usage.clone());
+    }
+    payload.insert("created_at".into(), Value::from(terminal.created_at));
+    let settled = NewEvent {
+        kind: EventKind::SettledMessage,
+        payload,
+        terminal_state: None,
+        created_at: terminal.created_at,
+    };
+    let settled_row = append_one(&mut *tx, run_id, &settled).await?;
+    let mut end_payload = Map::new();
+    end_payload.insert("session_id".into(), Value::from(session_id.clone()));
+    end_payload.insert("created_at".into(), Value::from(terminal.created_at));
+    let end = NewEvent {
+        kind: EventKind::StreamEnd,
+        payload: end_payload,
+        terminal_state: None,
+        created_at: terminal.created_at,
+    };
+    let end_row = append_one(&mut *tx, run_id, &end).await?;
+    sqlx::query(
+        "UPDATE runs SET status = 'finished', terminal_state = $2, finished_at = $3 WHERE id = $1",
+    )
+    .bind(run_id)
+    .bind(terminal.terminal_state.map(TerminalState::as_str))
+    .bind(terminal.created_at)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE interactions SET status = 'closed' WHERE run_id = $1 AND status = 'pending'",
+    )
+    .bind(run_id)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(&format!(
+        "UPDATE sessions SET updated_at = {}(updated_at, $2) WHERE id = $1",
+        engine.greatest()
+    ))
+    .bind(&session_id)
+    .bind(terminal.created_at)
+    .execute(&mut *tx)
+    .await?;
+    Ok(Some(
+        [Some(terminal_row), settled_row, end_row]
+            .into_iter()
+            .flatten()
+            .collect(),
+    ))
 }

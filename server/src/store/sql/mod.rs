@@ -16,13 +16,15 @@ use sqlx::{AnyPool, Executor as _, Row};
 
 use super::prelude::*;
 use super::{
-    Attachment, Claim, Command, CommandKind, Engine, Frame, Frames, Grant, Interaction, JournalOp,
-    JournalRow, Message, NewEvent, NewTurn, Notice, QueuedMessage, Role, Run, Session, Share,
-    Shelf, StoreError, StoredPasskey, TitleSource, TurnAt, User, Versions,
+    Attachment, Claim, Command, CommandKind, Engine, Frame, Frames, Grant, Imported,
+    ImportedMessage, Interaction, JournalOp, JournalRow, Message, NewEvent, NewImport, NewTurn,
+    Notice, QueuedMessage, Role, Run, Session, SettledAnswer, Share, Shelf, StoreError,
+    StoredPasskey, TitleSource, TurnAt, User, Versions,
 };
 
 mod accounts;
 mod attachments;
+mod imports;
 mod instances;
 mod interactions;
 mod journal;
@@ -33,7 +35,8 @@ mod turns;
 
 mod append;
 mod notify;
-use append::{append_one, write_appends};
+use append::{append_in, append_one, write_appends};
+use journal::settle_in;
 use notify::{forward_notices, journal_notices, COMMAND_CHANNEL, JOURNAL_CHANNEL};
 
 /// Opens the store the configuration names: PostgreSQL at `database_url`, else the SQLite

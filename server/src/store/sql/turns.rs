@@ -297,4 +297,14 @@ impl TurnStore for SqlStore {
         .await?;
         Ok(n.max(0) as u64)
     }
+
+    async fn import(&self, import: NewImport) -> Result<Imported, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let left_out = imports::write(&mut tx, self.engine, &import).await?;
+        tx.commit().await?;
+        Ok(Imported {
+            session: self.session(&import.session_id).await?,
+            attachments_left_out: left_out,
+        })
+    }
 }

@@ -1,0 +1,77 @@
+//! Conversations written whole: an import of a JSONL export, and a copy of a conversation.
+
+use app::api::{DuplicateBody, ImportQuery, Transferred};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap};
+use axum::Json;
+
+use crate::auth::{owned_session, Viewer};
+use crate::error::{ApiError, ApiJson, ApiQuery};
+use crate::limits::MAX_IMPORT_BYTES;
+use crate::store::Session;
+use crate::AppState;
+
+fn too_large() -> ApiError {
+    ApiError::too_large(format!(
+        "the file is larger than {}, the most an import may hold",
+        app::api::file_size(MAX_IMPORT_BYTES as u64)
+    ))
+    .with("limit", "max_import_bytes")
+}
+
+/// `POST /api/session/import?title=`, a JSONL export as the body: a new conversation of the
+/// viewer with every branch of the file, every id new. 400 names the line at fault; 413 past
+/// the size limit. Nothing is written unless all of it is.
+pub async fn import(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiQuery(q): ApiQuery<ImportQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Transferred<Session>>, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_IMPORT_BYTES) {
+        return Err(too_large());
+    }
+    // An import holds its file in memory while it is read: it counts as an upload.
+    let _importing = state
+        .uploads
+        .upload(viewer.owner().unwrap_or_default(), &state.limits)?;
+    let bytes = axum::body::to_bytes(body, MAX_IMPORT_BYTES)
+        .await
+        .map_err(|_| too_large())?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("the file is not UTF-8 text ({e})")))?;
+    let imported = crate::transfer::import(
+        &state.store,
+        viewer.owner(),
+        text,
+        q.title.as_deref(),
+        crate::clock::now(),
+    )
+    .await?;
+    Ok(Json(Transferred {
+        session: imported.session,
+        attachments_left_out: imported.attachments_left_out,
+    }))
+}
+
+/// `POST /api/session/duplicate` `{session_id, all?}`: a copy of one of the viewer's
+/// conversations, the branch it shows or (`all`) every branch, as a new conversation.
+pub async fn duplicate(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<DuplicateBody>,
+) -> Result<Json<Transferred<Session>>, ApiError> {
+    let session = owned_session(&state, &viewer, &body.session_id).await?;
+    let copied =
+        crate::transfer::duplicate(&state.store, &session, body.all, crate::clock::now()).await?;
+    Ok(Json(Transferred {
+        session: copied.session,
+        attachments_left_out: copied.attachments_left_out,
+    }))
+}
