@@ -10,11 +10,11 @@ use serde_json::Value;
 use crate::api::{self, paths};
 use crate::api::{
     ApprovalBody, BranchBody, Branched, Cancelled, CeremonyStart, ClarifyBody, ContextQuery,
-    ContextUse, Done, EditBody, GrantList, JournalPage, JournalQuery, ListQuery, ModelBody,
-    ModelChosen, ModelList, ModelsQuery, NewSessionBody, PageQuery, PasskeyAnswer,
-    PasskeyFinishBody, PasskeyList, PlaceBody, Queued, RenameBody, RevokeBody, RunBody,
-    SearchQuery, SendBody, SessionAnswer, SessionBody, SessionList, SessionPage, ShareAnswer,
-    ShareBody, ShareList, Started, StreamQuery, UploadQuery, Uploaded,
+    ContextUse, Done, DuplicateBody, EditBody, GrantList, ImportQuery, JournalPage, JournalQuery,
+    ListQuery, ModelBody, ModelChosen, ModelList, ModelsQuery, NewSessionBody, PageQuery,
+    PasskeyAnswer, PasskeyFinishBody, PasskeyList, PlaceBody, Queued, RenameBody, RevokeBody,
+    RunBody, SearchQuery, SendBody, SessionAnswer, SessionBody, SessionList, SessionPage,
+    ShareAnswer, ShareBody, ShareList, Started, StreamQuery, Transferred, UploadQuery, Uploaded,
 };
 use crate::base::href;
 
@@ -283,6 +283,32 @@ pub async fn upload(file: &web_sys::File, session: Option<&str>) -> Result<Uploa
             message: e.to_string(),
         })?;
     answer(request.send().await).await
+}
+
+/// Imports a conversation from its JSONL export, the file as it is; titled after the file when
+/// the file names no title.
+pub async fn import(file: &web_sys::File) -> Result<Transferred, Failure> {
+    let name = file.name();
+    let title = name
+        .strip_suffix(".jsonl")
+        .or_else(|| name.strip_suffix(".json"))
+        .unwrap_or(&name);
+    let query = ImportQuery {
+        title: Some(title.to_owned()).filter(|t| !t.is_empty()),
+    };
+    let request = Request::post(&href(&api::url(paths::SESSION_IMPORT, &query)))
+        .header("content-type", "application/x-ndjson")
+        .body(file.clone())
+        .map_err(|e| Failure {
+            status: 0,
+            message: e.to_string(),
+        })?;
+    answer(request.send().await).await
+}
+
+/// Copies a conversation: the branch it shows, or every branch.
+pub async fn duplicate(body: &DuplicateBody) -> Result<Transferred, Failure> {
+    post(paths::SESSION_DUPLICATE, body).await
 }
 
 async fn answer<A: DeserializeOwned>(

@@ -80,7 +80,7 @@ export async function send(page: Page, text: string): Promise<void> {
 /** Chooses `item` in the "⋯" menu of a conversation's row in the sidebar. */
 export async function rowAction(row: Locator, item: string): Promise<void> {
   await row.getByRole("button", { name: "More for this conversation" }).click();
-  await row.getByRole("menuitem", { name: item }).click();
+  await row.getByRole("menuitem", { name: item, exact: true }).click();
 }
 
 /** The last turn on the page. */

@@ -23,6 +23,8 @@ mod slash;
 pub(crate) mod terminal;
 mod toast;
 mod todos;
+#[cfg(feature = "hydrate")]
+mod transfer;
 mod turn;
 mod turns;
 mod voice;

@@ -93,6 +93,17 @@ fn SessionRow(
         #[cfg(not(feature = "hydrate"))]
         let _ = &share_id;
     };
+    // A copy: the branch the conversation shows, or every version of every turn.
+    let copy_id = session.id.clone();
+    let copy = move |all: bool| {
+        let id = copy_id.clone();
+        move |_| {
+            #[cfg(feature = "hydrate")]
+            super::transfer::duplicate(chat, id.clone(), all);
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (&id, all);
+        }
+    };
     view! {
         <li class="session-row" class:current=dynamic(current.clone()) data-session-id=session.id.clone()>
             {move || if editing.get() {
@@ -152,6 +163,8 @@ fn SessionRow(
                 })}
                 <button type="button" role="menuitem" on:click=move |_| editing.set(true)>"Rename"</button>
                 <button type="button" role="menuitem" on:click=share.clone()>"Share"</button>
+                <button type="button" role="menuitem" on:click=copy(false)>"Duplicate"</button>
+                <button type="button" role="menuitem" on:click=copy(true)>"Duplicate all versions"</button>
                 <button type="button" role="menuitem" on:click=move |_| act.run(Action::Archive(!archived))>
                     {if archived { "Unarchive" } else { "Archive" }}
                 </button>
@@ -457,6 +470,33 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                 <button type="button" class="text-button show-archived" on:click=move |_| open_archived()>
                     "Archived conversations"
                 </button>
+                <label class="text-button import-conversation">
+                    "Import a conversation…"
+                    <input
+                        type="file"
+                        class="visually-hidden"
+                        accept=".jsonl,.ndjson,application/x-ndjson"
+                        on:change=move |ev| {
+                            #[cfg(feature = "hydrate")]
+                            {
+                                use wasm_bindgen::JsCast as _;
+                                let input = ev
+                                    .target()
+                                    .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok());
+                                if let Some(input) = input {
+                                    if let Some(file) = input.files().and_then(|f| f.get(0)) {
+                                        on_close.run(());
+                                        super::transfer::import(chat, file);
+                                    }
+                                    // The same file may be chosen again.
+                                    input.set_value("");
+                                }
+                            }
+                            #[cfg(not(feature = "hydrate"))]
+                            let _ = ev;
+                        }
+                    />
+                </label>
             })}
             </div>
             <div class="sidebar-foot">

@@ -240,7 +240,7 @@ pub async fn export(
                 let runs = state.store.session_runs(&session.id).await?;
                 let lines = crate::transfer::export::lines(
                     std::sync::Arc::clone(&state.store),
-                    session.id.clone(),
+                    &session,
                     runs,
                 );
                 // Fused: a layer around the body (compression) may ask again once it has

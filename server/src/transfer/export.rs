@@ -5,29 +5,31 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::store::{Message, Run, Store};
+use crate::store::{Message, Run, Session, Store};
 
 /// Journal rows an export reads at a time.
 const EXPORT_PAGE: u32 = 2_000;
 
-/// The JSON Lines export of `runs` (of session `session_id`, oldest first), a page of rows at a
+/// The JSON Lines export of `runs` (of `session`, oldest first), a page of rows at a
 /// time: what the server holds while it sends a long conversation is one page, not the whole
 /// history. Each run is its user message's line, then its journal rows.
 pub fn lines(
     store: Arc<dyn Store>,
-    session_id: String,
+    session: &Session,
     runs: Vec<Run>,
 ) -> impl futures::Stream<Item = Result<String, std::io::Error>> + Send {
     struct Cursor {
         store: Arc<dyn Store>,
         session_id: String,
+        title: String,
         runs: std::vec::IntoIter<Run>,
         // The run being sent, and the last seq sent of it (`None`: its user message next).
         current: Option<(Run, Option<u64>)>,
     }
     let cursor = Cursor {
         store,
-        session_id,
+        session_id: session.id.clone(),
+        title: session.title.clone(),
         runs: runs.into_iter(),
         current: None,
     };
@@ -50,7 +52,7 @@ pub fn lines(
                     Ok(found) => found.into_iter().next(),
                     Err(e) => return Some((Err(std::io::Error::other(e.to_string())), c)),
                 };
-                let line = message.map(|m| user_line(&c.session_id, &run, &m));
+                let line = message.map(|m| user_line(&c.session_id, &c.title, &run, &m));
                 c.current = Some((run, Some(0)));
                 match line {
                     Some(line) => return Some((Ok(line), c)),
@@ -77,13 +79,15 @@ pub fn lines(
 }
 
 /// The line of a run's user message in the JSON Lines export.
-fn user_line(session_id: &str, run: &Run, m: &Message) -> String {
+fn user_line(session_id: &str, title: &str, run: &Run, m: &Message) -> String {
     let line = json!({
         "version": 1,
         "run_id": run.id,
         "parent_run_id": run.parent_run_id,
         "turn_id": run.turn_id,
         "session_id": session_id,
+        // The conversation's title when it was exported: what an import calls it.
+        "session_title": title,
         "event": "user_message",
         "type": "user_message",
         // When the run began (a retry answers an older message: its time is the payload's).

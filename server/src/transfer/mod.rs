@@ -38,8 +38,8 @@ pub enum TransferError {
     Export(std::io::Error),
 }
 
-/// Writes an export as a new conversation of `owner`, titled by the agent's last title in it,
-/// else `title` (the file's name), else its first message.
+/// Writes an export as a new conversation of `owner`, under the title it was exported with,
+/// else the agent's last title in it, else `title` (the file's name), else its first message.
 pub async fn import(
     store: &Arc<dyn Store>,
     owner: Option<&str>,
@@ -49,7 +49,7 @@ pub async fn import(
 ) -> Result<Imported, TransferError> {
     let export = read::read(text, MAX_MESSAGE_BYTES).map_err(TransferError::Read)?;
     let (title, source) = match (&export.title, title.map(str::trim)) {
-        (Some(agent), _) => (agent.clone(), TitleSource::Agent),
+        (Some(named), _) => (named.clone(), export.title_source),
         (None, Some(given)) if !given.is_empty() => (given.to_owned(), TitleSource::Manual),
         (None, _) => (first_words(&export), TitleSource::Prompt),
     };
@@ -82,7 +82,7 @@ pub async fn duplicate(
         return write(store, owner, export, title, TitleSource::Manual, now).await;
     }
     let mut text = String::new();
-    let mut lines = std::pin::pin!(export::lines(Arc::clone(store), session.id.clone(), runs));
+    let mut lines = std::pin::pin!(export::lines(Arc::clone(store), session, runs));
     while let Some(chunk) = lines.next().await {
         let chunk = chunk.map_err(TransferError::Export)?;
         if text.len() + chunk.len() > MAX_IMPORT_BYTES {

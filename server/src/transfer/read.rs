@@ -5,7 +5,7 @@
 use anchor::{EventKind, TerminalState};
 use serde_json::{Map, Value};
 
-use crate::store::NewEvent;
+use crate::store::{NewEvent, TitleSource};
 
 /// Runs an import may hold (413 beyond).
 pub const MAX_RUNS: usize = 5_000;
@@ -14,12 +14,24 @@ pub const MAX_RUNS: usize = 5_000;
 const MAX_ID: usize = 200;
 
 /// A conversation as an export holds it.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Export {
     /// Its runs, in the file's order (each after the run it follows).
     pub runs: Vec<ExportedRun>,
-    /// The last title the agent gave it, if any.
+    /// The title it was exported with, else the last one the agent gave it, if any.
     pub title: Option<String>,
+    /// Where that title came from.
+    pub title_source: TitleSource,
+}
+
+impl Default for Export {
+    fn default() -> Self {
+        Export {
+            runs: Vec::new(),
+            title: None,
+            title_source: TitleSource::Default,
+        }
+    }
 }
 
 /// A run as an export holds it.
@@ -157,6 +169,11 @@ pub fn read(text: &str, max_message_bytes: usize) -> Result<Export, ReadError> {
                     }
                 }
             };
+            if let Some(title) = text_field(&row, "session_title").filter(|t| !t.trim().is_empty())
+            {
+                export.title = Some(title.to_owned());
+                export.title_source = TitleSource::Manual;
+            }
             ids.insert(run_id.to_owned(), export.runs.len());
             export.runs.push(ExportedRun {
                 id: run_id.to_owned(),
@@ -213,9 +230,10 @@ pub fn read(text: &str, max_message_bytes: usize) -> Result<Export, ReadError> {
                 return Err(fail(format!("{event} before the run's end")));
             }
             (Phase::Open, ..) => {
-                if kind == EventKind::Title {
+                if kind == EventKind::Title && export.title_source != TitleSource::Manual {
                     if let Some(title) = text_field(&new.payload, "title") {
                         export.title = Some(title.to_owned());
+                        export.title_source = TitleSource::Agent;
                     }
                 }
                 run.events.push(new);

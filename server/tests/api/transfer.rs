@@ -77,6 +77,8 @@ fn canonical(jsonl: &str) -> Vec<Value> {
         .lines()
         .map(|line| {
             let mut row: Value = serde_json::from_str(line).unwrap();
+            // The title a copy was given is its own.
+            row.as_object_mut().unwrap().remove("session_title");
             walk(&mut row, &ids, &names);
             row
         })
@@ -154,6 +156,13 @@ async fn an_import_of_an_export_is_the_same_conversation_with_every_branch_and_n
         .spawn()
         .await;
     let session = branched(&app).await;
+    let (code, _) = app
+        .post(
+            "/api/session/rename",
+            json!({"session_id": session, "title": "Harbour log"}),
+        )
+        .await;
+    assert_eq!(code, 200);
     let exported = app.export(&session, "jsonl").await;
 
     let (code, answer) = import(
@@ -202,10 +211,38 @@ async fn an_import_of_an_export_is_the_same_conversation_with_every_branch_and_n
     );
     assert_eq!(turns[1].2, "2/2");
 
-    // It comes first in the list, under the agent's title or the one given.
+    // It comes first in the list, under the title it was exported with.
     let (_, list) = app.get("/api/sessions").await;
     assert_eq!(list["sessions"][0]["id"], copy.as_str());
-    assert!(!list["sessions"][0]["title"].as_str().unwrap().is_empty());
+    assert_eq!(list["sessions"][0]["title"], "Harbour log");
+    // A file that names no title: the agent's, else the file's name, else the first words.
+    let untitled = |keep_agent: bool| {
+        exported
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|mut r| {
+                r.as_object_mut().unwrap().remove("session_title");
+                if !keep_agent && r["type"] == "title" {
+                    r["payload"]["title"] = Value::Null;
+                }
+                r.to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (file, path, title) in [
+        (
+            untitled(true),
+            "/api/session/import?title=notes",
+            "/demo prose",
+        ),
+        (untitled(false), "/api/session/import?title=notes", "notes"),
+        (untitled(false), "/api/session/import", "/demo prose"),
+    ] {
+        let (code, answer) = import(&app, path, file).await;
+        assert_eq!(code, 200, "{answer}");
+        assert_eq!(answer["session"]["title"], title, "{path}");
+    }
 
     // It goes on like any conversation.
     let next = finished(&app, &copy, "/demo prose").await;
