@@ -349,7 +349,7 @@ mod tests {
         );
         // An import takes JSON Lines (a type no form can send), and from this site only.
         let lines = ("content-type", "application/x-ndjson");
-        let import = |pairs: &[(&str, &str)], path: &str| {
+        let import = |pairs: &[(&'static str, &'static str)], path: &str| {
             check_write(&Method::POST, path, &headers(pairs), None).map_err(|e| e.0)
         };
         assert_eq!(import(&[host, lines], super::IMPORT_PATH), Ok(()));
