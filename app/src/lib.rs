@@ -42,6 +42,7 @@ mod document;
 mod dynamic;
 #[cfg(feature = "hydrate")]
 mod effects;
+pub mod highlight;
 #[cfg(feature = "hydrate")]
 mod lazy;
 #[cfg(feature = "hydrate")]

@@ -46,6 +46,8 @@ fn safe_url(dest: &str) -> bool {
 /// Renders Markdown to safe HTML.
 pub fn render(markdown: &str) -> String {
     let mut in_image = false;
+    // Inside a fenced block of a language that is coloured: it, its label, its text so far.
+    let mut code: Option<(hl_lite::Lang, String, String)> = None;
     let events = Parser::new_ext(markdown, options()).flat_map(|event| -> Vec<Event<'_>> {
         match event {
             // Raw HTML is text: `<script>` renders as the characters you typed.
@@ -71,20 +73,41 @@ pub fn render(markdown: &str) -> String {
                 vec![Event::End(TagEnd::Link)]
             }
             Event::Start(Tag::CodeBlock(kind)) => {
-                let lang = match &kind {
+                let fence = match &kind {
                     CodeBlockKind::Fenced(lang) => lang.split_whitespace().next().unwrap_or("").to_owned(),
                     CodeBlockKind::Indented => String::new(),
                 };
-                let label = escape(&lang);
-                vec![
-                    Event::Html(CowStr::from(format!(
-                        "<div class=\"code-block\"><div class=\"code-head\"><span class=\"code-lang\">{label}</span>\
-                         <button type=\"button\" class=\"copy-code\" data-copy-code=\"\">Copy</button></div>"
-                    ))),
-                    Event::Start(Tag::CodeBlock(kind)),
-                ]
+                let label = escape(&fence);
+                let head = Event::Html(CowStr::from(format!(
+                    "<div class=\"code-block\"><div class=\"code-head\"><span class=\"code-lang\">{label}</span>\
+                     <button type=\"button\" class=\"copy-code\" data-copy-code=\"\">Copy</button></div>"
+                )));
+                // A language that can be coloured: its text is gathered and written coloured
+                // at the block's end; any other block is written as it comes.
+                match crate::highlight::language(&fence) {
+                    Some(lang) => {
+                        code = Some((lang, label, String::new()));
+                        vec![head]
+                    }
+                    None => vec![head, Event::Start(Tag::CodeBlock(kind))],
+                }
             }
-            Event::End(TagEnd::CodeBlock) => vec![Event::End(TagEnd::CodeBlock), Event::Html(CowStr::Borrowed("</div>"))],
+            Event::Text(text) if code.is_some() => {
+                if let Some((_, _, gathered)) = code.as_mut() {
+                    gathered.push_str(&text);
+                }
+                vec![]
+            }
+            Event::End(TagEnd::CodeBlock) => match code.take() {
+                Some((lang, label, gathered)) => {
+                    let body = crate::highlight::to_html(lang, &gathered)
+                        .unwrap_or_else(|| escape(&gathered));
+                    vec![Event::Html(CowStr::from(format!(
+                        "\n<pre><code class=\"language-{label}\">{body}</code></pre>\n</div>"
+                    )))]
+                }
+                None => vec![Event::End(TagEnd::CodeBlock), Event::Html(CowStr::Borrowed("</div>"))],
+            },
             other => vec![other],
         }
     });
@@ -105,7 +128,37 @@ pub fn render(markdown: &str) -> String {
     fallible
 )]
 fn render_split(markdown: String) -> Result<String, leptos::wasm_split::SplitLoaderError> {
+    COLORED.with(|done| {
+        if !done.replace(true) {
+            install_colors();
+        }
+    });
     Ok(render(&markdown))
+}
+
+#[cfg(all(feature = "hydrate", feature = "split"))]
+thread_local! {
+    static COLORED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Adds the code colours to the page (once: they come with the renderer, not with the first
+/// load). A block the server coloured takes its colours then, in place: only colours change.
+#[cfg(feature = "hydrate")]
+fn install_colors() {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    if document.get_element_by_id("code-colors").is_some() {
+        return;
+    }
+    let Ok(style) = document.create_element("style") else {
+        return;
+    };
+    style.set_id("code-colors");
+    style.set_text_content(Some(crate::highlight::COLORS));
+    if let Ok(Some(head)) = document.query_selector("head") {
+        let _ = head.append_child(&style);
+    }
 }
 
 #[cfg(all(feature = "hydrate", feature = "split"))]
@@ -128,6 +181,51 @@ pub async fn render_later(markdown: String) -> Option<String> {
     Some(html)
 }
 
+/// `code` as a fenced block of `lang`, whatever backticks it holds (the fence is longer than
+/// any run of them inside).
+#[cfg(any(feature = "hydrate", test))]
+fn fenced(code: &str, lang: &str) -> String {
+    let longest = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let end = if code.ends_with('\n') { "" } else { "\n" };
+    format!("{fence}{lang}\n{code}{end}{fence}\n")
+}
+
+/// The coloured body of the one code block of `html` (what [`render`] made of [`fenced`]);
+/// `None` when nothing in it was coloured.
+#[cfg(any(feature = "hydrate", test))]
+fn coloured_body(html: &str) -> Option<&str> {
+    let open = html.find("<code class=\"language-")?;
+    let start = open + html[open..].find('>')? + 1;
+    let end = html.rfind("</code>")?;
+    let body = html.get(start..end)?;
+    body.contains("<span class=\"hl-").then_some(body)
+}
+
+/// A tool call's text coloured as `lang` (what a fence may say: `json`, `rust`, a file's
+/// name), by the same renderer as an answer's code (its part, fetched if need be): escaped
+/// HTML whose text is `code` exactly; `None` when it cannot be coloured (an unknown language,
+/// too big, text the renderer would change, the part not fetched).
+#[cfg(feature = "hydrate")]
+pub async fn color_later(code: String, lang: String) -> Option<String> {
+    // Markdown reads a carriage return as a line's end: such text would not stay as it is;
+    // and a fence's info is one word of no backtick.
+    let unfit = |text: &str| text.is_empty() || text.contains(['`', '\r', '\n', ' ', '\t']);
+    if code.contains('\r') || code.len() > crate::highlight::MAX_BYTES || unfit(&lang) {
+        return None;
+    }
+    let source = fenced(&code, &lang);
+    #[cfg(feature = "split")]
+    let html = render_later(source).await?;
+    #[cfg(not(feature = "split"))]
+    let html = render(&source);
+    let mut body = coloured_body(&html)?.to_owned();
+    if !code.ends_with('\n') && body.ends_with('\n') {
+        body.pop();
+    }
+    Some(body)
+}
+
 /// Makes sure the renderer is loaded, then calls `ready`. When it is split off, this fetches
 /// it (the page calls this once hydrated, so that no later render waits for the network);
 /// otherwise it is part of the bundle and `ready` runs at once.
@@ -138,6 +236,8 @@ pub fn preload(ready: impl FnOnce() + 'static) {
             ready();
         }
     });
+    #[cfg(all(feature = "hydrate", not(feature = "split")))]
+    install_colors();
     #[cfg(not(all(feature = "hydrate", feature = "split")))]
     ready();
 }
@@ -150,16 +250,7 @@ pub fn plain(text: &str) -> String {
 /// HTML-escapes text.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
+    crate::highlight::escape_into(&mut out, text);
     out
 }
 
@@ -227,6 +318,63 @@ mod tests {
         assert!(html.contains(">rust<"));
         let evil = render("```\"><script>x</script>\ncode\n```\n");
         assert!(!evil.contains("<script>"), "{evil}");
+    }
+
+    #[test]
+    fn fenced_code_of_a_known_language_is_coloured_and_keeps_its_block() {
+        let coloured = render("```rs\nfn main() { let s = \"<i>\"; }\n```\n");
+        assert!(
+            coloured.contains("<span class=\"code-lang\">rs</span>"),
+            "{coloured}"
+        );
+        assert!(
+            coloured.contains("\n<pre><code class=\"language-rs\">"),
+            "{coloured}"
+        );
+        assert!(
+            coloured.contains("<span class=\"hl-keyword\">fn</span>"),
+            "{coloured}"
+        );
+        assert!(coloured.contains("&quot;&lt;i&gt;&quot;"), "{coloured}");
+        assert!(
+            coloured.trim_end().ends_with("</code></pre>\n</div>"),
+            "{coloured}"
+        );
+        // The same block as pulldown-cmark writes it, but for the spans: the same characters
+        // in the same elements, so colouring moves nothing.
+        let plain = render("```brainfuck\nfn main() { let s = \"<i>\"; }\n```\n");
+        assert!(!plain.contains("hl-"), "{plain}");
+        let strip = |html: &str| {
+            html.replace("<span class=\"hl-keyword\">", "")
+                .replace("<span class=\"hl-string\">", "")
+                .replace("<span class=\"hl-function\">", "")
+                .replace("</span>", "")
+                .replace("&quot;", "\"")
+        };
+        assert_eq!(
+            strip(&coloured).replace("rs", "brainfuck"),
+            strip(&plain).replace("rs", "brainfuck")
+        );
+        // Markdown inside a code block stays text; text after the block is prose again.
+        let after = render("```py\n# *not emphasis*\n```\n\n*emphasis*\n");
+        assert!(after.contains("<em>emphasis</em>"), "{after}");
+        assert!(!after.contains("<em>not"), "{after}");
+    }
+
+    #[test]
+    fn tool_text_is_coloured_through_a_fence_it_cannot_break_out_of() {
+        let code = "let a = \"```\";\n// ````` five\nfn f() {}";
+        let source = fenced(code, "rust");
+        assert!(source.starts_with("``````rust\n"), "{source}");
+        let html = render(&source);
+        let body = coloured_body(&html).unwrap();
+        assert!(
+            body.contains("<span class=\"hl-keyword\">fn</span>"),
+            "{body}"
+        );
+        assert!(body.contains("// ````` five"), "{body}");
+        // Nothing coloured (plain text as JSON, say): nothing to put in.
+        assert_eq!(coloured_body(&render(&fenced("just words", "text"))), None);
     }
 
     #[test]

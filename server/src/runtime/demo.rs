@@ -22,9 +22,10 @@ pub struct DemoAgent {
 }
 
 /// The scenarios `/demo` knows.
-pub const SCENARIOS: [&str; 16] = [
+pub const SCENARIOS: [&str; 17] = [
     "prose",
     "tools",
+    "code",
     "approval",
     "clarify",
     "todo",
@@ -101,11 +102,18 @@ fn rows(n: Option<u64>, min: u64) -> u64 {
     n.unwrap_or(1000).clamp(min, MAX_ROWS)
 }
 
+/// The file `/demo code` reads.
+const FIB_RS: &str = "/// The n-th Fibonacci number.\npub fn fib(n: u32) -> u64 {\n    let (mut a, mut b) = (0u64, 1u64);\n    for _ in 0..n {\n        (a, b) = (b, a + b);\n    }\n    a\n}\n";
+
+/// What `/demo code` answers: fenced code in two languages it colours and one it does not.
+const CODE_ANSWER: &str = "`fib` keeps two numbers and steps them forward:\n\n```rust\npub fn fib(n: u32) -> u64 {\n    let (mut a, mut b) = (0u64, 1u64);\n    for _ in 0..n {\n        (a, b) = (b, a + b); // the next pair\n    }\n    a\n}\n```\n\nThe same in Python:\n\n```python\ndef fib(n: int) -> int:\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b  # the next pair\n    return a\n```\n\nAnd its output, which is no language:\n\n```text\nfib(10) = 55\n```\n";
+
 /// What a scenario shows, as the `/demo` menu says it.
 fn describe(name: &str) -> &'static str {
     match name {
         "prose" => "A plain answer in Markdown",
         "tools" => "Reads, searches and writes files with tools",
+        "code" => "Reads a Rust file, answers with code in three languages",
         "approval" => "Asks before it runs a command",
         "clarify" => "Asks you a question first",
         "todo" => "Works through a todo list",
@@ -294,6 +302,12 @@ impl Turn<'_> {
                          reconnect, so replayed events look new.\n\n```rust\nself.run = Some(run.clone());\n```\n",
                     )
                     .await?;
+                self.finish(answer).await
+            }
+            "code" => {
+                self.tool(READ_FILE, json!({"path": "src/fib.rs"}), FIB_RS, false)
+                    .await?;
+                let answer = self.say(CODE_ANSWER).await?;
                 self.finish(answer).await
             }
             "approval" => {

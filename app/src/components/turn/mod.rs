@@ -148,6 +148,8 @@ fn ToolCard(
     let row_id = first.row_id.clone();
     let name = tool.name.clone();
     let args = tool.args.clone();
+    #[cfg(feature = "hydrate")]
+    let target = tool.target.clone();
     // A finished call never asks whether the turn is over: it does not change with it.
     let phase = move || ToolPhase::of(finished, failed, !finished && turn_over.get());
     let result_line = inline_result
@@ -168,19 +170,45 @@ fn ToolCard(
                 <span class="tool-status">{dynamic(move || phase().status())}</span>
             </button>
             {result_line.map(|line| view! { <div class="tool-result-line">{line}</div> })}
-            // The detail is built when opened, never for a folded card.
-            {move || open.get().then(|| view! {
-                <div class="tool-detail">
-                    <div class="detail-label">"Input"</div>
-                    <pre class="tool-args">{args.clone()}</pre>
-                    {(!result.is_empty()).then(|| view! {
-                        <div class="detail-label">"Output"</div>
-                        <pre class="tool-output">{result.clone()}</pre>
-                    })}
-                </div>
+            // The detail is built when opened, never for a folded card. Its text comes at once;
+            // its colours (the arguments as JSON, the output as the file it names) when the
+            // renderer's part gives them, in place.
+            {move || open.get().then(|| {
+                let args_node = NodeRef::<leptos::html::Pre>::new();
+                let output_node = NodeRef::<leptos::html::Pre>::new();
+                #[cfg(feature = "hydrate")]
+                {
+                    use crate::markdown::color_later;
+                    colour(args_node, color_later(args.clone(), "json".to_owned()));
+                    colour(output_node, color_later(result.clone(), target.clone()));
+                }
+                view! {
+                    <div class="tool-detail">
+                        <div class="detail-label">"Input"</div>
+                        <pre class="tool-args" node_ref=args_node>{args.clone()}</pre>
+                        {(!result.is_empty()).then(|| view! {
+                            <div class="detail-label">"Output"</div>
+                            <pre class="tool-output" node_ref=output_node>{result.clone()}</pre>
+                        })}
+                    </div>
+                }
             })}
         </div>
     }
+}
+
+/// Puts the coloured HTML `coloured` gives into `node`, if the node is still there by then (its
+/// text is the same: only colours change).
+#[cfg(feature = "hydrate")]
+fn colour(
+    node: NodeRef<leptos::html::Pre>,
+    coloured: impl std::future::Future<Output = Option<String>> + 'static,
+) {
+    leptos::task::spawn_local(async move {
+        if let (Some(html), Some(el)) = (coloured.await, node.try_get_untracked().flatten()) {
+            el.set_inner_html(&html);
+        }
+    });
 }
 
 /// Reasoning, collapsed to its first line.
