@@ -27,6 +27,30 @@ pub struct Transferred<S = SessionSummary> {
     pub attachments_left_out: u64,
 }
 
+/// A directory of the caller's workspace: `GET /api/workspace`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceListing {
+    /// The directory, relative to the workspace (`""`: its top).
+    pub path: String,
+    /// Its directories, then its files, by name.
+    pub entries: Vec<WorkspaceEntry>,
+    /// Some were left out (a listing shows 500 at most).
+    pub more: bool,
+}
+
+/// A directory or a file of a [`WorkspaceListing`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceEntry {
+    /// Its name.
+    pub name: String,
+    /// Its path, relative to the workspace.
+    pub path: String,
+    /// A directory (else a file).
+    pub dir: bool,
+    /// A file's size in bytes (0 for a directory).
+    pub size: u64,
+}
+
 /// A page of sessions: `GET /api/sessions`, `GET /api/sessions/search`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SessionList<S = SessionSummary> {

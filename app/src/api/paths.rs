@@ -26,6 +26,11 @@ pub const SESSION_EXPORT: &str = "/api/session/export";
 pub const SESSION_IMPORT: &str = "/api/session/import";
 /// `POST`: a copy of a conversation ([`super::DuplicateBody`] → [`super::Transferred`]).
 pub const SESSION_DUPLICATE: &str = "/api/session/duplicate";
+/// `GET`: a directory of the caller's workspace ([`super::WorkspaceQuery`] →
+/// [`super::WorkspaceListing`]).
+pub const WORKSPACE: &str = "/api/workspace";
+/// `GET`: a file of the caller's workspace, its bytes ([`super::WorkspaceFileQuery`]).
+pub const WORKSPACE_FILE: &str = "/api/workspace/file";
 /// `POST`: the model a conversation asks for ([`super::ModelBody`]).
 pub const SESSION_MODEL: &str = "/api/session/model";
 /// `GET`: how much of the model's context the next message would use ([`super::ContextQuery`]

@@ -85,6 +85,24 @@ pub struct ImportQuery {
     pub title: Option<String>,
 }
 
+/// `GET /api/workspace?path=`: a directory of the caller's workspace (`""` or none: its top).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WorkspaceQuery {
+    /// The directory, relative to the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// `GET /api/workspace/file?path=&download=`: a file of the caller's workspace.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WorkspaceFileQuery {
+    /// The file, relative to the workspace.
+    pub path: String,
+    /// As a download (else shown, where the browser can: text and images).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub download: bool,
+}
+
 /// `POST /api/session/duplicate`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DuplicateBody {

@@ -214,18 +214,24 @@ pub async fn download(
     } else {
         "text/plain; charset=utf-8".to_owned()
     };
+    Ok(served(bytes, &mime, "inline", &attachment.name))
+}
+
+/// A file's bytes as the browser gets them: of type `mime`, `inline` or `attachment` under its
+/// `name`, never kept (on a shared device a file must not outlive its sign-out; the agent may
+/// change a workspace's at any time), and sandboxed (nothing in it runs as this site).
+pub(crate) fn served(bytes: Vec<u8>, mime: &str, disposition: &str, name: &str) -> Response {
     let mut response = bytes.into_response();
     let h = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&mime) {
+    if let Ok(v) = HeaderValue::from_str(mime) {
         h.insert(header::CONTENT_TYPE, v);
     }
     if let Ok(v) = HeaderValue::from_str(&format!(
-        "inline; filename*=UTF-8''{}",
-        super::session::encode_rfc5987(&attachment.name)
+        "{disposition}; filename*=UTF-8''{}",
+        super::session::encode_rfc5987(name)
     )) {
         h.insert(header::CONTENT_DISPOSITION, v);
     }
-    // Never kept by the browser: on a shared device a file must not outlive its sign-out.
     h.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("private, no-store"),
@@ -234,7 +240,7 @@ pub async fn download(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("default-src 'none'; sandbox"),
     );
-    Ok(response)
+    response
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub use session::LIST_LIMIT;
 pub use share::MAX_SHARES;
 pub(crate) mod stream;
 pub(crate) mod transfer;
+pub(crate) mod workspace;
 
 use app::api::paths;
 use axum::extract::DefaultBodyLimit;
@@ -45,6 +46,8 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("POST", paths::SESSION_MODEL, post(models::choose)),
         ("GET", paths::MODELS, get(models::list)),
         ("GET", paths::SESSION_CONTEXT, get(models::context)),
+        ("GET", paths::WORKSPACE, get(workspace::list)),
+        ("GET", paths::WORKSPACE_FILE, get(workspace::file)),
         ("GET", paths::GRANTS, get(grants::list)),
         ("POST", paths::GRANTS_REVOKE, post(grants::revoke)),
         ("POST", paths::SHARE, post(share::create)),

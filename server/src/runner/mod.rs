@@ -182,6 +182,15 @@ impl Runner {
             .map_err(|e| redact_secrets(&e))
     }
 
+    /// The workspace of `owner`'s agent, when the agent keeps files here (see
+    /// [`RuntimeAdapter::workspaces`]); why it cannot be opened otherwise.
+    pub fn workspace_of(
+        &self,
+        owner: Option<&str>,
+    ) -> Option<Result<crate::runtime::tools::Workspace, String>> {
+        self.adapter.workspaces().map(|w| w.of(owner))
+    }
+
     /// The agent's own slash commands (see [`RuntimeAdapter::commands`]).
     pub fn adapter_commands(&self) -> Vec<app::api::Example> {
         self.adapter.commands()

@@ -13,6 +13,7 @@ use crate::store::Role;
 
 pub mod agent_state;
 pub mod agui_client;
+pub mod browse;
 pub mod demo;
 pub mod hermes;
 pub mod io;
@@ -323,6 +324,11 @@ pub trait RuntimeAdapter: Send + Sync + 'static {
                 "Plan the steps to add a dark mode to a web app, as a short checklist.",
             ),
         ]
+    }
+    /// The workspaces its tools work in, one per account (`None`, the default: an agent that
+    /// keeps no files here). People see theirs, read-only ([`browse`]).
+    fn workspaces(&self) -> Option<&workspaces::Workspaces> {
+        None
     }
     /// The agent's own slash commands, offered by the message box's `/` menu: each example's
     /// prompt is the command, sent as typed (none by default).

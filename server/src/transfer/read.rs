@@ -102,6 +102,8 @@ enum Phase {
 /// Reads an export. The lines of a run follow its `user_message` line; blank lines are
 /// skipped.
 pub fn read(text: &str, max_message_bytes: usize) -> Result<Export, ReadError> {
+    // A byte-order mark (an editor's) is not part of the first line.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut export = Export::default();
     let mut ids: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut messages: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -297,4 +299,41 @@ fn attachment_ids(payload: &Map<String, Value>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPEN_RUN: &str = concat!(
+        r#"{"type":"user_message","run_id":"r1","turn_id":"t1","parent_run_id":null,"created_at":1.0,"#,
+        r#""payload":{"id":"m1","content":"hi","created_at":1.0}}"#,
+        "\n",
+        r#"{"type":"token","run_id":"r1","seq":1,"created_at":1.5,"payload":{"text":"yo"}}"#,
+        "\n",
+    );
+
+    #[test]
+    fn a_byte_order_mark_and_windows_line_ends_are_read_past() {
+        let text = format!("\u{feff}{}", OPEN_RUN.replace('\n', "\r\n"));
+        let export = read(&text, 1024).unwrap();
+        assert_eq!(export.runs.len(), 1);
+        assert_eq!(export.runs[0].events.len(), 1);
+        assert_eq!(export.runs[0].events[0].payload["text"], "yo");
+        // Left open: whoever writes it ends it.
+        assert!(export.runs[0].terminal.is_none());
+        assert_eq!(export.title, None);
+    }
+
+    #[test]
+    fn a_terminal_row_must_say_how_the_run_ended() {
+        let text = format!(
+            "{OPEN_RUN}{}\n",
+            r#"{"type":"done","run_id":"r1","seq":2,"created_at":2.0,"terminal":true,"terminal_state":"sideways","payload":{}}"#
+        );
+        let error = read(&text, 1024).unwrap_err();
+        assert_eq!(error.line, 3);
+        assert!(error.message.contains("terminal_state"), "{error}");
+        assert!(!error.too_large);
+    }
 }

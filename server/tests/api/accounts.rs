@@ -451,6 +451,20 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
             body: Value::Null,
             expect: Expect::NotFound,
         },
+        // Each account's own workspace (this server's demo agent keeps none: 404 for all);
+        // one account's files never reach another: `workspace::each_account_reads_…`.
+        Case {
+            method: "GET",
+            path: q("/api/workspace"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
+            path: q("/api/workspace/file?path=notes.md"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
         Case {
             method: "POST",
             path: q("/api/session/duplicate"),

@@ -28,3 +28,4 @@ mod shares;
 mod streaming;
 mod transfer;
 mod upstream;
+mod workspace;

@@ -169,6 +169,10 @@ impl OpenAiAgent {
 
 #[async_trait]
 impl RuntimeAdapter for OpenAiAgent {
+    fn workspaces(&self) -> Option<&super::super::workspaces::Workspaces> {
+        Some(&self.workspaces)
+    }
+
     fn name(&self) -> &'static str {
         "openai"
     }
