@@ -15,6 +15,7 @@ use crate::api::{
     PasskeyAnswer, PasskeyFinishBody, PasskeyList, PlaceBody, Queued, RenameBody, RevokeBody,
     RunBody, SearchQuery, SendBody, SessionAnswer, SessionBody, SessionList, SessionPage,
     ShareAnswer, ShareBody, ShareList, Started, StreamQuery, Transferred, UploadQuery, Uploaded,
+    WorkspaceFileQuery, WorkspaceListing, WorkspaceQuery,
 };
 use crate::base::href;
 
@@ -304,6 +305,45 @@ pub async fn import(file: &web_sys::File) -> Result<Transferred, Failure> {
             message: e.to_string(),
         })?;
     answer(request.send().await).await
+}
+
+/// A directory of the caller's workspace.
+pub async fn workspace(path: &str) -> Result<WorkspaceListing, Failure> {
+    let query = WorkspaceQuery {
+        path: Some(path.to_owned()),
+    };
+    get(paths::WORKSPACE, &query).await
+}
+
+/// The address of a file of the caller's workspace (shown, or as a download).
+pub fn workspace_file(path: &str, download: bool) -> String {
+    let query = WorkspaceFileQuery {
+        path: path.to_owned(),
+        download,
+    };
+    href(&api::url(paths::WORKSPACE_FILE, &query))
+}
+
+/// A text file of the caller's workspace, as text.
+pub async fn workspace_text(path: &str) -> Result<String, Failure> {
+    let failed = |status, message: String| Failure { status, message };
+    let response = Request::get(&workspace_file(path, false))
+        .send()
+        .await
+        .map_err(|e| failed(0, format!("The server could not be reached ({e}).")))?;
+    let status = response.status();
+    if !(200..300).contains(&status) {
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let message = body["error"]
+            .as_str()
+            .unwrap_or("request failed")
+            .to_owned();
+        return Err(failed(status, message));
+    }
+    response
+        .text()
+        .await
+        .map_err(|e| failed(status, e.to_string()))
 }
 
 /// Copies a conversation: the branch it shows, or every branch.

@@ -137,6 +137,7 @@ fn open(chat: ChatState, path: String, push: bool) {
             mode: None,
             examples: chat.examples.get_untracked(),
             commands: chat.commands.get_untracked(),
+            files: chat.workspace.get_untracked(),
             default_model: chat.default_model.get_untracked(),
             theme: None,
             now: chat.clock.get_untracked().now,

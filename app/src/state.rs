@@ -209,6 +209,10 @@ pub struct ChatState {
     pub theme: RwSignal<crate::api::Theme>,
     /// The Settings panel is open.
     pub settings: RwSignal<bool>,
+    /// The agent keeps files here: the Files panel is offered.
+    pub workspace: RwSignal<bool>,
+    /// Where the Files panel is open (`None`: closed).
+    pub files_at: RwSignal<Option<FilesAt>>,
     /// The page's clock: times and the sidebar's groups read it (the server's at first, so
     /// that hydration finds what it rendered; the browser's once the page runs).
     pub clock: RwSignal<crate::time::Clock>,
@@ -240,6 +244,27 @@ pub enum Action {
     Pin(bool),
     /// Archives it, or brings it back.
     Archive(bool),
+}
+
+/// Where the Files panel is: a directory of the workspace, and the file shown beside it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FilesAt {
+    /// The directory listed (`""`: the top).
+    pub dir: String,
+    /// The file previewed, if one is.
+    pub file: Option<String>,
+}
+
+impl FilesAt {
+    /// The panel at the file `path` (a tool row's), its directory listed beside it.
+    pub fn file(path: &str) -> Self {
+        let path = path.trim().trim_start_matches("./");
+        let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        FilesAt {
+            dir: dir.to_owned(),
+            file: Some(path.to_owned()),
+        }
+    }
 }
 
 /// A short notice with, for a deleted conversation, what Undo brings back.
@@ -336,6 +361,8 @@ impl ChatState {
             idle,
             examples: RwSignal::new(Vec::new()),
             commands: RwSignal::new(Vec::new()),
+            workspace: RwSignal::new(false),
+            files_at: RwSignal::new(None),
             default_model: RwSignal::new(None),
             model: RwSignal::new(None),
             models: RwSignal::new(Vec::new()),
@@ -398,6 +425,7 @@ impl ChatState {
         self.agent.set(page.agent.clone());
         self.examples.set(page.examples.clone());
         self.commands.set(page.commands.clone());
+        self.workspace.set(page.files);
         self.default_model.set(page.default_model.clone());
         self.model
             .set(page.session.as_ref().and_then(|s| s.model.clone()));

@@ -7,7 +7,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
  */
 export type Provider = { server: Server; url: string; completions: any[]; listings: number };
 
-export function provider(models: string[], answer: (request: any) => string, pace = 0): Promise<Provider> {
+/** What a completion answers: text, or a call of one of the agent's tools. */
+export type Answer = string | { tool: string; args: object };
+
+export function provider(models: string[], answer: (request: any) => Answer, pace = 0): Promise<Provider> {
   const state: Provider = { server: null as unknown as Server, url: "", completions: [], listings: 0 };
   state.server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = "";
@@ -24,7 +27,14 @@ export function provider(models: string[], answer: (request: any) => string, pac
       res.writeHead(200, { "content-type": "text/event-stream" });
       const chunk = (delta: object, finish: string | null = null) =>
         `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      const text = answer(parsed);
+      const said = answer(parsed);
+      if (typeof said !== "string") {
+        res.write(chunk({ tool_calls: [{ index: 0, id: `call_${state.completions.length}`, type: "function", function: { name: said.tool, arguments: JSON.stringify(said.args) } }] }));
+        res.write(chunk({}, "tool_calls"));
+        res.end("data: [DONE]\n\n");
+        return;
+      }
+      const text = said;
       const end = () => {
         res.write(chunk({}, "stop"));
         res.write(`data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 12, completion_tokens: 34 } })}\n\n`);

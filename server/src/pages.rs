@@ -87,6 +87,7 @@ pub struct PageBackend {
     mode: Option<Mode>,
     examples: Vec<app::api::Example>,
     commands: Vec<app::api::Example>,
+    files: bool,
     default_model: Option<String>,
 }
 
@@ -101,8 +102,15 @@ impl PageBackend {
             mode: None,
             examples: Vec::new(),
             commands: Vec::new(),
+            files: false,
             default_model: None,
         }
+    }
+
+    /// Whether the agent keeps files here (the Files panel is offered).
+    pub fn with_files(mut self, files: bool) -> Self {
+        self.files = files;
+        self
     }
 
     /// The model conversations get unless they ask for another (`None`: no choice of model).
@@ -362,6 +370,7 @@ impl PageBackend {
             mode: None,
             examples: self.examples.clone(),
             commands: self.commands.clone(),
+            files: self.files,
             default_model: self.default_model.clone(),
             theme: None,
             now: crate::clock::now(),
@@ -381,6 +390,7 @@ impl PageBackend {
         )
         .with_examples(state.runner.adapter_examples())
         .with_commands(state.runner.adapter_commands())
+        .with_files(state.runner.keeps_files())
         .with_default_model(state.runner.default_model())
     }
 }

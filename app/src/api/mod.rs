@@ -293,6 +293,9 @@ pub struct SessionPage {
     /// what it does), which the message box's `/` menu offers with the page's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<Example>,
+    /// The agent keeps files on this server (its workspace, which the Files panel shows).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub files: bool,
     /// The model a conversation gets unless it asks for another; `None`: who answers offers
     /// no choice of model (the composer then shows no picker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -589,6 +592,7 @@ mod tests {
             mode: Some("transparent_stream".into()),
             examples: vec![Example::new("</script>", "<!--")],
             commands: Vec::new(),
+            files: true,
             default_model: Some("</script>".into()),
             theme: Some("dark".into()),
             now: 1.5,

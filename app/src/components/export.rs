@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 
 use super::menu::Menu;
+use super::FilesButton;
 use crate::state::use_chat;
 
 /// The header's Export menu, for a conversation that is stored: its branch shown as
@@ -19,7 +20,7 @@ pub(crate) fn ExportMenu() -> impl IntoView {
             })
         }
     };
-    move || {
+    let menu = move || {
         chat.session_id.with(Option::is_some).then(|| {
             view! {
                 <Menu label="Export".to_owned() class="export-menu">
@@ -28,5 +29,10 @@ pub(crate) fn ExportMenu() -> impl IntoView {
                 </Menu>
             }
         })
+    };
+    // The workspace's Files sit beside it, where the agent keeps files.
+    view! {
+        <FilesButton />
+        {menu}
     }
 }

@@ -7,6 +7,7 @@ mod composer;
 mod context_meter;
 mod empty_chat;
 mod export;
+mod files;
 pub(crate) mod menu;
 mod message;
 mod model_picker;
@@ -39,6 +40,7 @@ pub(crate) use composer::{store_draft, stored_draft};
 use context_meter::ContextMeter;
 pub(crate) use empty_chat::EmptyChat;
 use export::ExportMenu;
+use files::{FilesButton, FilesPanel};
 use model_picker::ModelPicker;
 #[cfg(feature = "hydrate")]
 pub(crate) use passkeys::Passkeys;

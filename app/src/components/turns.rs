@@ -16,8 +16,8 @@ use super::turn::TurnView;
 use anchor::Mode;
 
 use super::{
-    ExportMenu, MessageFiles, ModelPicker, PendingCards, Settings, Sidebar, SlashMenu, ToastNotice,
-    TodoPanel, VoiceButton,
+    ExportMenu, FilesPanel, MessageFiles, ModelPicker, PendingCards, Settings, Sidebar, SlashMenu,
+    ToastNotice, TodoPanel, VoiceButton,
 };
 use crate::state::TurnHandle;
 
@@ -82,7 +82,11 @@ fn export() -> AnyView {
 }
 
 fn settings(set_mode: Callback<Mode>) -> AnyView {
-    view! { <Settings set_mode=set_mode /> }.into_any()
+    view! {
+        <Settings set_mode=set_mode />
+        <FilesPanel />
+    }
+    .into_any()
 }
 
 fn toast() -> AnyView {

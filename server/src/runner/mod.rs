@@ -191,6 +191,11 @@ impl Runner {
         self.adapter.workspaces().map(|w| w.of(owner))
     }
 
+    /// Whether the agent keeps files here, in a workspace per account.
+    pub fn keeps_files(&self) -> bool {
+        self.adapter.workspaces().is_some()
+    }
+
     /// The agent's own slash commands (see [`RuntimeAdapter::commands`]).
     pub fn adapter_commands(&self) -> Vec<app::api::Example> {
         self.adapter.commands()

@@ -148,6 +148,13 @@ fn ToolCard(
     let row_id = first.row_id.clone();
     let name = tool.name.clone();
     let args = tool.args.clone();
+    // A file the agent read or wrote opens in the Files panel, where it keeps files.
+    let chat = crate::state::use_chat();
+    let file_path = tool.target.clone();
+    let shows_file = chat.workspace.get_untracked()
+        && matches!(tool.name.as_str(), "read_file" | "write_file")
+        && !file_path.is_empty()
+        && !failed;
     #[cfg(feature = "hydrate")]
     let target = tool.target.clone();
     // A finished call never asks whether the turn is over: it does not change with it.
@@ -189,6 +196,18 @@ fn ToolCard(
                         {(!result.is_empty()).then(|| view! {
                             <div class="detail-label">"Output"</div>
                             <pre class="tool-output" node_ref=output_node>{result.clone()}</pre>
+                        })}
+                        {shows_file.then(|| {
+                            let path = file_path.clone();
+                            view! {
+                                <button
+                                    type="button"
+                                    class="text-button open-in-files"
+                                    on:click=move |_| chat.files_at.set(Some(crate::state::FilesAt::file(&path)))
+                                >
+                                    "Show in Files"
+                                </button>
+                            }
                         })}
                     </div>
                 }
