@@ -78,12 +78,34 @@ pub async fn user(
                 )?;
             }
         }
-        UserCommand::Passwd { name } => {
+        UserCommand::Passwd {
+            name,
+            keep_passkeys,
+            revoke_shares,
+        } => {
             let (user, _) = store
                 .user_credentials(name.trim())
                 .await
                 .map_err(|_| unknown(name))?;
+            // A new password is for an account someone else may have used: asked at a
+            // terminal, what they may have left behind goes too (passkeys, links).
+            let at_terminal = std::io::stdin().is_terminal();
+            let passkeys = store.passkeys(&user.id).await?.len();
+            let shares = store.shares(Some(&user.id)).await?.len();
             let password = read_new_password(&user.name)?;
+            let remove_passkeys = passkeys > 0
+                && !keep_passkeys
+                && (!at_terminal
+                    || ask(&format!(
+                        "Remove its {passkeys} passkey(s) too (someone else may have added one)? [Y/n] "
+                    ), true)?);
+            let revoke = shares > 0
+                && (*revoke_shares
+                    || (at_terminal
+                        && ask(
+                            &format!("Revoke its {shares} share link(s) too? [y/N] "),
+                            false,
+                        )?));
             let hash = auth::hash_password(&password).map_err(anyhow::Error::msg)?;
             store.set_password(&user.name, &hash).await?;
             writeln!(
@@ -91,13 +113,22 @@ pub async fn user(
                 "changed the password of {:?}; it is signed out everywhere",
                 user.name
             )?;
-            // Passkeys stay (the password is the way back in, not their undoing): say so, so
-            // that one added by someone else is looked at.
-            let kept = store.passkeys(&user.id).await?.len();
-            if kept > 0 {
+            if remove_passkeys {
+                let removed = store.remove_passkeys(&user.id).await?;
+                writeln!(out, "removed its {removed} passkey(s)")?;
+            } else if passkeys > 0 {
                 writeln!(
                     out,
-                    "its {kept} passkey(s) still sign in: Settings → Passkeys lists them, to remove any that is not yours"
+                    "its {passkeys} passkey(s) still sign in: Settings → Passkeys lists them, to remove any that is not yours"
+                )?;
+            }
+            if revoke {
+                let revoked = store.revoke_shares(&user.id).await?;
+                writeln!(out, "revoked its {revoked} share link(s)")?;
+            } else if shares > 0 {
+                writeln!(
+                    out,
+                    "its {shares} share link(s) still answer: Settings → Shared links revokes them (or --revoke-shares)"
                 )?;
             }
         }
@@ -144,6 +175,20 @@ pub async fn user(
         }
     }
     Ok(())
+}
+
+/// Asks a yes-or-no question at the terminal; an empty answer is `default`.
+fn ask(question: &str, default: bool) -> anyhow::Result<bool> {
+    eprint!("{question}");
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the answer")?;
+    Ok(match line.trim().to_ascii_lowercase().as_str() {
+        "" => default,
+        answer => answer.starts_with('y'),
+    })
 }
 
 /// A new password: one line of stdin when it is not a terminal, else typed twice without echo.

@@ -88,6 +88,17 @@ pub struct Config {
     #[arg(long, global = true, env = "ANCHORAGE_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
 
+    /// The log events of this server (never of its libraries) that go to the collector as
+    /// events of their spans: `off`, `error`, `warn` (the default), `info`, `debug`. Events
+    /// below `warn` may name what people sent (an attachment's name)
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_OTLP_EVENTS",
+        default_value = "warn"
+    )]
+    pub otlp_events: tracing_subscriber::filter::LevelFilter,
+
     /// The address people reach the server at, through a proxy (`https://chat.example.org`): its
     /// host passes the Host check and its origin the cross-site check; https marks the sign-in
     /// cookie Secure
@@ -279,6 +290,28 @@ pub struct Config {
     )]
     pub max_attachment_storage_mb: u64,
 
+    /// What one account may keep in all, in MiB: its conversations (their journals), the
+    /// snapshots its share links keep and its attached files. Past it, new turns, imports,
+    /// copies, share links and uploads are refused (413) until something is deleted
+    #[arg(
+        long,
+        alias = "max-storage-per-user-mb",
+        global = true,
+        env = "ANCHORAGE_MAX_STORAGE_PER_USER",
+        default_value_t = crate::limits::DEFAULTS.max_storage_per_user >> 20
+    )]
+    pub max_storage_per_user: u64,
+
+    /// Seconds a sign-in's proof (the password, or a passkey) counts as fresh: what needs
+    /// more than the cookie (adding a passkey) asks again after that
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_FRESH_PROOF_SECS",
+        default_value_t = crate::limits::DEFAULTS.fresh_proof.as_secs()
+    )]
+    pub fresh_proof_secs: u64,
+
     /// Seconds a connection may take to send a request's headers
     #[arg(
         long,
@@ -327,10 +360,17 @@ pub enum UserCommand {
         #[arg(long)]
         admin: bool,
     },
-    /// Set an account's password (it is signed out everywhere)
+    /// Set an account's password: it is signed out everywhere, and its passkeys are removed
+    /// (asked first at a terminal; kept with --keep-passkeys)
     Passwd {
         /// The account
         name: String,
+        /// Keep the account's passkeys (they still sign in)
+        #[arg(long)]
+        keep_passkeys: bool,
+        /// Also revoke every link the account shared (asked at a terminal)
+        #[arg(long)]
+        revoke_shares: bool,
     },
     /// Remove an account and its sign-ins (its conversations are kept, without an owner)
     Remove {
@@ -356,6 +396,8 @@ impl Config {
             max_attachment_bytes: self.max_attachment_mb.saturating_mul(1 << 20),
             max_uploads_per_user: self.max_uploads_per_user.max(1),
             max_attachment_storage: self.max_attachment_storage_mb.saturating_mul(1 << 20),
+            max_storage_per_user: self.max_storage_per_user.saturating_mul(1 << 20),
+            fresh_proof: std::time::Duration::from_secs(self.fresh_proof_secs),
             header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
             max_connections: self.max_connections.max(1),
             max_connections_per_address: self.max_connections_per_address.max(1),

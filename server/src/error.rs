@@ -208,8 +208,27 @@ impl From<crate::transfer::TransferError> for ApiError {
             }
             TransferError::Read(e) => ApiError::bad_request(e.to_string()).with("line", e.line),
             TransferError::TooLarge(message) => ApiError::too_large(message),
+            TransferError::Full(full) => full.into(),
             TransferError::Store(e) => e.into(),
             TransferError::Export(e) => ApiError::internal(&e),
+        }
+    }
+}
+
+impl From<crate::storage::Full> for ApiError {
+    fn from(full: crate::storage::Full) -> Self {
+        ApiError::too_large(full.to_string())
+            .with("limit", "max_storage_per_user")
+            .with("used", full.used.total())
+            .with("quota", full.quota)
+    }
+}
+
+impl From<crate::storage::NoRoom> for ApiError {
+    fn from(e: crate::storage::NoRoom) -> Self {
+        match e {
+            crate::storage::NoRoom::Full(full) => full.into(),
+            crate::storage::NoRoom::Store(e) => e.into(),
         }
     }
 }

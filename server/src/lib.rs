@@ -26,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 pub mod assets;
 pub mod auth;
+pub mod cache;
+pub mod ceremony;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -42,6 +44,7 @@ pub mod runner;
 pub mod runtime;
 pub mod security;
 pub mod snapshots;
+pub mod storage;
 pub mod store;
 pub mod telemetry;
 pub mod throttle;
@@ -82,6 +85,9 @@ pub struct AppState {
     /// Uploads in progress.
     #[from_ref(skip)]
     pub uploads: Arc<limits::Gate>,
+    /// Imports and copies in progress.
+    #[from_ref(skip)]
+    pub transfers: Arc<limits::Gate>,
     /// Open connections, per address.
     #[from_ref(skip)]
     pub connections: Arc<limits::Gate>,
@@ -89,6 +95,12 @@ pub struct AppState {
     pub metrics: Arc<metrics::Metrics>,
     /// This build's bundle (its id, its files), which pages link and the service worker keeps.
     pub bundle: Arc<offline::Bundle>,
+    /// The key passkey ceremonies are sealed with (see `ceremony`), read once from the store.
+    #[from_ref(skip)]
+    pub ceremony_key: Arc<tokio::sync::OnceCell<Vec<u8>>>,
+    /// Shared conversations' pages, rendered once.
+    #[from_ref(skip)]
+    pub share_pages: Arc<cache::Pages>,
 }
 
 impl AppState {
@@ -187,8 +199,11 @@ impl AppState {
             limits: limits::Limits::default(),
             streams: Arc::default(),
             uploads: Arc::default(),
+            transfers: Arc::default(),
             connections: Arc::default(),
             metrics,
+            ceremony_key: Arc::default(),
+            share_pages: Arc::default(),
         }
     }
 }
@@ -344,7 +359,10 @@ pub fn router(state: AppState) -> Router {
         .route_layer(page_gate);
     let router = Router::new()
         .route(app::api::paths::HEALTH, get(routes::health::healthz))
-        .route(app::api::paths::LOGIN_PAGE, get(auth::login_form))
+        .route(
+            app::api::paths::LOGIN_PAGE,
+            get(routes::sign_in::login_form),
+        )
         // Signing in with a passkey (see `routes::passkeys`).
         .route(
             app::api::paths::AUTH_PASSKEY_START,
@@ -364,7 +382,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             security::FORM_PATH,
-            axum::routing::post(auth::login).layer(axum::extract::DefaultBodyLimit::max(16 * 1024)),
+            axum::routing::post(routes::sign_in::login)
+                .layer(axum::extract::DefaultBodyLimit::max(16 * 1024)),
         )
         // Every other API route answers only a signed-in browser once accounts exist.
         .merge(routes::api().route_layer(api_gate))
@@ -418,13 +437,14 @@ pub fn router(state: AppState) -> Router {
     under_base(&base, router)
 }
 
-/// The span of an HTTP request (see `telemetry`): its method and path, and its status once
-/// answered.
+/// The span of an HTTP request (see `telemetry`): its method and the route that answers it
+/// (`/share/{token}`, never the path, which may carry a secret: a share link's token), and
+/// its status once answered.
 fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
     tracing::info_span!(
         telemetry::SPAN_REQUEST,
-        "http.request.method" = %request.method(),
-        "url.path" = %request.uri().path(),
+        "http.request.method" = metrics::method_label(request.method()),
+        "http.route" = metrics::route_of(request),
         "http.response.status_code" = tracing::field::Empty,
     )
 }

@@ -13,6 +13,12 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 /// The largest conversation an import (or a copy) takes, as JSON Lines bytes (413 beyond).
 pub const MAX_IMPORT_BYTES: usize = 8 * 1024 * 1024;
 
+/// Imports and copies one account may have going at once (429 past it).
+pub const MAX_TRANSFERS_PER_USER: usize = 2;
+/// Imports and copies the server has going at once (503 past it): each holds up to
+/// [`MAX_IMPORT_BYTES`] of text and a chunk of it parsed (`transfer::CHUNK_BYTES`).
+pub const MAX_TRANSFERS: usize = 4;
+
 /// The limits in force (flags of the same names; see the README).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -30,6 +36,10 @@ pub struct Limits {
     pub max_uploads_per_user: usize,
     /// What one account's attached files may take in all, in bytes.
     pub max_attachment_storage: u64,
+    /// What one account may keep in all (conversations, shares' snapshots, files), in bytes.
+    pub max_storage_per_user: u64,
+    /// How long the password (or a passkey) given counts as a fresh proof.
+    pub fresh_proof: Duration,
     /// How long a connection may take to send a request's headers.
     pub header_timeout: Duration,
     /// Connections open at once on the server.
@@ -48,6 +58,8 @@ pub const DEFAULTS: Limits = Limits {
     max_attachment_bytes: 10 << 20,
     max_uploads_per_user: 4,
     max_attachment_storage: 1 << 30,
+    max_storage_per_user: 2 << 30,
+    fresh_proof: Duration::from_secs(300),
     header_timeout: Duration::from_secs(10),
     max_connections: 4096,
     max_connections_per_address: 128,
@@ -161,6 +173,29 @@ impl Gate {
                     "{} of your files are uploading, the most at once: wait for one to finish",
                     limits.max_uploads_per_user
                 ),
+            })
+    }
+
+    /// A place for one more import or copy of `owner` (`""` in open mode), or the refusal.
+    pub fn transfer(self: &Arc<Self>, owner: &str) -> Result<Permit, Refused> {
+        self.take(owner, MAX_TRANSFERS_PER_USER, MAX_TRANSFERS)
+            .map_err(|full| match full {
+                Full::Mine(mine) => Refused {
+                    limit: "max_transfers_per_user",
+                    whose: Whose::Account,
+                    message: format!(
+                        "{mine} of your imports or copies are in progress, the most at once: \
+                         wait for one to finish"
+                    ),
+                },
+                Full::All => Refused {
+                    limit: "max_transfers",
+                    whose: Whose::Server,
+                    message: format!(
+                        "the server is writing {MAX_TRANSFERS} imports or copies, the most at \
+                         once: try again shortly"
+                    ),
+                },
             })
     }
 

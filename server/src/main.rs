@@ -9,7 +9,7 @@ use server::{telemetry, Config};
 async fn main() -> ExitCode {
     let config = Config::parse();
     // Kept to the end: dropping it sends the last traces.
-    let _telemetry = match telemetry::init(config.otlp_endpoint.as_deref()) {
+    let _telemetry = match telemetry::init(config.otlp_endpoint.as_deref(), config.otlp_events) {
         Ok(telemetry) => telemetry,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -141,6 +141,7 @@ impl PageBackend {
         self.viewer.user().map(|u| UserData {
             name: u.name.clone(),
             admin: u.admin,
+            account: crate::auth::account_tag(Some(u)),
         })
     }
 

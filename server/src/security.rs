@@ -114,6 +114,26 @@ pub fn known_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
     LOOPBACK.contains(&name) || public_url.is_some_and(|p| p.host.as_str() == name)
 }
 
+/// Whether a request may be answered by the name it gives the server, in every mode: this
+/// machine's names, the `--public-url` host, or an address (`192.168.1.5`, `[fd00::1]`),
+/// which no other site's page can be made to use for itself; never another name, which is
+/// what DNS rebinding sends (another site's name, made to resolve to this server).
+pub fn allowed_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
+    if known_host(headers, public_url) {
+        return true;
+    }
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return true;
+    };
+    let host = host.to_ascii_lowercase();
+    let name = host_name(&host);
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    let port_ok = host[name.len()..]
+        .strip_prefix(':')
+        .is_none_or(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    port_ok && bare.parse::<std::net::IpAddr>().is_ok()
+}
+
 /// Whether only someone on this machine can have sent the request: it came from loopback,
 /// names this machine (not a rebound name of another site, not the public address) and
 /// passed through no proxy. Open mode (no account) answers only such requests.
@@ -209,7 +229,7 @@ pub fn page_policy(nonce: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_write, known_host, page_policy, PublicUrl};
+    use super::{allowed_host, check_write, known_host, page_policy, PublicUrl};
     use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
@@ -258,6 +278,28 @@ mod tests {
             get("other.example.org", Some(&public)),
             Err(StatusCode::FORBIDDEN)
         );
+        // In every mode, a name is this machine's or the public one; an address is any.
+        let allowed = |host: &'static str, public: Option<&PublicUrl>| {
+            allowed_host(&headers(&[("host", host)]), public)
+        };
+        for host in [
+            "localhost:3000",
+            "192.168.1.5:3000",
+            "[fd00::1]:3000",
+            "10.0.0.2",
+        ] {
+            assert!(allowed(host, None), "{host}");
+        }
+        for host in [
+            "evil.example:3000",
+            "127.0.0.1.nip.io",
+            "192.168.1.5:x",
+            "192.168.1.5:",
+        ] {
+            assert!(!allowed(host, None), "{host}");
+        }
+        assert!(allowed("chat.example.org:443", Some(&public)));
+        assert!(!allowed("rebound.example.org", Some(&public)));
         assert!(PublicUrl::parse("chat.example.org").is_err());
         assert!(PublicUrl::parse("ftp://x").is_err());
         assert_eq!(public.path, "");

@@ -1,17 +1,21 @@
-//! What holds back password guessing: sign-in attempts counted per name and per address, and
-//! a bound on how many passwords are hashed at once.
+//! What holds back guessing and floods from one address: sign-in attempts counted per name
+//! and per address (every way in: a password, a passkey, a password confirmed), passkey
+//! ceremonies begun per address, shared pages read per address, and a bound on how many
+//! passwords are hashed at once.
 //!
 //! An attempt is counted **before** its password is hashed (a reservation, which a success
 //! gives back): sixty attempts sent at once for one name find five places and fifty-five
 //! refusals, instead of sixty hashes that all pass the check before any failure is written.
-//! Counts live in a table of at most [`MAX_KEYS`] names and addresses; a flood of new keys
+//! A success forgets its name's earlier failures, never its address's: nothing a stranger
+//! sends (a passkey ceremony begun, a page read) resets a count.
+//! Counts live in tables of at most [`MAX_KEYS`] names and addresses; a flood of new keys
 //! drops only counts that have expired, never the live ones, and past that is refused.
 //!
 //! Hashing a password (argon2id) takes about 19 MiB and a core for a moment: at most one
 //! per core runs at once, a few more wait their turn, and the rest are told to come back
 //! (503 with `Retry-After`).
 //!
-//! Both are per instance: several instances behind one address each count on their own.
+//! All are per instance: several instances behind one address each count on their own.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -23,9 +27,13 @@ use tokio::sync::Semaphore;
 
 /// Failed sign-ins allowed per name and per address within [`THROTTLE_WINDOW`].
 pub const THROTTLE_LIMIT: usize = 5;
-/// The window failed sign-ins are counted in.
+/// The window failed sign-ins (and the other counts) are counted in.
 pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
-/// Names and addresses counted at most.
+/// Passkey sign-ins one address may begin within [`THROTTLE_WINDOW`].
+pub const CEREMONY_LIMIT: usize = 10;
+/// Shared pages one address may read within [`THROTTLE_WINDOW`].
+pub const SHARE_VIEW_LIMIT: usize = 120;
+/// Names and addresses counted at most, per count.
 pub const MAX_KEYS: usize = 100_000;
 /// Sign-ins that may wait for a hashing place (beyond those hashing).
 pub const MAX_WAITING: usize = 32;
@@ -41,7 +49,7 @@ pub enum Refused {
     Busy(Duration),
 }
 
-/// An attempt counted as failed until [`Throttle::succeeded`] gives it back.
+/// An attempt counted as failed until [`Counter::succeeded`] gives it back.
 #[derive(Debug)]
 pub struct Reservation {
     keys: Vec<String>,
@@ -54,47 +62,20 @@ struct Counts {
     swept: Option<Instant>,
 }
 
-/// Sign-in attempts per key (`name:…`, `ip:…`), and the hashing places.
+/// Events per key (`name:…`, `ip:…`) within a window, at most `limit` each.
 #[derive(Debug)]
-pub struct Throttle {
+pub struct Counter {
     counts: Mutex<Counts>,
-    hashing: Semaphore,
-    places: usize,
-    waiting: AtomicUsize,
+    limit: usize,
     max_keys: usize,
 }
 
-impl Default for Throttle {
-    fn default() -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        Throttle::new(cores, MAX_KEYS)
-    }
-}
-
-/// The keys an attempt counts against: the name (case folded) and the address (an IPv6
-/// address by its /64, which one machine usually holds whole).
-pub fn keys(name: &str, ip: &str) -> [String; 2] {
-    let ip = match ip.parse::<IpAddr>() {
-        Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
-            let s = v6.segments();
-            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
-        }
-        Ok(IpAddr::V6(v6)) => v6
-            .to_ipv4_mapped()
-            .map_or(ip.to_owned(), |v4| v4.to_string()),
-        _ => ip.to_owned(),
-    };
-    [format!("name:{}", name.to_lowercase()), format!("ip:{ip}")]
-}
-
-impl Throttle {
-    /// A throttle hashing at most `hashing` passwords at once and counting `max_keys` keys.
-    pub fn new(hashing: usize, max_keys: usize) -> Self {
-        Throttle {
+impl Counter {
+    /// A count of at most `limit` per key within [`THROTTLE_WINDOW`], over `max_keys` keys.
+    pub fn new(limit: usize, max_keys: usize) -> Self {
+        Counter {
             counts: Mutex::default(),
-            hashing: Semaphore::new(hashing.max(1)),
-            places: hashing.max(1),
-            waiting: AtomicUsize::new(0),
+            limit,
             max_keys,
         }
     }
@@ -103,22 +84,36 @@ impl Throttle {
         self.counts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts an attempt against `keys` as failed, unless one of them is at its limit (then
-    /// how long until it may try again) or the table is full of live counts.
-    pub fn reserve(&self, keys: &[String], now: Instant) -> Result<Reservation, Refused> {
-        let mut counts = self.lock();
+    /// How long until every key of `keys` is under its limit again (`None`: they are now).
+    fn wait(&self, counts: &mut Counts, keys: &[String], now: Instant) -> Option<Duration> {
         let mut wait = None;
         for key in keys {
             if let Some(times) = counts.keys.get_mut(key) {
                 expire(times, now);
-                if times.len() >= THROTTLE_LIMIT {
+                if times.len() >= self.limit {
                     let first = times.front().copied().unwrap_or(now);
                     let left = THROTTLE_WINDOW.saturating_sub(now.duration_since(first));
                     wait = Some(wait.map_or(left, |w: Duration| w.max(left)));
                 }
             }
         }
-        if let Some(wait) = wait {
+        wait
+    }
+
+    /// Whether `keys` may try now, counting nothing.
+    pub fn check(&self, keys: &[String], now: Instant) -> Result<(), Refused> {
+        let mut counts = self.lock();
+        match self.wait(&mut counts, keys, now) {
+            Some(wait) => Err(Refused::TooMany(wait)),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts an attempt against `keys` as failed, unless one of them is at its limit (then
+    /// how long until it may try again) or the table is full of live counts.
+    pub fn reserve(&self, keys: &[String], now: Instant) -> Result<Reservation, Refused> {
+        let mut counts = self.lock();
+        if let Some(wait) = self.wait(&mut counts, keys, now) {
             return Err(Refused::TooMany(wait));
         }
         let new = keys
@@ -151,15 +146,15 @@ impl Throttle {
         })
     }
 
-    /// The attempt signed in: its reservation is given back, and the name's earlier
-    /// failures are forgotten (its address's stay).
+    /// The attempt signed in: its reservation is given back, and the earlier failures of
+    /// the names it was counted against are forgotten (an address's never are).
     pub fn succeeded(&self, reservation: Reservation) {
         let mut counts = self.lock();
-        for (i, key) in reservation.keys.iter().enumerate() {
+        for key in &reservation.keys {
             let Some(times) = counts.keys.get_mut(key) else {
                 continue;
             };
-            if i == 0 {
+            if key.starts_with(NAME) {
                 times.clear();
             } else if let Some(at) = times.iter().position(|t| *t == reservation.at) {
                 times.remove(at);
@@ -174,7 +169,85 @@ impl Throttle {
     pub fn counted(&self) -> usize {
         self.lock().keys.len()
     }
+}
 
+/// The prefix of a name's key; an address's is [`ADDRESS`].
+const NAME: &str = "name:";
+/// The prefix of an address's key.
+const ADDRESS: &str = "ip:";
+
+/// The counts of a server: sign-ins, passkey ceremonies begun, shared pages read; and the
+/// hashing places.
+#[derive(Debug)]
+pub struct Throttle {
+    /// Failed sign-ins per name and per address (every way in counts here).
+    pub sign_ins: Counter,
+    /// Passkey sign-ins begun per address (each counts: none is given back).
+    pub ceremonies: Counter,
+    /// Shared pages read per address.
+    pub share_views: Counter,
+    hashing: Semaphore,
+    places: usize,
+    waiting: AtomicUsize,
+}
+
+impl Default for Throttle {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        Throttle::new(cores, MAX_KEYS)
+    }
+}
+
+/// The keys a sign-in counts against: the name (case folded) and the address (see
+/// [`address_key`]).
+pub fn keys(name: &str, ip: &str) -> [String; 2] {
+    [format!("{NAME}{}", name.to_lowercase()), address_key(ip)]
+}
+
+/// The key of an address: an IPv6 address by its /64, which one machine usually holds whole.
+pub fn address_key(ip: &str) -> String {
+    let ip = match ip.parse::<IpAddr>() {
+        Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        Ok(IpAddr::V6(v6)) => v6
+            .to_ipv4_mapped()
+            .map_or(ip.to_owned(), |v4| v4.to_string()),
+        _ => ip.to_owned(),
+    };
+    format!("{ADDRESS}{ip}")
+}
+
+impl Throttle {
+    /// A throttle hashing at most `hashing` passwords at once, each count over `max_keys`
+    /// keys.
+    pub fn new(hashing: usize, max_keys: usize) -> Self {
+        Throttle {
+            sign_ins: Counter::new(THROTTLE_LIMIT, max_keys),
+            ceremonies: Counter::new(CEREMONY_LIMIT, max_keys),
+            share_views: Counter::new(SHARE_VIEW_LIMIT, max_keys),
+            hashing: Semaphore::new(hashing.max(1)),
+            places: hashing.max(1),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// A sign-in attempt against `keys`, counted before it is checked (see
+    /// [`Counter::reserve`]).
+    pub fn reserve(&self, keys: &[String], now: Instant) -> Result<Reservation, Refused> {
+        self.sign_ins.reserve(keys, now)
+    }
+
+    /// A sign-in attempt that signed in (see [`Counter::succeeded`]).
+    pub fn succeeded(&self, reservation: Reservation) {
+        self.sign_ins.succeeded(reservation);
+    }
+
+    /// Sign-in keys counted now.
+    pub fn counted(&self) -> usize {
+        self.sign_ins.counted()
+    }
     /// Runs `hash` (a password check) once a hashing place is free; `Busy` when too many
     /// wait already, or none came free within [`HASH_WAIT`].
     pub async fn hash<T: Send + 'static>(
@@ -263,6 +336,52 @@ mod tests {
         // Once the flood's counts expire, their room is used again.
         let later = t0 + THROTTLE_WINDOW + Duration::from_secs(1);
         assert!(throttle.reserve(&keys("carol", "7.7.7.7"), later).is_ok());
+    }
+
+    #[test]
+    fn a_success_forgets_its_names_failures_never_an_addresss() {
+        let throttle = Throttle::new(1, 100);
+        let t0 = Instant::now();
+        let address = [address_key("1.2.3.4")];
+        for i in 0..(THROTTLE_LIMIT - 1) {
+            throttle
+                .reserve(&keys(&format!("n{i}"), "1.2.3.4"), t0)
+                .unwrap();
+        }
+        // Something counted against the address alone (as a passkey is, whose name is
+        // nobody's until it answers) and given back takes back its own count only.
+        let passkey = throttle.reserve(&address, t0).unwrap();
+        throttle.succeeded(passkey);
+        // Checking counts nothing.
+        assert!(throttle.sign_ins.check(&address, t0).is_ok());
+        assert!(throttle.sign_ins.check(&address, t0).is_ok());
+        throttle.reserve(&keys("last", "1.2.3.4"), t0).unwrap();
+        assert!(matches!(
+            throttle.sign_ins.check(&address, t0),
+            Err(Refused::TooMany(_))
+        ));
+        assert!(throttle.reserve(&keys("next", "1.2.3.4"), t0).is_err());
+    }
+
+    #[test]
+    fn ceremonies_and_shared_pages_are_counted_per_address_and_never_given_back() {
+        let throttle = Throttle::default();
+        let t0 = Instant::now();
+        let here = [address_key("9.9.9.9")];
+        for _ in 0..CEREMONY_LIMIT {
+            throttle.ceremonies.reserve(&here, t0).unwrap();
+        }
+        assert!(throttle.ceremonies.reserve(&here, t0).is_err());
+        assert!(throttle
+            .ceremonies
+            .reserve(&[address_key("9.9.9.8")], t0)
+            .is_ok());
+        // The sign-in count of the address is another count.
+        assert!(throttle.sign_ins.check(&here, t0).is_ok());
+        for _ in 0..SHARE_VIEW_LIMIT {
+            throttle.share_views.reserve(&here, t0).unwrap();
+        }
+        assert!(throttle.share_views.reserve(&here, t0).is_err());
     }
 
     #[test]

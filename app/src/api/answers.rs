@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     AttachmentData, GrantData, MessageData, ModelInfo, PasskeyData, SessionSummary, ShareData,
-    Versions,
+    SignInData, Versions,
 };
 
 /// A session: `POST /api/session/new`, `rename`, `delete`, `restore`, `pin`, `archive`.
@@ -203,6 +203,13 @@ pub struct PasskeyAnswer {
 pub struct PasskeyList {
     /// Oldest first.
     pub passkeys: Vec<PasskeyData>,
+}
+
+/// The browsers signed in to the viewer's account: `GET /api/auth/sign-ins`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SignInList {
+    /// The last seen first.
+    pub sign_ins: Vec<SignInData>,
 }
 
 /// A share link made: `POST /api/share`.

@@ -107,8 +107,10 @@ pub fn file_size(bytes: u64) -> String {
         format!("{bytes} B")
     } else if b < KB * KB {
         format!("{:.1} KB", b / KB)
-    } else {
+    } else if b < KB * KB * KB {
         format!("{:.1} MB", b / (KB * KB))
+    } else {
+        format!("{:.1} GB", b / (KB * KB * KB))
     }
 }
 
@@ -476,6 +478,40 @@ pub struct PasskeyData {
     pub last_used_at: Option<f64>,
 }
 
+/// What the viewer's account keeps, in bytes, and what it may: `GET /api/storage`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StorageData {
+    /// Its conversations' journals.
+    pub conversations: u64,
+    /// The snapshots its share links keep.
+    pub shares: u64,
+    /// Its attached files.
+    pub files: u64,
+    /// The most it may keep (`--max-storage-per-user`).
+    pub quota: u64,
+}
+
+/// A browser signed in to the viewer's account, as Settings lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SignInData {
+    /// Its id (for `POST /api/auth/sign-ins/end`).
+    pub id: String,
+    /// Which browser on which system ("Chrome on Android"), as far as it says.
+    pub device: String,
+    /// The address it signed in from.
+    pub ip: String,
+    /// Seconds since the epoch: when it signed in.
+    pub created_at: f64,
+    /// When it was last seen (within the hour).
+    pub last_seen_at: f64,
+    /// The passkey it signed in with (`None`: the password).
+    #[serde(default)]
+    pub passkey: Option<String>,
+    /// It is the browser asking.
+    #[serde(default)]
+    pub current: bool,
+}
+
 /// A read-only link to a conversation, as Settings lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ShareData {
@@ -496,6 +532,10 @@ pub struct UserData {
     pub name: String,
     /// May manage the server.
     pub admin: bool,
+    /// An opaque tag of the account: the page's requests carry it, and the server refuses
+    /// one from a page shown to another account than the one signed in now (a shared device).
+    #[serde(default)]
+    pub account: String,
 }
 
 /// The page data as JSON for a `<script type="application/json">`: every `<` is written as
@@ -588,6 +628,7 @@ mod tests {
             user: Some(UserData {
                 name: "</script>".into(),
                 admin: false,
+                account: String::new(),
             }),
             mode: Some("transparent_stream".into()),
             examples: vec![Example::new("</script>", "<!--")],

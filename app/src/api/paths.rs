@@ -96,6 +96,20 @@ pub const PASSKEY_REGISTER_START: &str = "/api/passkeys/register/start";
 pub const PASSKEY_REGISTER_FINISH: &str = "/api/passkeys/register/finish";
 /// `POST`: remove a passkey ([`super::RevokeBody`]).
 pub const PASSKEY_REMOVE: &str = "/api/passkeys/remove";
+/// `POST`: give the password again ([`super::ConfirmBody`]) for what needs a fresh proof
+/// (adding a passkey).
+pub const AUTH_CONFIRM: &str = "/api/auth/confirm";
+/// `POST`: a passkey's signed challenge ([`super::PasskeyFinishBody`], a sign-in ceremony)
+/// as the fresh proof instead of the password.
+pub const AUTH_CONFIRM_PASSKEY: &str = "/api/auth/confirm/passkey";
+/// `GET`: what the viewer's account keeps, and its quota ([`super::StorageData`]).
+pub const STORAGE: &str = "/api/storage";
+/// `GET`: the browsers signed in to the viewer's account ([`super::SignInList`]).
+pub const SIGN_INS: &str = "/api/auth/sign-ins";
+/// `POST`: end one of them ([`super::RevokeBody`]).
+pub const SIGN_IN_END: &str = "/api/auth/sign-ins/end";
+/// `POST`: end every one of them, this one too.
+pub const SIGN_INS_END_ALL: &str = "/api/auth/sign-ins/end-all";
 /// `POST`: begin signing in with a passkey (outside the sign-in gate; `{username}`).
 pub const AUTH_PASSKEY_START: &str = "/api/auth/passkey/start";
 /// `POST`: the browser's signed challenge (outside the sign-in gate): signs in.

@@ -148,6 +148,13 @@ pub struct RevokeBody {
     pub id: String,
 }
 
+/// `POST /api/auth/confirm`: the password, given again.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ConfirmBody {
+    /// The account's password.
+    pub password: String,
+}
+
 /// `POST /api/passkeys/register/finish`, `POST /api/auth/passkey/finish`: what the browser's
 /// authenticator answered (`PublicKeyCredential.toJSON()`) to the ceremony `ceremony`.
 #[derive(Clone, Debug, Serialize, Deserialize)]

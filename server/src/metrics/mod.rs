@@ -216,21 +216,45 @@ impl Drop for Follower {
     }
 }
 
+/// The route that answers a request, as the router names it (`/s/{session_id}`), never its
+/// path: `unmatched` for what no route took (a static file, a 404).
+pub fn route_of<B>(request: &axum::http::Request<B>) -> &str {
+    request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+}
+
+/// A request's method as a label: one of HTTP's, else `other` (a method is any token a
+/// client makes up, and each would be a series of its own).
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
 /// Counts every request the app answers, by the route that answered it.
 pub async fn count_requests(
     State(metrics): State<Arc<Metrics>>,
     request: Request,
     next: Next,
 ) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = request.method().as_str().to_owned();
+    let route = route_of(&request).to_owned();
+    let method = method_label(request.method());
     let response = next.run(request).await;
     let status = response.status();
     let code = status.as_str();
-    metrics.http_requests.inc(&[&route, &method, code]);
+    metrics.http_requests.inc(&[&route, method, code]);
     if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::PAYLOAD_TOO_LARGE {
         metrics.limits_refused.inc(&[&route, code]);
     }

@@ -117,6 +117,13 @@ pub async fn upload(
         .await
         .map_err(|_| too_large())?;
     let mime = sniff(&bytes)?;
+    crate::storage::room(
+        state.store.as_ref(),
+        viewer.owner(),
+        state.limits.max_storage_per_user,
+        bytes.len() as u64,
+    )
+    .await?;
     let attachment = Attachment {
         id: format!("att-{}", uuid::Uuid::new_v4().simple()),
         owner: viewer.owner().unwrap_or_default().to_owned(),

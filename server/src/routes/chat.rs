@@ -62,14 +62,22 @@ fn checked_client_id(client_id: Option<&str>) -> Result<Option<&str>, ApiError> 
     }
 }
 
-/// 429 when `viewer` runs as many turns as allowed, unless this send was made before (its
-/// retry answers the turn it started, which is one of them).
+/// 413 when `viewer`'s storage is full (a new turn would add to it); 429 when `viewer` runs
+/// as many turns as allowed, unless this send was made before (its retry answers the turn it
+/// started, which is one of them).
 pub(crate) async fn check_running(
     state: &AppState,
     viewer: &Viewer,
     session_id: &str,
     client_id: Option<&str>,
 ) -> Result<(), ApiError> {
+    crate::storage::room(
+        state.store.as_ref(),
+        viewer.owner(),
+        state.limits.max_storage_per_user,
+        0,
+    )
+    .await?;
     let limit = state.limits.max_runs_per_user;
     if state.store.count_running(viewer.owner()).await? < limit {
         return Ok(());
@@ -349,6 +357,15 @@ pub async fn queue(
     }
     let again =
         client_id.is_some_and(|c| waiting.iter().any(|q| q.client_id.as_deref() == Some(c)));
+    if !again {
+        crate::storage::room(
+            state.store.as_ref(),
+            viewer.owner(),
+            state.limits.max_storage_per_user,
+            0,
+        )
+        .await?;
+    }
     let limit = state.limits.max_queued;
     if waiting.len() >= limit && !again {
         return Err(StoreError::QueueFull { limit }.into());
@@ -398,8 +415,24 @@ pub async fn approval(
     ApiJson(body): ApiJson<ApprovalBody>,
 ) -> Result<Json<Value>, ApiError> {
     let choice: ApprovalChoice = serde_json::from_value(Value::String(body.choice.clone()))
-        .map_err(|_| ApiError::bad_request("choice must be one of once, session, always, deny"))?;
+        .map_err(|_| ApiError::bad_request("that is not an answer a card offers"))?;
     owned_run(&state, &viewer, &body.run_id).await?;
+    // Only an answer the card offered: a permission is never wider than the card said.
+    let asked = state.store.interactions(&body.run_id).await?;
+    let offered = asked
+        .iter()
+        .find(|i| i.id == body.approval_id && i.kind == "approval")
+        .and_then(|i| i.request["choices"].as_array())
+        .is_none_or(|choices| {
+            choices
+                .iter()
+                .any(|c| c.as_str() == Some(body.choice.as_str()))
+        });
+    if !offered {
+        return Err(ApiError::bad_request(
+            "that answer was not offered for this request",
+        ));
+    }
     let interaction = state
         .runner
         .respond(

@@ -8,7 +8,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
-use crate::security::{check_write, from_this_machine, page_policy};
+use crate::security::{allowed_host, check_write, from_this_machine, page_policy};
 use crate::AppState;
 
 /// A refusal: `status` with a JSON error.
@@ -35,6 +35,16 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             Ok(_) => {}
             Err(e) => return ApiError::from(e).into_response(),
         }
+    }
+    // In every mode: a page of another site whose name was made to resolve to this server
+    // (DNS rebinding) reaches it by that name and reads what it is answered (a sign-in page,
+    // a passkey ceremony to crowd out): nothing is answered to a name that is not this one's.
+    if !allowed_host(request.headers(), public_url) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "this server answers at localhost, at an address, or at its --public-url; not at \
+             this name",
+        );
     }
     match check_write(
         request.method(),

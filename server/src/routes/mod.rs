@@ -2,6 +2,7 @@
 
 pub(crate) mod attachments;
 pub(crate) mod chat;
+pub(crate) mod devices;
 pub(crate) mod grants;
 pub(crate) mod guard;
 pub(crate) mod health;
@@ -10,6 +11,8 @@ pub(crate) mod passkeys;
 pub(crate) mod protocols;
 pub(crate) mod session;
 pub(crate) mod share;
+pub(crate) mod sign_in;
+pub(crate) mod storage;
 pub use passkeys::MAX_PASSKEYS;
 pub use session::LIST_LIMIT;
 pub use share::MAX_SHARES;
@@ -83,8 +86,14 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
         ("GET", paths::AGUI_RUN, get(protocols::agui_follow)),
         ("POST", paths::AI_SDK_CHAT, post(protocols::ai_sdk_chat)),
         ("GET", paths::AI_SDK_RESUME, get(protocols::ai_sdk_resume)),
-        ("POST", paths::AUTH_LOGOUT, post(crate::auth::logout)),
-        ("GET", paths::AUTH_ME, get(crate::auth::me)),
+        ("POST", paths::AUTH_LOGOUT, post(sign_in::logout)),
+        ("GET", paths::AUTH_ME, get(sign_in::me)),
+        ("POST", paths::AUTH_CONFIRM, post(devices::confirm)),
+        ("POST", paths::AUTH_CONFIRM_PASSKEY, post(passkeys::confirm)),
+        ("GET", paths::STORAGE, get(storage::get)),
+        ("GET", paths::SIGN_INS, get(devices::list)),
+        ("POST", paths::SIGN_IN_END, post(devices::end)),
+        ("POST", paths::SIGN_INS_END_ALL, post(devices::end_all)),
     ]
 }
 

@@ -1,11 +1,15 @@
-//! Passkeys (WebAuthn): an account signed in with its password adds them in Settings; the
-//! sign-in page then offers "Sign in with a passkey". Each ceremony is two requests: `start`
-//! keeps the state webauthn-rs will check the browser's answer against (in the database, so
-//! that any instance may take the `finish`, and once only), `finish` checks it.
+//! Passkeys (WebAuthn): an account signed in adds them in Settings (after giving its password,
+//! or another passkey, within the last few minutes: `devices::require_fresh`); the sign-in
+//! page then offers "Sign in with a passkey". Each ceremony is two requests: `start` seals the
+//! state webauthn-rs will check the browser's answer against and hands it to the browser as
+//! the ceremony's id (`crate::ceremony`: nothing is kept per ceremony begun, so strangers
+//! beginning many crowd out no one's), `finish` opens it, checks the answer, and records the
+//! ceremony answered (once only, on any instance).
 //!
 //! Passkeys are discoverable (the authenticator keeps whose they are): signing in asks for no
 //! name, and the server never says which names have passkeys. The key that answers names its
-//! account; the signature proves it.
+//! account; the signature proves it. Signing in with one counts against the address's sign-in
+//! attempts as a password does; beginning one is counted per address too.
 //!
 //! The relying party is the address the browser is at: `--public-url`'s, else the request's
 //! host (which the guard has admitted). A passkey is bound to that name; an IP address is no
@@ -24,8 +28,11 @@ use webauthn_rs::prelude::{
     RegisterPublicKeyCredential, Url, Uuid, Webauthn, WebauthnBuilder,
 };
 
-use crate::auth::Viewer;
+use crate::auth::{ClientIp, Viewer};
+use crate::ceremony::{Sealed, Unsealed};
 use crate::error::{ApiError, ApiJson};
+use crate::routes::devices::{proved, require_fresh};
+use crate::routes::sign_in::{signed_in, throttled_error, Way};
 use crate::store::{StoreError, StoredPasskey, User};
 use crate::AppState;
 
@@ -101,46 +108,63 @@ fn data_of(p: &StoredPasskey) -> PasskeyData {
     }
 }
 
-/// The ceremony `id` of `kind`, taken (it cannot be answered twice), with whose it is.
-async fn take<T: serde::de::DeserializeOwned>(
+/// The answer to a ceremony that cannot be answered (expired, answered, not sealed here).
+fn stale() -> ApiError {
+    ApiError::bad_request("this passkey request expired or was answered already: start again")
+}
+
+/// The server's key for sealing ceremonies (read once).
+async fn key(state: &AppState) -> Result<&[u8], ApiError> {
+    state
+        .ceremony_key
+        .get_or_try_init(|| state.store.ceremony_key())
+        .await
+        .map(Vec::as_slice)
+        .map_err(ApiError::from)
+}
+
+/// The ceremony `id` of `kind`, opened: whose it is and its state.
+async fn open<T: serde::de::DeserializeOwned>(
     state: &AppState,
     id: &str,
     kind: &str,
-) -> Result<(Option<String>, T), ApiError> {
-    let (user_id, saved) = state
-        .store
-        .take_ceremony(id, kind, crate::clock::now())
-        .await
-        .map_err(|e| match e {
-            StoreError::NotFound => ApiError::bad_request(
-                "this passkey request expired or was answered already: start again",
-            ),
-            e => e.into(),
-        })?;
-    let parsed = serde_json::from_str(&saved).map_err(internal)?;
-    Ok((user_id, parsed))
+) -> Result<(Sealed, T), ApiError> {
+    let sealed = crate::ceremony::open(key(state).await?, id, kind, crate::clock::now()).map_err(
+        |e| match e {
+            Unsealed::Forged | Unsealed::Expired => stale(),
+        },
+    )?;
+    let parsed = serde_json::from_value(sealed.state.clone()).map_err(internal)?;
+    Ok((sealed, parsed))
 }
 
-/// Keeps a ceremony's state (`user_id`: whose, if anyone's yet); answers its id.
+/// Records the ceremony answered: a second answer to it is refused, on any instance.
+async fn answered(state: &AppState, sealed: &Sealed) -> Result<(), ApiError> {
+    state
+        .store
+        .answer_ceremony(&sealed.nonce, sealed.expires_at, crate::clock::now())
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => stale(),
+            e => e.into(),
+        })
+}
+
+/// A ceremony's id: its state sealed, with whose it is (if anyone's yet).
 async fn keep(
     state: &AppState,
     user_id: Option<&str>,
     kind: &str,
     saved: &impl serde::Serialize,
 ) -> Result<String, ApiError> {
-    let id = format!("ceremony-{}", Uuid::new_v4().simple());
-    let saved = serde_json::to_string(saved).map_err(internal)?;
-    state
-        .store
-        .open_ceremony(
-            &id,
-            user_id,
-            kind,
-            &saved,
-            crate::clock::now() + CEREMONY_SECS,
-        )
-        .await?;
-    Ok(id)
+    let sealed = Sealed {
+        kind: kind.to_owned(),
+        user_id: user_id.map(str::to_owned),
+        expires_at: crate::clock::now() + CEREMONY_SECS,
+        nonce: Uuid::new_v4().simple().to_string(),
+        state: serde_json::to_value(saved).map_err(internal)?,
+    };
+    Ok(crate::ceremony::seal(key(state).await?, &sealed))
 }
 
 fn parse_passkey(stored: &StoredPasskey) -> Result<Passkey, ApiError> {
@@ -168,6 +192,8 @@ pub async fn register_start(
     headers: HeaderMap,
 ) -> Result<Json<CeremonyStart>, ApiError> {
     let user = account(&viewer)?;
+    // A cookie alone (borrowed, stolen) adds no lasting way in.
+    require_fresh(&state, &headers).await?;
     let rp = relying_party(&state, &headers)?;
     let handle = Uuid::parse_str(&user.id).map_err(internal)?;
     // The authenticator is told which of its keys this account has already.
@@ -209,18 +235,17 @@ pub async fn register_finish(
 ) -> Result<Json<PasskeyAnswer>, ApiError> {
     let user = account(&viewer)?;
     let rp = relying_party(&state, &headers)?;
-    let (owner, registration): (Option<String>, PasskeyRegistration) =
-        take(&state, &body.ceremony, REGISTER).await?;
-    if owner.as_deref() != Some(user.id.as_str()) {
-        return Err(ApiError::bad_request(
-            "this passkey request expired or was answered already: start again",
-        ));
+    let (sealed, registration): (Sealed, PasskeyRegistration) =
+        open(&state, &body.ceremony, REGISTER).await?;
+    if sealed.user_id.as_deref() != Some(user.id.as_str()) {
+        return Err(stale());
     }
     let credential: RegisterPublicKeyCredential = serde_json::from_value(body.credential)
         .map_err(|e| ApiError::bad_request(format!("not a credential: {e}")))?;
     let passkey = rp
         .finish_passkey_registration(&credential, &registration)
         .map_err(|e| ApiError::bad_request(format!("the passkey was not accepted: {e}")))?;
+    answered(&state, &sealed).await?;
     let held = state.store.passkeys(&user.id).await?.len();
     let name = body
         .name
@@ -273,23 +298,26 @@ pub async fn remove(
 }
 
 /// `POST /api/auth/passkey/start`: the options for `navigator.credentials.get`, for any
-/// passkey of this site (no name: which names have passkeys is nobody's business).
+/// passkey of this site (no name: which names have passkeys is nobody's business). Counted
+/// per address; an address held back for failed sign-ins is held back here too.
 pub async fn sign_in_start(
     State(state): State<AppState>,
-    crate::auth::ClientIp(ip): crate::auth::ClientIp,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
 ) -> Result<Json<CeremonyStart>, ApiError> {
     let rp = relying_party(&state, &headers)?;
-    // An address held back for failed sign-ins is held back here too. (Beginning is no
-    // attempt: the table of ceremonies is bounded, see `open_ceremony`.)
-    let [_, address] = crate::throttle::keys("", &ip);
-    match state
+    let address = [crate::throttle::address_key(&ip)];
+    let now = std::time::Instant::now();
+    state
         .throttle
-        .reserve(std::slice::from_ref(&address), std::time::Instant::now())
-    {
-        Ok(reservation) => state.throttle.succeeded(reservation),
-        Err(refused) => return Err(crate::auth::throttled_error(refused)),
-    }
+        .sign_ins
+        .check(&address, now)
+        .map_err(throttled_error)?;
+    state
+        .throttle
+        .ceremonies
+        .reserve(&address, now)
+        .map_err(throttled_error)?;
     let (options, authentication) = rp
         .start_discoverable_authentication()
         .map_err(|e| ApiError::bad_request(format!("cannot begin: {e}")))?;
@@ -303,29 +331,66 @@ pub async fn sign_in_start(
     Ok(Json(CeremonyStart { ceremony, options }))
 }
 
-/// `POST /api/auth/passkey/finish`: checks the signature and signs this browser in.
+/// `POST /api/auth/passkey/finish`: checks the signature and signs this browser in. Counted
+/// against the address's sign-in attempts until it signs in.
 pub async fn sign_in_finish(
     State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
     ApiJson(body): ApiJson<PasskeyFinishBody>,
 ) -> Response {
+    let address = [crate::throttle::address_key(&ip)];
+    let reservation = match state.throttle.reserve(&address, std::time::Instant::now()) {
+        Ok(reservation) => reservation,
+        Err(refused) => return throttled_error(refused).into_response(),
+    };
     match finish_sign_in(&state, &headers, body).await {
-        Ok(user) => {
+        Ok((user, passkey_id)) => {
+            state.throttle.succeeded(reservation);
             let answer = Json(json!({ "user": user })).into_response();
-            crate::auth::signed_in(&state, &user, answer).await
+            let way = Way::from(&ip, &headers, Some(passkey_id));
+            signed_in(&state, &user, way, answer).await
         }
         Err(e) => e.into_response(),
     }
 }
 
+/// `POST /api/auth/confirm/passkey`: a passkey of the viewer's account answers a sign-in
+/// ceremony: the fresh proof, as the password would be. Counted as a sign-in attempt.
+pub async fn confirm(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<PasskeyFinishBody>,
+) -> Result<Json<Done>, ApiError> {
+    let user = account(&viewer)?.clone();
+    let keys = crate::throttle::keys(&user.name, &ip);
+    let reservation = state
+        .throttle
+        .reserve(&keys, std::time::Instant::now())
+        .map_err(throttled_error)?;
+    let (signer, _) = finish_sign_in(&state, &headers, body).await?;
+    if signer.id != user.id {
+        return Err(ApiError::refusal(
+            StatusCode::UNAUTHORIZED,
+            "that passkey is another account's",
+        ));
+    }
+    state.throttle.succeeded(reservation);
+    proved(&state, &headers).await?;
+    Ok(Json(Done { ok: true }))
+}
+
+/// The account a sign-in ceremony's answer proves, and the passkey that signed.
 async fn finish_sign_in(
     state: &AppState,
     headers: &HeaderMap,
     body: PasskeyFinishBody,
-) -> Result<User, ApiError> {
+) -> Result<(User, String), ApiError> {
     let rp = relying_party(state, headers)?;
-    let (_, authentication): (Option<String>, DiscoverableAuthentication) =
-        take(state, &body.ceremony, SIGN_IN).await?;
+    let (sealed, authentication): (Sealed, DiscoverableAuthentication) =
+        open(state, &body.ceremony, SIGN_IN).await?;
     let credential: PublicKeyCredential = serde_json::from_value(body.credential)
         .map_err(|e| ApiError::bad_request(format!("not a credential: {e}")))?;
     let refused = || {
@@ -353,29 +418,32 @@ async fn finish_sign_in(
     let result = rp
         .finish_discoverable_authentication(&credential, authentication, &keys)
         .map_err(|_| refused())?;
+    // Once only: a signed answer seen again (replayed) signs nobody in.
+    answered(state, &sealed).await?;
     // The key that signed must still be the account's (one removed since the ceremony began
     // signs nobody in); its counter (and backup state) moves on.
     let now = crate::clock::now();
-    let mut still_kept = false;
+    let mut signer = None;
     for stored in stored {
         let mut key = parse_passkey(&stored)?;
         if key.update_credential(&result).is_some() {
-            still_kept = true;
             let updated = serde_json::to_string(&key).map_err(internal)?;
             state.store.used_passkey(&stored.id, &updated, now).await?;
+            signer = Some(stored.id);
         }
     }
-    if !still_kept {
+    let Some(passkey_id) = signer else {
         return Err(ApiError::refusal(
             StatusCode::UNAUTHORIZED,
             "that passkey was removed: use the password",
         ));
-    }
-    state
+    };
+    let user = state
         .store
         .users()
         .await?
         .into_iter()
         .find(|u| u.id == user_id)
-        .ok_or_else(|| ApiError::refusal(StatusCode::UNAUTHORIZED, "that account is gone"))
+        .ok_or_else(|| ApiError::refusal(StatusCode::UNAUTHORIZED, "that account is gone"))?;
+    Ok((user, passkey_id))
 }

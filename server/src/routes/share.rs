@@ -136,6 +136,13 @@ pub async fn create(
         ))
         .with("limit", "max_share_bytes"));
     }
+    crate::storage::room(
+        state.store.as_ref(),
+        viewer.owner(),
+        state.limits.max_storage_per_user,
+        snapshot.len() as u64,
+    )
+    .await?;
     let share = Share {
         id: format!("share-{}", uuid::Uuid::new_v4().simple()),
         token: new_token(),
@@ -177,6 +184,7 @@ pub async fn revoke(
             StoreError::NotFound => ApiError::not_found("share link"),
             e => e.into(),
         })?;
+    state.share_pages.forget(&body.id);
     Ok(Json(Done { ok: true }))
 }
 
@@ -199,7 +207,11 @@ fn page_headers(response: &mut Response) {
         "x-robots-tag",
         HeaderValue::from_static("noindex, nofollow"),
     );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Kept by the reader's browser only, and asked again every time (a revoked link stops).
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
     h.insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
@@ -221,40 +233,116 @@ fn document(title: &str, base: &str, stylesheet: &str, body: &str) -> String {
     )
 }
 
-/// `GET /share/{token}`: the conversation as it was shared; 404 once revoked, or when its
-/// conversation was deleted.
-pub async fn page(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+/// A shared page's answer: `status` and `html`, with the headers of a shared page.
+fn shared_page(status: StatusCode, html: impl Into<axum::body::Body>) -> Response {
+    let mut response = (status, html.into()).into_response();
+    page_headers(&mut response);
+    response
+}
+
+/// A page that says why a shared conversation is not shown (`message`).
+fn refusal(state: &AppState, status: StatusCode, heading: &str, message: &str) -> Response {
     let base = state.base();
     let stylesheet = format!("{base}{}/anchorage.css", state.bundle.pkg_path());
-    let share = match state.store.shared(&token).await {
-        Ok(share) => share,
-        Err(e) => {
-            let (status, message) = match e {
-                StoreError::NotFound => (
-                    StatusCode::NOT_FOUND,
-                    "This link does not lead anywhere: it was revoked, or never existed.",
-                ),
-                other => {
-                    tracing::error!("cannot read a share: {other}");
-                    (
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "This conversation cannot be shown now.",
-                    )
-                }
-            };
-            let body = format!(
-                "<main class=\"not-found\"><h1>Not here</h1><p>{}</p></main>",
-                markdown::escape(message)
-            );
-            let mut response = (
-                status,
-                document("Not here · Anchorage", base, &stylesheet, &body),
+    let body = format!(
+        "<main class=\"not-found\"><h1>{}</h1><p>{}</p></main>",
+        markdown::escape(heading),
+        markdown::escape(message)
+    );
+    shared_page(
+        status,
+        document(&format!("{heading} · Anchorage"), base, &stylesheet, &body),
+    )
+}
+
+/// `GET /share/{token}`: the conversation as it was shared; 404 once revoked, or when its
+/// conversation was deleted. Rendered once and kept (a snapshot never changes), answered
+/// with a strong ETag (its share and this build, whose stylesheet it names: 304 to a browser
+/// that has it). Every view is counted per address (429 past the limit).
+pub async fn page(
+    State(state): State<AppState>,
+    crate::auth::ClientIp(ip): crate::auth::ClientIp,
+    headers: axum::http::HeaderMap,
+    Path(token): Path<String>,
+) -> Response {
+    let address = [crate::throttle::address_key(&ip)];
+    if let Err(refused) = state
+        .throttle
+        .share_views
+        .reserve(&address, std::time::Instant::now())
+    {
+        let wait = match refused {
+            crate::throttle::Refused::TooMany(wait) | crate::throttle::Refused::Busy(wait) => wait,
+        };
+        let secs = wait.as_secs().max(1);
+        let mut response = refusal(
+            &state,
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many views",
+            &format!("This address opened shared conversations too often: try again in {secs} s."),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        return response;
+    }
+    // Whether the link still leads anywhere: asked every time (a revoked link stops at once),
+    // without reading the snapshot.
+    let head = match state.store.shared_head(&token).await {
+        Ok(head) => head,
+        Err(StoreError::NotFound) => {
+            return refusal(
+                &state,
+                StatusCode::NOT_FOUND,
+                "Not here",
+                "This link does not lead anywhere: it was revoked, or never existed.",
             )
-                .into_response();
-            page_headers(&mut response);
-            return response;
+        }
+        Err(other) => {
+            tracing::error!("cannot read a share: {other}");
+            return refusal(
+                &state,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Not here",
+                "This conversation cannot be shown now.",
+            );
         }
     };
+    let etag = format!("\"{}-{}\"", head.id, state.bundle.build);
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let mut response = if fresh {
+        shared_page(StatusCode::NOT_MODIFIED, axum::body::Body::empty())
+    } else {
+        let html = match state.share_pages.get(&head.id) {
+            Some(html) => html,
+            None => match state.store.shared(&token).await {
+                Ok(share) => state.share_pages.put(&share.id, render(&state, &share)),
+                Err(e) => {
+                    tracing::error!("cannot read a share: {e}");
+                    return refusal(
+                        &state,
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "Not here",
+                        "This conversation cannot be shown now.",
+                    );
+                }
+            },
+        };
+        shared_page(StatusCode::OK, html.to_string())
+    };
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+}
+
+/// The page of `share`.
+fn render(state: &AppState, share: &Share) -> String {
+    let base = state.base();
+    let stylesheet = format!("{base}{}/anchorage.css", state.bundle.pkg_path());
     let snapshot: Snapshot = serde_json::from_str(&share.snapshot).unwrap_or_default();
     let mut body = format!(
         "<main class=\"shared\">\n<header class=\"shared-head\"><h1>{}</h1>\
@@ -297,7 +385,5 @@ pub async fn page(State(state): State<AppState>, Path(token): Path<String>) -> R
     }
     body.push_str("</main>");
     let title = format!("{} · Anchorage", share.title);
-    let mut response = document(&title, base, &stylesheet, &body).into_response();
-    page_headers(&mut response);
-    response
+    document(&title, base, &stylesheet, &body)
 }

@@ -12,6 +12,15 @@ use crate::limits::MAX_IMPORT_BYTES;
 use crate::store::Session;
 use crate::AppState;
 
+/// Where the viewer's transfers write: their account, within its storage.
+fn target<'a>(state: &AppState, viewer: &'a Viewer) -> crate::transfer::Target<'a> {
+    crate::transfer::Target {
+        owner: viewer.owner(),
+        quota: state.limits.max_storage_per_user,
+        now: crate::clock::now(),
+    }
+}
+
 fn too_large() -> ApiError {
     ApiError::too_large(format!(
         "the file is larger than {}, the most an import may hold",
@@ -37,10 +46,11 @@ pub async fn import(
     if declared.is_some_and(|n| n > MAX_IMPORT_BYTES) {
         return Err(too_large());
     }
-    // An import holds its file in memory while it is read: it counts as an upload.
-    let _importing = state
-        .uploads
-        .upload(viewer.owner().unwrap_or_default(), &state.limits)?;
+    // An import holds its file in memory while it is read and written: one of the few
+    // transfers an account (and the server) may have going at once.
+    let _transfer = state
+        .transfers
+        .transfer(viewer.owner().unwrap_or_default())?;
     let bytes = axum::body::to_bytes(body, MAX_IMPORT_BYTES)
         .await
         .map_err(|_| too_large())?;
@@ -48,10 +58,9 @@ pub async fn import(
         .map_err(|e| ApiError::bad_request(format!("the file is not UTF-8 text ({e})")))?;
     let imported = crate::transfer::import(
         &state.store,
-        viewer.owner(),
+        target(&state, &viewer),
         text,
         q.title.as_deref(),
-        crate::clock::now(),
     )
     .await?;
     Ok(Json(Transferred {
@@ -68,8 +77,13 @@ pub async fn duplicate(
     ApiJson(body): ApiJson<DuplicateBody>,
 ) -> Result<Json<Transferred<Session>>, ApiError> {
     let session = owned_session(&state, &viewer, &body.session_id).await?;
+    // A copy holds the conversation's export in memory as an import holds its file.
+    let _transfer = state
+        .transfers
+        .transfer(viewer.owner().unwrap_or_default())?;
     let copied =
-        crate::transfer::duplicate(&state.store, &session, body.all, crate::clock::now()).await?;
+        crate::transfer::duplicate(&state.store, target(&state, &viewer), &session, body.all)
+            .await?;
     Ok(Json(Transferred {
         session: copied.session,
         attachments_left_out: copied.attachments_left_out,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::approvals::Approval;
 use super::tools::names::{READ_FILE, SEARCH_TEXT, WRITE_FILE};
 use super::{ApprovalChoice, RunEnd, RunIo, RuntimeAdapter, Stopped, TurnRequest};
 
@@ -129,6 +130,24 @@ fn describe(name: &str) -> &'static str {
         "long" => "Streams a long answer (N words)",
         "trace" => "Reads many files, then answers (N steps)",
         _ => "A demo scenario",
+    }
+}
+
+/// What `/demo approval` asks to run, unless the message names another command.
+const APPROVAL_COMMAND: &str = "rm -rf target/";
+
+/// The command of `/demo approval [COMMAND]`.
+fn approval_command(message: &str) -> &str {
+    let rest = message
+        .trim()
+        .strip_prefix("/demo")
+        .unwrap_or_default()
+        .trim_start();
+    let command = rest.strip_prefix("approval").unwrap_or_default().trim();
+    if command.is_empty() {
+        APPROVAL_COMMAND
+    } else {
+        command
     }
 }
 
@@ -313,19 +332,33 @@ impl Turn<'_> {
             "approval" => {
                 self.think("Cleaning the build directory needs the user's permission.")
                     .await?;
-                // A standing permission ("this session", "always") goes ahead without asking.
-                let choice = match self.io.permitted("rm -rf").await {
-                    Some(choice) => choice,
-                    None => {
-                        self.io
-                            .ask_approval("rm -rf target/", "Delete the build directory", "rm -rf")
-                            .await?
-                    }
+                // `/demo approval COMMAND` asks for that command instead (`cargo test`,
+                // `rm -rf /`): a standing permission for it goes ahead without asking.
+                let command = approval_command(&turn.message);
+                let approval = if command == APPROVAL_COMMAND {
+                    Approval::command(command, "Delete the build directory")
+                } else {
+                    Approval::command(command, &format!("Run `{command}`"))
                 };
+                let choice = match self.io.permitted(&approval).await {
+                    Some(choice) => choice,
+                    None => self.io.ask_approval(&approval).await?,
+                };
+                if choice.allows() && command != APPROVAL_COMMAND {
+                    self.tool("terminal", json!({"command": command}), "done", false)
+                        .await?;
+                    let answer = self
+                        .say(&format!(
+                            "Ran `{command}` (approved: {}).",
+                            choice_name(choice)
+                        ))
+                        .await?;
+                    return self.finish(answer).await;
+                }
                 if choice.allows() {
                     self.tool(
                         "terminal",
-                        json!({"command": "rm -rf target/"}),
+                        json!({"command": APPROVAL_COMMAND}),
                         "removed target/ (3.5 GB)",
                         false,
                     )
@@ -646,8 +679,8 @@ impl Turn<'_> {
 fn choice_name(choice: ApprovalChoice) -> &'static str {
     match choice {
         ApprovalChoice::Once => "once",
-        ApprovalChoice::Session => "for this session",
-        ApprovalChoice::Always => "always",
+        ApprovalChoice::Session | ApprovalChoice::SessionWide => "in this conversation",
+        ApprovalChoice::Always | ApprovalChoice::AlwaysWide => "in every conversation",
         ApprovalChoice::Deny => "denied",
     }
 }
@@ -680,6 +713,8 @@ mod tests {
             assert_ne!(describe(name), "A demo scenario");
         }
         assert_eq!(scenario("hello"), None);
+        assert_eq!(approval_command("/demo approval"), "rm -rf target/");
+        assert_eq!(approval_command("/demo approval  rm -rf / "), "rm -rf /");
     }
 
     #[test]

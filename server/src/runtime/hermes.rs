@@ -14,8 +14,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::approvals::Approval;
 use super::sse::EventReader;
-use super::{fail, Fail, RunEnd, RunIo, RuntimeAdapter, TurnRequest};
+use super::{fail, ApprovalChoice, Fail, RunEnd, RunIo, RuntimeAdapter, TurnRequest};
 
 /// How long a gateway run may stay silent (its tools can run for a long time) before the turn
 /// fails.
@@ -298,8 +299,18 @@ impl HermesAgent {
                 "Answer it where the gateway runs, or enable run_approval_response on the gateway.".to_owned(),
             ));
         }
-        let choice = io.ask_approval(&command, &description, &pattern).await?;
-        let mut body = json!({ "choice": choice });
+        let choice = io
+            .ask_approval(&Approval::gateway(&command, &description, &pattern))
+            .await?;
+        // The gateway keeps its own permission for its pattern: "this conversation" and
+        // "every conversation" are its session and always.
+        let upstream = match choice {
+            ApprovalChoice::Session | ApprovalChoice::SessionWide => "session",
+            ApprovalChoice::Always | ApprovalChoice::AlwaysWide => "always",
+            ApprovalChoice::Once => "once",
+            ApprovalChoice::Deny => "deny",
+        };
+        let mut body = json!({ "choice": upstream });
         if let Some(id) = payload.get("approval_id").filter(|v| !v.is_null()) {
             body["approval_id"] = id.clone();
         }

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::approvals::Approval;
 use super::ApprovalChoice;
 use crate::journal::{self, Journal, JournalError, Queued};
 use crate::store::{Interaction, Store, TitleSource};
@@ -325,12 +326,16 @@ impl RunIo {
         }
     }
 
-    /// Whether a standing permission lets actions of kind `pattern` go ahead in this run's
-    /// session without asking: `Session` or `Always` (how it was given), `None` to ask.
-    pub async fn permitted(&self, pattern: &str) -> Option<ApprovalChoice> {
+    /// Whether a standing permission covers `approval` in this run's session: `Session` or
+    /// `Always` (how it was given), `None` to ask.
+    pub async fn permitted(&self, approval: &Approval) -> Option<ApprovalChoice> {
         match self
             .store
-            .granted(self.owner.as_deref(), &self.session_id, pattern)
+            .granted(
+                self.owner.as_deref(),
+                &self.session_id,
+                &approval.covered_by,
+            )
             .await
         {
             Ok(Some("always")) => Some(ApprovalChoice::Always),
@@ -344,36 +349,30 @@ impl RunIo {
         }
     }
 
-    /// Asks the user to approve an action and waits for the answer. "This session" and
-    /// "always" are kept as standing permissions for `pattern` (see [`RunIo::permitted`];
-    /// Settings lists and revokes them).
-    pub async fn ask_approval(
-        &self,
-        command: &str,
-        description: &str,
-        pattern: &str,
-    ) -> Result<ApprovalChoice, Stopped> {
+    /// Asks the user to approve an action and waits for the answer. A standing permission
+    /// the answer gives is kept exactly as the card offered it (its pattern and scope: see
+    /// [`Approval::offers`]; Settings lists and revokes them); an answer the card did not
+    /// offer allows nothing.
+    pub async fn ask_approval(&self, approval: &Approval) -> Result<ApprovalChoice, Stopped> {
         let id = format!("apr-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let payload = json!({
-            "approval_id": id,
-            "command": command,
-            "description": description,
-            "pattern_keys": [pattern],
-            "choices": ["once", "session", "always", "deny"],
-            "status": "pending",
-        });
-        let answer = self.ask(EventKind::Approval, id, payload).await?;
+        let answer = self
+            .ask(EventKind::Approval, id.clone(), approval.payload(&id))
+            .await?;
         let choice =
             serde_json::from_value(answer["choice"].clone()).unwrap_or(ApprovalChoice::Deny);
-        let scope = match choice {
-            ApprovalChoice::Session => Some(Some(self.session_id.as_str())),
-            ApprovalChoice::Always => Some(None),
-            ApprovalChoice::Once | ApprovalChoice::Deny => None,
+        let Some(offer) = approval.offer(choice) else {
+            return Ok(ApprovalChoice::Deny);
         };
-        if let Some(session) = scope {
+        if let Some((pattern, everywhere)) = offer.grant {
+            let session = (!everywhere).then_some(self.session_id.as_str());
             if let Err(e) = self
                 .store
-                .add_grant(self.owner.as_deref(), session, pattern, crate::clock::now())
+                .add_grant(
+                    self.owner.as_deref(),
+                    session,
+                    &pattern,
+                    crate::clock::now(),
+                )
                 .await
             {
                 tracing::warn!(run_id = %self.run_id, "keeping a grant failed: {e}");

@@ -13,6 +13,7 @@ use crate::store::Role;
 
 pub mod agent_state;
 pub mod agui_client;
+pub mod approvals;
 pub mod browse;
 pub mod demo;
 pub mod hermes;
@@ -170,10 +171,14 @@ pub enum RunEnd {
 pub enum ApprovalChoice {
     /// Allow this once.
     Once,
-    /// Allow for the rest of the session.
+    /// Allow this very action in this conversation.
     Session,
-    /// Always allow this pattern.
+    /// Allow the wider kind the card named (its file's folder) in this conversation.
+    SessionWide,
+    /// Allow this very action in every conversation.
     Always,
+    /// Allow the wider kind the card named in every conversation.
+    AlwaysWide,
     /// Do not allow.
     Deny,
 }

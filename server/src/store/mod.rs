@@ -107,13 +107,14 @@ pub trait AccountStore: Send + Sync {
         now: f64,
     ) -> Result<(), StoreError>;
 
-    /// Whether a standing permission lets `pattern` go ahead in `session` of `owner`: `Some`
-    /// with its scope (`always` over `session`), `None` when it must be asked.
+    /// Whether a standing permission for one of `patterns` lets an action go ahead in
+    /// `session` of `owner`: `Some` with its scope (`always` over `session`), `None` when it
+    /// must be asked.
     async fn granted(
         &self,
         owner: Option<&str>,
         session: &str,
-        pattern: &str,
+        patterns: &[String],
     ) -> Result<Option<&'static str>, StoreError>;
 
     /// The standing permissions of `owner`, newest first (at most `limit`).
@@ -148,14 +149,8 @@ pub trait AccountStore: Send + Sync {
     /// Removes an account and its sign-ins; its sessions are left without an owner.
     async fn remove_user(&self, name: &str) -> Result<(), StoreError>;
 
-    /// Records a sign-in token (by its hash) until `expires_at`.
-    async fn create_token(
-        &self,
-        token_hash: &str,
-        user_id: &str,
-        now: f64,
-        expires_at: f64,
-    ) -> Result<(), StoreError>;
+    /// Records a sign-in (its token by its hash).
+    async fn create_token(&self, sign_in: &NewSignIn) -> Result<(), StoreError>;
 
     /// The account a token signs in, with the token's expiry, while it has not expired.
     async fn token_user(
@@ -164,11 +159,36 @@ pub trait AccountStore: Send + Sync {
         now: f64,
     ) -> Result<Option<(User, f64)>, StoreError>;
 
-    /// Moves a token's expiry.
-    async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError>;
+    /// Moves a token's expiry, and records it seen at `now`.
+    async fn extend_token(
+        &self,
+        token_hash: &str,
+        expires_at: f64,
+        now: f64,
+    ) -> Result<(), StoreError>;
+
+    /// When the password (or a passkey) was last given for this token (`None`: no such
+    /// token, or it was never).
+    async fn token_proved_at(&self, token_hash: &str) -> Result<Option<f64>, StoreError>;
+
+    /// Records the password (or a passkey) given again for this token at `now`.
+    async fn prove_token(&self, token_hash: &str, now: f64) -> Result<(), StoreError>;
 
     /// Revokes a token.
     async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError>;
+
+    /// What `owner` keeps (`None`: open mode): its conversations, its links' snapshots and
+    /// its files.
+    async fn storage(&self, owner: Option<&str>) -> Result<Storage, StoreError>;
+
+    /// The browsers signed in to an account (not expired at `now`), the last seen first.
+    async fn sign_ins(&self, user_id: &str, now: f64) -> Result<Vec<SignIn>, StoreError>;
+
+    /// Ends one of the account's sign-ins, by its id; `NotFound` for one that is not theirs.
+    async fn end_sign_in(&self, user_id: &str, id: &str) -> Result<(), StoreError>;
+
+    /// Ends every sign-in of the account; how many.
+    async fn end_sign_ins(&self, user_id: &str) -> Result<u64, StoreError>;
 }
 
 /// Attached files: their bytes, who may read them, and their removal.
@@ -242,10 +262,30 @@ pub trait TurnStore: Send + Sync {
     /// How many runs of `owner`'s sessions are running (`None`: of sessions with no owner).
     async fn count_running(&self, owner: Option<&str>) -> Result<u64, StoreError>;
 
-    /// Writes a whole conversation in one transaction (nothing of it when any part fails): the
-    /// session, each run's message, journal and end, as a live run writes them; the session
-    /// shows its last run.
-    async fn import(&self, import: NewImport) -> Result<Imported, StoreError>;
+    /// Begins writing a whole conversation: its session, hidden (see [`NewImport`]).
+    async fn import_begin(&self, import: &NewImport) -> Result<(), StoreError>;
+
+    /// Writes runs of an import begun, in one transaction: each run's message, journal and
+    /// end, as a live run writes them; how many of the files named were not carried.
+    async fn import_runs(
+        &self,
+        session_id: &str,
+        runs: &[ImportedRun],
+        now: f64,
+    ) -> Result<u64, StoreError>;
+
+    /// Ends an import: the session shows, titled, at its last run (`head`), first in the list.
+    async fn import_finish(
+        &self,
+        session_id: &str,
+        title: &str,
+        source: TitleSource,
+        head: Option<&str>,
+        now: f64,
+    ) -> Result<Session, StoreError>;
+
+    /// Removes an import that failed part way, with all it wrote.
+    async fn import_abandon(&self, session_id: &str) -> Result<(), StoreError>;
 }
 
 /// The run journal's writer: events committed in order, gapless per run (what
@@ -419,8 +459,14 @@ pub trait ShareStore: Send + Sync {
     /// Deletes one of the owner's shares; `NotFound` for one that is not theirs.
     async fn revoke_share(&self, owner: Option<&str>, id: &str) -> Result<(), StoreError>;
 
+    /// Deletes every share of the owner (those of deleted conversations too); how many.
+    async fn revoke_shares(&self, owner: &str) -> Result<u64, StoreError>;
+
     /// The share a link carries, unless revoked or its conversation deleted (`NotFound`).
     async fn shared(&self, token: &str) -> Result<Share, StoreError>;
+
+    /// The same, without its snapshot (empty): whether a link still leads anywhere, cheaply.
+    async fn shared_head(&self, token: &str) -> Result<Share, StoreError>;
 }
 
 /// Passkeys and the ceremonies that add and use them.
@@ -432,8 +478,12 @@ pub trait PasskeyStore: Send + Sync {
     /// An account's passkeys, oldest first.
     async fn passkeys(&self, user_id: &str) -> Result<Vec<StoredPasskey>, StoreError>;
 
-    /// Removes one of the account's passkeys; `NotFound` for one that is not theirs.
+    /// Removes one of the account's passkeys, and ends the sign-ins it made; `NotFound` for
+    /// one that is not theirs.
     async fn remove_passkey(&self, user_id: &str, id: &str) -> Result<(), StoreError>;
+
+    /// Removes every passkey of the account, and the sign-ins they made; how many passkeys.
+    async fn remove_passkeys(&self, user_id: &str) -> Result<u64, StoreError>;
 
     /// Records a sign-in with a passkey: its credential as it is now (the counter moved).
     async fn used_passkey(&self, id: &str, passkey: &str, now: f64) -> Result<(), StoreError>;
@@ -441,24 +491,18 @@ pub trait PasskeyStore: Send + Sync {
     /// How many passkeys the server holds (the sign-in page offers them when there are any).
     async fn count_passkeys(&self) -> Result<u64, StoreError>;
 
-    /// Keeps the state of a ceremony until `expires_at`: an account's (adding a passkey), or
-    /// nobody's yet (`None`: signing in, until a key answers).
-    async fn open_ceremony(
-        &self,
-        id: &str,
-        user_id: Option<&str>,
-        kind: &str,
-        state: &str,
-        expires_at: f64,
-    ) -> Result<(), StoreError>;
+    /// The key that seals ceremonies (see `ceremony`): made once per database, the same for
+    /// every instance.
+    async fn ceremony_key(&self) -> Result<Vec<u8>, StoreError>;
 
-    /// Takes a ceremony of `kind` (once: it is gone after), unless expired: `(user_id, state)`.
-    async fn take_ceremony(
+    /// Records ceremony `nonce` answered (kept until `expires_at`, when it could no longer
+    /// be answered anyway); `NotFound` when it was answered already.
+    async fn answer_ceremony(
         &self,
-        id: &str,
-        kind: &str,
+        nonce: &str,
+        expires_at: f64,
         now: f64,
-    ) -> Result<(Option<String>, String), StoreError>;
+    ) -> Result<(), StoreError>;
 }
 
 /// Durable storage for sessions, transcripts, runs and their journal: every part of it, as

@@ -207,6 +207,61 @@ pub struct Share {
     pub created_at: f64,
 }
 
+/// A sign-in as it begins: whose, until when, from where and by which way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewSignIn {
+    /// The SHA-256 of its token (the token itself is the browser's alone).
+    pub token_hash: String,
+    /// The account.
+    pub user_id: String,
+    /// Seconds since the epoch: when it signs in, which is also when its proof was given.
+    pub now: f64,
+    /// When it ends unless used.
+    pub expires_at: f64,
+    /// The address it came from.
+    pub ip: String,
+    /// Its browser's `User-Agent` (shortened).
+    pub agent: String,
+    /// The passkey it signed in with (`None`: the password).
+    pub passkey_id: Option<String>,
+}
+
+/// A browser signed in to an account, as Settings lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SignIn {
+    /// Its id: the first 16 hex digits of its token's hash (which tell nothing of the token).
+    pub id: String,
+    /// When it signed in.
+    pub created_at: f64,
+    /// When it was last seen (within the hour: the expiry slides at most that often).
+    pub last_seen_at: f64,
+    /// The address it signed in from.
+    pub ip: String,
+    /// Its browser's `User-Agent`.
+    pub agent: String,
+    /// The name of the passkey it signed in with (`None`: the password, or a passkey since
+    /// removed, which ends it).
+    pub passkey: Option<String>,
+}
+
+/// What an account keeps, in bytes (see `--max-storage-per-user`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Storage {
+    /// Its conversations' journals (those in the bin too, until they are purged).
+    pub conversations: u64,
+    /// The snapshots its share links keep.
+    pub shares: u64,
+    /// Its attached files (their bytes, once per content).
+    pub files: u64,
+}
+
+impl Storage {
+    /// All of it.
+    pub fn total(&self) -> u64 {
+        self.conversations + self.shares + self.files
+    }
+}
+
 /// A passkey of an account, as kept.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredPasskey {
@@ -419,25 +474,25 @@ pub struct SettledAnswer {
     pub cut_off: bool,
 }
 
-/// A conversation written whole, in one transaction (an import, a copy): its runs in the order
-/// they were made, parents before their children, each one ended, every id fresh.
+/// A conversation being written whole (an import, a copy): made hidden (as if deleted until
+/// a day from now, so that the purger removes one a crash left half written), filled in
+/// chunks of runs, each chunk a transaction of its own, then shown in one last transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewImport {
     /// The new session's id.
     pub session_id: String,
-    /// Its title.
-    pub title: String,
-    /// Where the title came from.
-    pub title_source: TitleSource,
     /// Its account (`None`: open mode).
     pub owner: Option<String>,
     /// Seconds since the epoch: when it was made, and its place at the top of the list.
     pub now: f64,
-    /// Its runs.
-    pub runs: Vec<ImportedRun>,
 }
 
-/// A run of a [`NewImport`], ended: what it journaled, then how it ended.
+/// How long a conversation an import is writing may stay hidden before the purger takes it
+/// for one a crash left (seconds).
+pub const STAGED_FOR: f64 = 86_400.0;
+
+/// A run an import writes, ended: what it journaled, then how it ended. Runs are written in
+/// the order they were made, parents before their children, every id fresh.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ImportedRun {
     /// Its id.

@@ -12,14 +12,19 @@ use futures::StreamExt as _;
 use serde_json::Value;
 
 use crate::limits::{MAX_IMPORT_BYTES, MAX_MESSAGE_BYTES};
+use crate::storage::NoRoom;
 use crate::store::{
     Imported, ImportedMessage, ImportedRun, NewImport, Run, Session, SettledAnswer, Store,
     StoreError, TitleSource,
 };
-use read::{Export, ExportedMessage, ReadError};
+use read::{ExportedMessage, ExportedRun, ReadError, Reader};
 
 /// The longest title an import takes from a file's name or the agent, in characters.
 const MAX_TITLE_CHARS: usize = 200;
+
+/// The export's bytes an import writes per transaction (at least one run, however long):
+/// what it holds parsed at once, and how long it holds the database's write lock.
+pub const CHUNK_BYTES: usize = 512 * 1024;
 
 /// Why a conversation could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +35,9 @@ pub enum TransferError {
     /// The conversation is too long to copy (413).
     #[error("{0}")]
     TooLarge(String),
+    /// The account's storage is full (413).
+    #[error("{0}")]
+    Full(crate::storage::Full),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -38,31 +46,57 @@ pub enum TransferError {
     Export(std::io::Error),
 }
 
-/// Writes an export as a new conversation of `owner`, under the title it was exported with,
-/// else the agent's last title in it, else `title` (the file's name), else its first message.
+impl From<NoRoom> for TransferError {
+    fn from(e: NoRoom) -> Self {
+        match e {
+            NoRoom::Full(full) => TransferError::Full(full),
+            NoRoom::Store(e) => TransferError::Store(e),
+        }
+    }
+}
+
+/// Where a conversation is written: whose, and the storage it may fill.
+#[derive(Clone, Copy, Debug)]
+pub struct Target<'a> {
+    /// The account (`None`: open mode).
+    pub owner: Option<&'a str>,
+    /// Its storage quota, in bytes.
+    pub quota: u64,
+    /// Seconds since the epoch.
+    pub now: f64,
+}
+
+/// Writes an export as a new conversation of `into.owner`, under the title it was exported
+/// with, else the agent's last title in it, else `title` (the file's name), else its first
+/// message.
 pub async fn import(
     store: &Arc<dyn Store>,
-    owner: Option<&str>,
+    into: Target<'_>,
     text: &str,
     title: Option<&str>,
-    now: f64,
 ) -> Result<Imported, TransferError> {
-    let export = read::read(text, MAX_MESSAGE_BYTES).map_err(TransferError::Read)?;
-    let (title, source) = match (&export.title, title.map(str::trim)) {
-        (Some(named), _) => (named.clone(), export.title_source),
-        (None, Some(given)) if !given.is_empty() => (given.to_owned(), TitleSource::Manual),
-        (None, _) => (first_words(&export), TitleSource::Prompt),
-    };
-    write(store, owner, export, title, source, now).await
+    let given = title
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned);
+    write(store, into, text, |heading| match (heading.title, given) {
+        (Some(named), _) => (named, heading.title_source),
+        (None, Some(given)) => (given, TitleSource::Manual),
+        (None, None) => (
+            first_words(heading.first_line.as_deref()),
+            TitleSource::Prompt,
+        ),
+    })
+    .await
 }
 
 /// Copies a conversation: the branch it shows, or (`all`) every branch; a turn still running
 /// is left out.
 pub async fn duplicate(
     store: &Arc<dyn Store>,
+    into: Target<'_>,
     session: &Session,
     all: bool,
-    now: f64,
 ) -> Result<Imported, TransferError> {
     let runs: Vec<Run> = if all {
         store.session_runs(&session.id).await?
@@ -76,10 +110,9 @@ pub async fn duplicate(
     };
     let runs: Vec<Run> = runs.into_iter().filter(|run| !run.running).collect();
     let title = format!("{} (copy)", session.title);
-    let owner = session.owner_id.as_deref();
+    let named = move |_| (title, TitleSource::Manual);
     if runs.is_empty() {
-        let export = Export::default();
-        return write(store, owner, export, title, TitleSource::Manual, now).await;
+        return write_runs(store, into, None, named).await;
     }
     let mut text = String::new();
     let mut lines = std::pin::pin!(export::lines(Arc::clone(store), session, runs));
@@ -93,26 +126,89 @@ pub async fn duplicate(
         }
         text.push_str(&chunk);
     }
-    let export = read::read(&text, MAX_MESSAGE_BYTES).map_err(TransferError::Read)?;
-    write(store, owner, export, title, TitleSource::Manual, now).await
+    write(store, into, &text, named).await
 }
 
-/// Issues new ids for what was read and writes it in one transaction; the turns' snapshots
-/// are made after, in the background, as after a live turn.
+/// Reads `text` a run at a time and writes it as a new conversation, titled by `title` from
+/// what the export says once read.
 async fn write(
     store: &Arc<dyn Store>,
-    owner: Option<&str>,
-    export: Export,
-    title: String,
-    title_source: TitleSource,
-    now: f64,
+    into: Target<'_>,
+    text: &str,
+    title: impl FnOnce(read::Heading) -> (String, TitleSource),
 ) -> Result<Imported, TransferError> {
-    let import = issue(export, owner, title, title_source, now);
-    let run_ids: Vec<String> = import.runs.iter().map(|run| run.id.clone()).collect();
-    let imported = store.import(import).await?;
+    // What it will take is about what the export is, twice (each row is kept as its JSON
+    // and as its frame): refused at once when that cannot fit, before anything is written.
+    crate::storage::room(
+        store.as_ref(),
+        into.owner,
+        into.quota,
+        2 * text.len() as u64,
+    )
+    .await?;
+    write_runs(
+        store,
+        into,
+        Some(Reader::new(text, MAX_MESSAGE_BYTES)),
+        title,
+    )
+    .await
+}
+
+/// Writes the runs `reader` reads (none without one) as a new conversation: made hidden,
+/// filled a chunk of runs per transaction (room asked for each), shown at the end; removed
+/// again, whole, when anything fails. The turns' snapshots are made after, in the
+/// background, as after a live turn.
+async fn write_runs(
+    store: &Arc<dyn Store>,
+    into: Target<'_>,
+    reader: Option<Reader<'_>>,
+    title: impl FnOnce(read::Heading) -> (String, TitleSource),
+) -> Result<Imported, TransferError> {
+    let session_id = uuid::Uuid::new_v4().simple().to_string();
+    store
+        .import_begin(&NewImport {
+            session_id: session_id.clone(),
+            owner: into.owner.map(str::to_owned),
+            now: into.now,
+        })
+        .await?;
+    let mut ids = Ids::default();
+    let written = fill(store, into, &session_id, reader, &mut ids).await;
+    let finished = match written {
+        Ok((left_out, heading)) => {
+            let (title, source) = title(heading);
+            let title: String = title.chars().take(MAX_TITLE_CHARS).collect();
+            store
+                .import_finish(
+                    &session_id,
+                    &title,
+                    source,
+                    ids.runs.last().map(String::as_str),
+                    into.now,
+                )
+                .await
+                .map(|session| Imported {
+                    session,
+                    attachments_left_out: left_out,
+                })
+                .map_err(TransferError::from)
+        }
+        Err(e) => Err(e),
+    };
+    let imported = match finished {
+        Ok(imported) => imported,
+        Err(e) => {
+            if let Err(gone) = store.import_abandon(&session_id).await {
+                // The purger removes it later (it stays hidden).
+                tracing::warn!("removing an import that failed: {gone}");
+            }
+            return Err(e);
+        }
+    };
     let store = Arc::clone(store);
     tokio::spawn(async move {
-        for run_id in run_ids {
+        for run_id in ids.runs {
             if let Ok(run) = store.run(&run_id).await {
                 if let Err(e) = crate::snapshots::refresh(store.as_ref(), &run).await {
                     tracing::warn!(run_id = %run_id, "an imported turn's snapshot: {e}");
@@ -123,20 +219,59 @@ async fn write(
     Ok(imported)
 }
 
-/// What was read, with every id new: the session's, each run's, turn's and message's.
-fn issue(
-    export: Export,
-    owner: Option<&str>,
-    title: String,
-    title_source: TitleSource,
-    now: f64,
-) -> NewImport {
-    let fresh = || uuid::Uuid::new_v4().simple().to_string();
-    let run_ids: Vec<String> = export.runs.iter().map(|_| fresh()).collect();
-    let mut message_ids: Vec<String> = Vec::with_capacity(export.runs.len());
-    let mut runs = Vec::with_capacity(export.runs.len());
-    for (index, run) in export.runs.into_iter().enumerate() {
-        let id = run_ids[index].clone();
+/// Writes what `reader` reads into the hidden session, [`CHUNK_BYTES`] of the export per
+/// transaction; how many files were left out, and what the export says of itself.
+async fn fill(
+    store: &Arc<dyn Store>,
+    into: Target<'_>,
+    session_id: &str,
+    reader: Option<Reader<'_>>,
+    ids: &mut Ids,
+) -> Result<(u64, read::Heading), TransferError> {
+    let Some(mut reader) = reader else {
+        let empty = read::Heading {
+            title: None,
+            title_source: TitleSource::Default,
+            first_line: None,
+        };
+        return Ok((0, empty));
+    };
+    let mut left_out = 0;
+    let mut chunk: Vec<ImportedRun> = Vec::new();
+    let mut bytes = 0;
+    loop {
+        let run = reader.next_run().map_err(TransferError::Read)?;
+        let last = run.is_none();
+        if let Some(run) = run {
+            bytes += run.bytes;
+            chunk.push(ids.issue(run));
+        }
+        if !chunk.is_empty() && (last || bytes >= CHUNK_BYTES) {
+            // Each chunk asks for room: an import never fills more than the quota.
+            crate::storage::room(store.as_ref(), into.owner, into.quota, 2 * bytes as u64).await?;
+            left_out += store.import_runs(session_id, &chunk, into.now).await?;
+            chunk.clear();
+            bytes = 0;
+        }
+        if last {
+            return Ok((left_out, reader.heading()));
+        }
+    }
+}
+
+/// The fresh ids an import has issued: each run's, and the message each run answers (by the
+/// run's index in the export).
+#[derive(Default)]
+struct Ids {
+    runs: Vec<String>,
+    messages: Vec<String>,
+}
+
+impl Ids {
+    /// A run read, with every id new.
+    fn issue(&mut self, run: ExportedRun) -> ImportedRun {
+        let fresh = || uuid::Uuid::new_v4().simple().to_string();
+        let id = fresh();
         let message = match run.message {
             ExportedMessage::New {
                 content,
@@ -145,7 +280,7 @@ fn issue(
                 ..
             } => {
                 let message_id = format!("msg-{}", fresh());
-                message_ids.push(message_id.clone());
+                self.messages.push(message_id.clone());
                 ImportedMessage::New {
                     id: message_id,
                     content,
@@ -154,12 +289,14 @@ fn issue(
                 }
             }
             ExportedMessage::Of(first) => {
-                // `read` names a run before this one, whose message was new.
-                let message_id = message_ids.get(first).cloned().unwrap_or_default();
-                message_ids.push(message_id.clone());
+                // The reader names a run before this one, whose message was new.
+                let message_id = self.messages.get(first).cloned().unwrap_or_default();
+                self.messages.push(message_id.clone());
                 ImportedMessage::Earlier(message_id)
             }
         };
+        let parent_run_id = run.parent.and_then(|parent| self.runs.get(parent).cloned());
+        self.runs.push(id.clone());
         let ended_at = run
             .events
             .last()
@@ -178,34 +315,22 @@ fn issue(
             usage: settled.get("usage").filter(|u| !u.is_null()).cloned(),
             cut_off: settled.get("cut_off").and_then(Value::as_bool) == Some(true),
         };
-        runs.push(ImportedRun {
+        ImportedRun {
             turn_id: format!("turn-{id}"),
-            parent_run_id: run.parent.and_then(|parent| run_ids.get(parent).cloned()),
+            parent_run_id,
             message,
             created_at: run.created_at,
             events: run.events,
             terminal,
             answer,
             id,
-        });
-    }
-    NewImport {
-        session_id: fresh(),
-        title: title.chars().take(MAX_TITLE_CHARS).collect(),
-        title_source,
-        owner: owner.map(str::to_owned),
-        now,
-        runs,
+        }
     }
 }
 
-/// A title from the first message: its first line, shortened.
-fn first_words(export: &Export) -> String {
-    let first = export.runs.iter().find_map(|run| match &run.message {
-        ExportedMessage::New { content, .. } => content.lines().find(|l| !l.trim().is_empty()),
-        ExportedMessage::Of(_) => None,
-    });
-    match first {
+/// A title from the first message's first line, shortened.
+fn first_words(first_line: Option<&str>) -> String {
+    match first_line {
         Some(line) => {
             let line = line.trim();
             let short: String = line.chars().take(60).collect();

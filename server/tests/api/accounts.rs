@@ -29,6 +29,12 @@ async fn the_first_account_closes_open_mode_and_the_first_admin_adopts_its_conve
     let open_session = app.new_session().await;
     let (code, me) = app.get("/api/auth/me").await;
     assert_eq!((code, me["open"].clone()), (401, json!(true)));
+    // A link shared in open mode.
+    let (code, shared) = app
+        .post("/api/share", json!({"session_id": open_session}))
+        .await;
+    assert_eq!(code, 200, "{shared}");
+    let open_share = shared["share"]["id"].as_str().unwrap().to_owned();
 
     app.add_user("alice", ALICE_PW, true).await;
     let client = no_redirects();
@@ -76,9 +82,21 @@ async fn the_first_account_closes_open_mode_and_the_first_admin_adopts_its_conve
     assert_eq!(sessions["sessions"][0]["id"], json!(open_session));
     let (code, me) = app.get("/api/auth/me").await;
     assert_eq!(
-        (code, me),
-        (200, json!({"user": {"name": "alice", "admin": true}}))
+        (code, &me["user"]),
+        (200, &json!({"name": "alice", "admin": true}))
     );
+    // The tag her pages carry (see `auth::account_tag`): opaque, not her name or id.
+    let tag = me["account"].as_str().unwrap();
+    assert_eq!(tag.len(), 16, "{me}");
+    assert!(!tag.contains("alice"));
+    // The link shared in open mode is hers now: listed, and hers to revoke.
+    let (code, shares) = app.get("/api/shares").await;
+    assert_eq!(code, 200);
+    assert_eq!(shares["shares"][0]["id"], json!(open_share), "{shares}");
+    let (code, _) = app
+        .post("/api/share/revoke", json!({"id": open_share}))
+        .await;
+    assert_eq!(code, 200);
 }
 
 #[tokio::test]
@@ -237,13 +255,17 @@ async fn tokens_expire_and_use_moves_the_expiry() {
     let now = server::clock::now();
     let day = 86_400.0;
     let stale = server::auth::new_token();
+    let sign_in = |token: &str, at: f64, until: f64| server::store::NewSignIn {
+        token_hash: server::auth::token_hash(token),
+        user_id: user.id.clone(),
+        now: at,
+        expires_at: until,
+        ip: "127.0.0.1".into(),
+        agent: String::new(),
+        passkey_id: None,
+    };
     app.store
-        .create_token(
-            &server::auth::token_hash(&stale),
-            &user.id,
-            now - 31.0 * day,
-            now - 1.0,
-        )
+        .create_token(&sign_in(&stale, now - 31.0 * day, now - 1.0))
         .await
         .unwrap();
     app.use_cookie(Some(&format!("anchorage_session={stale}")));
@@ -252,7 +274,7 @@ async fn tokens_expire_and_use_moves_the_expiry() {
     let aging = server::auth::new_token();
     let hash = server::auth::token_hash(&aging);
     app.store
-        .create_token(&hash, &user.id, now - 20.0 * day, now + 10.0 * day)
+        .create_token(&sign_in(&aging, now - 20.0 * day, now + 10.0 * day))
         .await
         .unwrap();
     let res = app
@@ -384,7 +406,23 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
     let (code, shared) = app.post("/api/share", json!({"session_id": session})).await;
     assert_eq!(code, 200, "{shared}");
     let share = shared["share"]["id"].as_str().unwrap().to_owned();
-    // A passkey of hers, and a ceremony of hers in progress.
+    // A ceremony of hers in progress, and a passkey of hers.
+    let ceremony = {
+        let res = app
+            .client
+            .post(
+                app.url("/api/passkeys/register/start")
+                    .replace("127.0.0.1", "localhost"),
+            )
+            .header("cookie", &alice)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let start: Value = res.json().await.unwrap();
+        start["ceremony"].as_str().unwrap().to_owned()
+    };
     app.store
         .add_passkey(
             &server::store::StoredPasskey {
@@ -400,10 +438,8 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         )
         .await
         .unwrap();
-    app.store
-        .open_ceremony("ceremony-hers", Some(&alice_id), "register", "{}", 4e9)
-        .await
-        .unwrap();
+    // Her sign-in, as Settings names it.
+    let her_sign_in = server::auth::token_hash(alice.split_once('=').unwrap().1)[..16].to_owned();
 
     app.use_cookie(Some(&bob));
     let own = app.new_session().await;
@@ -638,7 +674,7 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         Case {
             method: "POST",
             path: q("/api/passkeys/register/finish"),
-            body: json!({"ceremony": "ceremony-hers", "credential": {}}),
+            body: json!({"ceremony": ceremony, "credential": {}}),
             expect: Expect::Refused,
         },
         Case {
@@ -686,8 +722,45 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
             expect: Expect::NothingOfHers,
         },
         Case {
+            method: "GET",
+            path: q("/api/storage"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/auth/confirm"),
+            body: json!({"password": ALICE_PW}),
+            expect: Expect::Refused,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/auth/confirm/passkey"),
+            body: json!({"ceremony": ceremony, "credential": {}}),
+            expect: Expect::Refused,
+        },
+        Case {
+            method: "GET",
+            path: q("/api/auth/sign-ins"),
+            body: Value::Null,
+            expect: Expect::NothingOfHers,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/auth/sign-ins/end"),
+            body: json!({"id": her_sign_in}),
+            expect: Expect::NotFound,
+        },
+        Case {
             method: "POST",
             path: q("/api/auth/logout"),
+            body: json!({}),
+            expect: Expect::NothingOfHers,
+        },
+        // Signed in again first (the case before signed him out).
+        Case {
+            method: "POST",
+            path: q("/api/auth/sign-ins/end-all"),
             body: json!({}),
             expect: Expect::NothingOfHers,
         },
@@ -714,6 +787,10 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
     let her_messages = app.store.messages(&session).await.unwrap().len();
 
     for case in &cases {
+        if case.path == "/api/auth/sign-ins/end-all" {
+            let bob = app.sign_in("bob", BOB_PW).await;
+            app.use_cookie(Some(&bob));
+        }
         let (code, body) = match case.method {
             "GET" => app.get(&case.path).await,
             _ => app.post(&case.path, case.body.clone()).await,
@@ -915,7 +992,7 @@ fn strip_nonces(html: &str) -> String {
 }
 
 #[tokio::test]
-async fn with_an_account_other_host_names_reach_the_server() {
+async fn with_an_account_addresses_reach_the_server_and_other_names_do_not() {
     let app = TestApp::builder().spawn().await;
     app.add_user("alice", ALICE_PW, false).await;
     let alice = app.sign_in("alice", ALICE_PW).await;
@@ -932,14 +1009,34 @@ async fn with_an_account_other_host_names_reach_the_server() {
         .client
         .get(app.url("/api/sessions"))
         .header("host", "evil.example")
+        .header("cookie", &alice)
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status(), 401, "a rebound name has no sign-in");
+    // DNS rebinding: another site's name, resolving to this server, is answered nothing,
+    // with a cookie or without (and so is the sign-in page, and a passkey ceremony).
+    assert_eq!(res.status(), 403, "a rebound name is refused");
+    let body: Value = res.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("not at this name"),
+        "{body}"
+    );
+    for (method, path) in [("GET", "/login"), ("POST", "/api/auth/passkey/start")] {
+        let req = match method {
+            "GET" => app.client.get(app.url(path)),
+            _ => app.client.post(app.url(path)).json(&json!({})),
+        };
+        let res = req
+            .header("host", "evil.example:3000")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403, "{method} {path}");
+    }
 }
 
 /// The server binary with a fresh data directory, as a person runs it.
-fn server_cmd(db: &crate::helpers::TestDb) -> Command {
+pub(crate) fn server_cmd(db: &crate::helpers::TestDb) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_server"));
     cmd.env_remove("ANCHORAGE_DATA_DIR")
         .env_remove("DATABASE_URL")
@@ -952,7 +1049,7 @@ fn server_cmd(db: &crate::helpers::TestDb) -> Command {
     cmd
 }
 
-fn run_with_stdin(mut cmd: Command, stdin: &str) -> (i32, String, String) {
+pub(crate) fn run_with_stdin(mut cmd: Command, stdin: &str) -> (i32, String, String) {
     use std::io::Write as _;
     let mut child = cmd.spawn().expect("the server binary");
     child

@@ -322,27 +322,48 @@ async fn openai_write_file_waits_for_the_users_approval_and_reports_a_denial() {
         }
     }
 
-    // "session": later writes in the same session do not ask again.
+    // Any file under its folder, in this conversation: later writes there do not ask
+    // again; a write beside the folder does.
     let session = app.new_session().await;
-    upstream.script(COMPLETIONS, write_call("c.txt", "1"));
+    upstream.script(COMPLETIONS, write_call("notes/c.txt", "1"));
     upstream.script(COMPLETIONS, say("One."));
     let run = app.start(&session, "Write c").await;
     let request = wait_for_event(&app, &run, "approval").await;
+    assert_eq!(
+        request.data["choices"],
+        json!(["once", "session", "session_wide", "always_wide", "deny"])
+    );
+    assert_eq!(
+        request.data["options"][2]["label"],
+        "Allow writing any file under `notes/` in this conversation"
+    );
     app.post(
         "/api/approval/respond",
-        json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "session"}),
+        json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "session_wide"}),
     )
     .await;
     app.wait_finished(&run).await;
-    upstream.script(COMPLETIONS, write_call("d.txt", "2"));
+    upstream.script(COMPLETIONS, write_call("notes/d.txt", "2"));
     upstream.script(COMPLETIONS, say("Two."));
     let (events, status, _) = turn(&app, &session, "Write d").await;
     assert_eq!(status["terminal_state"], "completed");
     assert!(of_kind(&events, "approval").is_empty());
     assert_eq!(
-        std::fs::read_to_string(ws.path().join("d.txt")).unwrap(),
+        std::fs::read_to_string(ws.path().join("notes/d.txt")).unwrap(),
         "2"
     );
+    upstream.script(COMPLETIONS, write_call("e.txt", "3"));
+    upstream.script(COMPLETIONS, say("Three."));
+    let run = app.start(&session, "Write e").await;
+    let request = wait_for_event(&app, &run, "approval").await;
+    assert_eq!(request.data["command"], "write_file e.txt");
+    app.post(
+        "/api/approval/respond",
+        json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "deny"}),
+    )
+    .await;
+    app.wait_finished(&run).await;
+    assert!(!ws.path().join("e.txt").exists());
 }
 
 #[tokio::test]
@@ -952,42 +973,42 @@ async fn openai_allow_always_holds_for_the_account_that_chose_it_only() {
 
     app.use_cookie(Some(&alice));
     let session = app.new_session().await;
-    upstream.script(COMPLETIONS, write_call("a.txt", "1"));
+    upstream.script(COMPLETIONS, write_call("docs/a.txt", "1"));
     upstream.script(COMPLETIONS, say("One."));
     let run = app.start(&session, "Write a").await;
     let request = wait_for_event(&app, &run, "approval").await;
     let (code, _) = app
         .post(
             "/api/approval/respond",
-            json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "always"}),
+            json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "always_wide"}),
         )
         .await;
     assert_eq!(code, 200);
     app.wait_finished(&run).await;
-    // Alice, in another conversation: not asked again.
+    // Alice, in another conversation, under that folder: not asked again.
     let other = app.new_session().await;
-    upstream.script(COMPLETIONS, write_call("b.txt", "2"));
+    upstream.script(COMPLETIONS, write_call("docs/b.txt", "2"));
     upstream.script(COMPLETIONS, say("Two."));
     let (events, status, _) = turn(&app, &other, "Write b").await;
     assert_eq!(status["terminal_state"], "completed");
     assert!(of_kind(&events, "approval").is_empty());
 
-    // Bob is asked: her "always" is not his.
+    // Bob is asked: her permission is not his.
     app.use_cookie(Some(&bob));
     let his = app.new_session().await;
-    upstream.script(COMPLETIONS, write_call("c.txt", "3"));
+    upstream.script(COMPLETIONS, write_call("docs/c.txt", "3"));
     upstream.script(COMPLETIONS, say("Three."));
     let run = app.start(&his, "Write c").await;
     let request = wait_for_event(&app, &run, "approval").await;
-    assert_eq!(request.data["command"], "write_file c.txt");
-    assert!(!ws.path().join("c.txt").exists());
+    assert_eq!(request.data["command"], "write_file docs/c.txt");
+    assert!(!ws.path().join("docs/c.txt").exists());
     app.post(
         "/api/approval/respond",
         json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "deny"}),
     )
     .await;
     app.wait_finished(&run).await;
-    assert!(!ws.path().join("c.txt").exists());
+    assert!(!ws.path().join("docs/c.txt").exists());
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
-//! Standing permissions: an approval answered "this session" or "always" holds (in that
-//! session, or in all), Settings lists it, and a revoked one asks again.
+//! Standing permissions: an approval answered "this conversation" or "every conversation"
+//! holds (in that conversation, or in all) for exactly what the card named, Settings lists
+//! it, and a revoked one asks again.
 
 use serde_json::{json, Value};
 
@@ -7,7 +8,13 @@ use crate::helpers::{wait_for_event, TestApp};
 
 /// Runs `/demo approval` in `session`; answers `choice` if it asks. Whether it asked.
 async fn approval_turn(app: &TestApp, session: &str, choice: &str) -> bool {
-    let run = app.start(session, "/demo approval").await;
+    command_turn(app, session, "/demo approval", choice).await
+}
+
+/// Runs `message` (a `/demo approval COMMAND`) in `session`; answers `choice` if it asks.
+/// Whether it asked.
+async fn command_turn(app: &TestApp, session: &str, message: &str, choice: &str) -> bool {
+    let run = app.start(session, message).await;
     // It ends on its own, or waits for an answer.
     let asked = loop {
         let (_, status) = app
@@ -70,27 +77,67 @@ async fn this_session_and_always_hold_until_revoked() {
     let listed = grants(&app).await;
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0]["scope"], "session");
-    assert_eq!(listed[0]["pattern"], "rm -rf");
+    assert_eq!(listed[0]["pattern"], "rm -rf target/");
     assert_eq!(listed[0]["session_id"], json!(first));
     assert!(listed[0]["session_title"].is_string(), "{listed:?}");
     let session_grant = listed[0]["id"].as_str().unwrap().to_owned();
 
-    // "Always": every session.
-    assert!(approval_turn(&app, &second, "always").await);
+    // "Every conversation" is not offered for a destructive command, and not taken.
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo approval").await;
+    let request = wait_for_event(&app, &run, "approval").await;
+    assert_eq!(
+        request.data["choices"],
+        json!(["once", "session", "deny"]),
+        "{}",
+        request.data
+    );
+    assert_eq!(
+        request.data["options"][1]["label"],
+        "Allow `rm -rf target/` in this conversation"
+    );
+    let (code, body) = app
+        .post(
+            "/api/approval/respond",
+            json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "always"}),
+        )
+        .await;
+    assert_eq!(code, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("not offered"));
+    let (code, _) = app
+        .post(
+            "/api/approval/respond",
+            json!({"run_id": run, "approval_id": request.data["approval_id"], "choice": "deny"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    app.wait_finished(&run).await;
+
+    // A command kept for this conversation is that command: another rm there asks.
+    assert!(
+        command_turn(&app, &first, "/demo approval rm -rf /", "deny").await,
+        "rm -rf / asks, whatever was allowed for rm -rf target/"
+    );
+
+    // "Every conversation", for what is not destructive: that command, everywhere.
+    assert!(command_turn(&app, &second, "/demo approval cargo test", "always").await);
     let third = app.new_session().await;
-    assert!(!approval_turn(&app, &third, "once").await);
+    assert!(!command_turn(&app, &third, "/demo approval cargo test", "once").await);
+    assert!(
+        command_turn(&app, &third, "/demo approval cargo test --release", "deny").await,
+        "other arguments ask"
+    );
     let listed = grants(&app).await;
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[0]["scope"], "always");
+    assert_eq!(listed[0]["pattern"], "cargo test");
     assert_eq!(listed[0]["session_id"], Value::Null);
     let always = listed[0]["id"].as_str().unwrap().to_owned();
-    // Answering "always" again keeps one grant.
-    assert_eq!(grants(&app).await.len(), 2);
 
     // Revoked: the next such action asks again.
     let (code, body) = app.post("/api/grants/revoke", json!({"id": always})).await;
     assert_eq!((code, body), (200, json!({"ok": true})));
-    assert!(approval_turn(&app, &third, "deny").await);
+    assert!(command_turn(&app, &third, "/demo approval cargo test", "deny").await);
     assert!(
         !approval_turn(&app, &first, "once").await,
         "the session grant holds"

@@ -25,6 +25,7 @@ mod restart;
 mod security;
 mod sessions;
 mod shares;
+mod sign_ins;
 mod streaming;
 mod transfer;
 mod upstream;

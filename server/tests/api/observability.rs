@@ -330,13 +330,91 @@ async fn metrics_count_each_run_once_and_traces_reach_a_collector() {
             .expect("the turn's parent span");
         assert_eq!(request.name, "http_request");
         assert_eq!(
-            attribute(request, "url.path").as_deref(),
+            attribute(request, "http.route").as_deref(),
             Some("/api/chat/start")
         );
+        assert_eq!(attribute(request, "url.path"), None, "never a path");
         assert_eq!(
             attribute(request, "http.response.status_code").as_deref(),
             Some("200")
         );
+    }
+
+    // A share link's token is a secret: a span names its route, never its path. A file's
+    // name is the person's: the log event that names it stays out of the spans.
+    let shared = post(
+        &client,
+        &server.base,
+        "/api/share",
+        json!({"session_id": session}),
+    )
+    .await;
+    let share_path = shared["share"]["path"].as_str().unwrap().to_owned();
+    let token = share_path.rsplit('/').next().unwrap().to_owned();
+    let page = client
+        .get(format!("{}{share_path}", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let file_name = "quarterly-secret-plans.txt";
+    let uploaded = client
+        .post(format!("{}/api/attachments?name={file_name}", server.base))
+        .header("content-type", "application/octet-stream")
+        .body("plans")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), 201);
+    // Made-up methods are counted as `other`, never one series each.
+    let before = scrape_of(&scrape().await);
+    for i in 0..30 {
+        let method = reqwest::Method::from_bytes(format!("MADEUP{i}").as_bytes()).unwrap();
+        let res = client
+            .request(method, format!("{}/api/sessions", server.base))
+            .header("content-type", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_client_error(), "{}", res.status());
+    }
+    let after_text = scrape().await;
+    assert!(
+        !after_text.contains("MADEUP"),
+        "a made-up method became a label"
+    );
+    let after = scrape_of(&after_text);
+    let others = |scrape: &HashMap<(String, String), f64>| -> f64 {
+        scrape
+            .iter()
+            .filter(|((name, labels), _)| {
+                name == "anchorage_http_requests_total" && labels.contains("method=other")
+            })
+            .map(|(_, v)| v)
+            .sum()
+    };
+    assert_eq!(others(&after) - others(&before), 30.0);
+
+    let mut shared_span = false;
+    for _ in 0..100 {
+        let spans = collector.spans();
+        shared_span = spans
+            .iter()
+            .any(|s| attribute(s, "http.route").as_deref() == Some("/share/{token}"));
+        if shared_span
+            && spans
+                .iter()
+                .any(|s| attribute(s, "http.route").as_deref() == Some("/api/attachments"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(shared_span, "the share page's request span");
+    for span in collector.spans() {
+        let text = format!("{span:?}");
+        assert!(!text.contains(&token), "a share token in {text}");
+        assert!(!text.contains(file_name), "a file's name in {text}");
     }
 }
 

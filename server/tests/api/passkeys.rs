@@ -69,7 +69,7 @@ async fn a_ceremony_is_the_accounts_and_is_answered_once() {
     );
     let ceremony = start["ceremony"].as_str().unwrap().to_owned();
 
-    // Bob cannot answer hers; that spends it.
+    // Bob cannot answer hers: it is sealed as hers.
     let finish = json!({"ceremony": ceremony, "credential": {}});
     let (code, body) = post_local(
         &app,
@@ -83,37 +83,36 @@ async fn a_ceremony_is_the_accounts_and_is_answered_once() {
         body["error"].as_str().unwrap().contains("start again"),
         "{body}"
     );
+    // Hers, answered with something that is no credential: refused for that.
     let (code, body) =
         post_local(&app, Some(&alice), "/api/passkeys/register/finish", finish).await;
-    assert_eq!(code, 400);
-    assert!(
-        body["error"].as_str().unwrap().contains("start again"),
-        "{body}"
-    );
-
-    // A new one answered with something that is no credential: refused, and spent too.
-    let (_, start) = post_local(
-        &app,
-        Some(&alice),
-        "/api/passkeys/register/start",
-        json!({}),
-    )
-    .await;
-    let finish = json!({"ceremony": start["ceremony"], "credential": {"id": "x"}});
-    let (code, body) = post_local(
-        &app,
-        Some(&alice),
-        "/api/passkeys/register/finish",
-        finish.clone(),
-    )
-    .await;
     assert_eq!(code, 400);
     assert!(
         body["error"].as_str().unwrap().contains("not a credential"),
         "{body}"
     );
-    let (code, _) = post_local(&app, Some(&alice), "/api/passkeys/register/finish", finish).await;
-    assert_eq!(code, 400);
+    // Changed on the way (another account's id sealed under her seal, or a made-up one):
+    // not a ceremony of this server's.
+    let (body64, seal) = ceremony.split_once('.').unwrap();
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut sealed: Value = serde_json::from_slice(&b64.decode(body64).unwrap()).unwrap();
+    sealed["u"] = json!("someone-else");
+    let forged = format!("{}.{seal}", b64.encode(sealed.to_string()));
+    for ceremony in [forged, "ceremony-none".to_owned(), "x".repeat(40_000)] {
+        let (code, body) = post_local(
+            &app,
+            Some(&alice),
+            "/api/passkeys/register/finish",
+            json!({"ceremony": ceremony, "credential": {}}),
+        )
+        .await;
+        assert_eq!(code, 400);
+        assert!(
+            body["error"].as_str().unwrap().contains("start again"),
+            "{body}"
+        );
+    }
 
     // Nothing was added.
     app.use_cookie(Some(&alice));
@@ -166,45 +165,132 @@ async fn signing_in_with_a_passkey_asks_for_no_name_and_names_no_one() {
     assert!(body["error"].is_string());
 }
 
-#[tokio::test]
-async fn sign_ins_in_progress_are_bounded_the_oldest_giving_way() {
-    let app = TestApp::builder().spawn().await;
+/// A server behind a proxy at `http://localhost` (its readers' addresses in
+/// `X-Forwarded-For`), with alice and bob.
+async fn behind_a_proxy() -> TestApp {
+    let app = TestApp::builder()
+        .configure(|state| {
+            state.public_url = server::security::PublicUrl::parse("http://localhost").ok()
+        })
+        .spawn()
+        .await;
     app.two_users(false).await;
-    let start = || async {
-        let (code, start) = post_local(&app, None, "/api/auth/passkey/start", json!({})).await;
-        assert_eq!(code, 200, "{start}");
-        start["ceremony"].as_str().unwrap().to_owned()
-    };
-    let oldest = start().await;
-    let mut newest = String::new();
-    for _ in 0..70 {
-        newest = start().await;
+    app
+}
+
+/// POSTs JSON as the browser at `from` does, through the proxy.
+async fn post_from(app: &TestApp, from: &str, path: &str, body: Value) -> (u16, Value) {
+    let res = app
+        .client
+        .post(app.url(path))
+        .header("host", "localhost")
+        .header("x-forwarded-for", from)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let code = res.status().as_u16();
+    (code, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_persons_ceremony_survives_a_thousand_strangers_starts() {
+    let app = behind_a_proxy().await;
+    let (code, mine) = post_from(&app, "198.51.100.7", "/api/auth/passkey/start", json!({})).await;
+    assert_eq!(code, 200, "{mine}");
+    // A thousand strangers, each from an address of its own (a botnet, or an IPv6 block's
+    // many networks), each begins a ceremony: nothing of theirs is kept, so nothing of hers
+    // gives way.
+    for i in 0..1_000u32 {
+        let from = format!("10.{}.{}.{}", i / 65_536, (i / 256) % 256, i % 256);
+        let (code, body) = post_from(&app, &from, "/api/auth/passkey/start", json!({})).await;
+        assert_eq!(code, 200, "{from}: {body}");
     }
-    let finish = |ceremony: String| {
-        let app = &app;
-        async move {
-            post_local(
-                app,
-                None,
-                "/api/auth/passkey/finish",
-                json!({"ceremony": ceremony, "credential": {}}),
-            )
-            .await
-        }
-    };
-    // The oldest gave way to newer ones; the newest is still there (and then spent).
-    let (code, body) = finish(oldest).await;
-    assert_eq!(code, 400);
-    assert!(
-        body["error"].as_str().unwrap().contains("start again"),
-        "{body}"
-    );
-    let (code, body) = finish(newest).await;
+    // Hers still opens (refused for what it was answered with, not for being gone).
+    let (code, body) = post_from(
+        &app,
+        "198.51.100.7",
+        "/api/auth/passkey/finish",
+        json!({"ceremony": mine["ceremony"], "credential": {}}),
+    )
+    .await;
     assert_eq!(code, 400);
     assert!(
         body["error"].as_str().unwrap().contains("not a credential"),
         "{body}"
     );
+    // One address begins a few at most.
+    let mut refused = 0;
+    for _ in 0..(server::throttle::CEREMONY_LIMIT + 5) {
+        let (code, _) = post_from(&app, "203.0.113.9", "/api/auth/passkey/start", json!({})).await;
+        if code == 429 {
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 5);
+}
+
+#[tokio::test]
+async fn a_passkey_start_resets_no_count_of_failed_sign_ins() {
+    let app = behind_a_proxy().await;
+    // 24 wrong passwords for 24 names from one address, a passkey ceremony begun after
+    // every fourth: the address is held back after the limit, whatever the starts.
+    let mut checked = 0;
+    let mut held = 0;
+    for i in 0..24 {
+        let (code, body) = post_from(
+            &app,
+            "192.0.2.44",
+            "/api/auth/login",
+            json!({"username": format!("user{i}"), "password": "wrong password 1"}),
+        )
+        .await;
+        match code {
+            401 => checked += 1,
+            429 => held += 1,
+            other => panic!("{other}: {body}"),
+        }
+        if i % 4 == 3 {
+            let (code, _) =
+                post_from(&app, "192.0.2.44", "/api/auth/passkey/start", json!({})).await;
+            // Held back too, once the address is.
+            assert!(code == 200 || code == 429, "{code}");
+        }
+    }
+    assert_eq!(
+        checked,
+        server::throttle::THROTTLE_LIMIT,
+        "checked at most the limit"
+    );
+    assert_eq!(held, 24 - server::throttle::THROTTLE_LIMIT);
+    // A passkey's answers count against the address too: held back now.
+    let (code, _) = post_from(
+        &app,
+        "192.0.2.44",
+        "/api/auth/passkey/finish",
+        json!({"ceremony": "x", "credential": {}}),
+    )
+    .await;
+    assert_eq!(code, 429);
+    // And its failures count: another address, five made-up answers, then held back.
+    for _ in 0..server::throttle::THROTTLE_LIMIT {
+        let (code, _) = post_from(
+            &app,
+            "192.0.2.45",
+            "/api/auth/passkey/finish",
+            json!({"ceremony": "x", "credential": {}}),
+        )
+        .await;
+        assert_eq!(code, 400);
+    }
+    let (code, _) = post_from(
+        &app,
+        "192.0.2.45",
+        "/api/auth/login",
+        json!({"username": "alice", "password": crate::helpers::ALICE_PASSWORD}),
+    )
+    .await;
+    assert_eq!(code, 429, "the right password waits too, from that address");
 }
 
 #[tokio::test]

@@ -50,7 +50,19 @@ async fn a_link_shows_the_conversation_without_a_script_until_revoked() {
         .starts_with("default-src 'none'"));
     assert_eq!(h["x-robots-tag"], "noindex, nofollow");
     assert_eq!(h["referrer-policy"], "no-referrer");
-    assert_eq!(h["cache-control"], "no-store");
+    // Kept by the reader's browser, asked again each time: a strong tag answers 304.
+    assert_eq!(h["cache-control"], "private, no-cache");
+    let etag = h["etag"].to_str().unwrap().to_owned();
+    assert!(etag.starts_with('"') && !etag.starts_with("W/"), "{etag}");
+    let again = stranger()
+        .get(app.url(&path))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["etag"], etag.as_str());
+    assert!(again.text().await.unwrap().is_empty());
     let html = res.text().await.unwrap();
     assert!(
         !html.contains("<script"),
@@ -75,6 +87,14 @@ async fn a_link_shows_the_conversation_without_a_script_until_revoked() {
     assert_eq!(code, 200);
     let res = opened(&app, &path).await;
     assert_eq!(res.status(), 404);
+    // Its tag no longer answers 304: a revoked link stops for those who kept the page.
+    let kept = stranger()
+        .get(app.url(&path))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(kept.status(), 404);
     assert!(res.text().await.unwrap().contains("revoked"));
     let (_, list) = app.get("/api/shares").await;
     assert_eq!(list["shares"], json!([]));
@@ -221,4 +241,56 @@ async fn links_are_their_owners_and_an_account_has_a_bounded_number() {
     // Her account removed: her links go with it.
     app.store.remove_user("alice").await.unwrap();
     assert_eq!(opened(&app, &path).await.status(), 404);
+}
+
+#[tokio::test]
+async fn a_shared_page_is_rendered_once_and_each_address_reads_within_a_limit() {
+    let app = TestApp::builder()
+        .configure(|state| {
+            state.public_url = server::security::PublicUrl::parse("http://chat.test").ok()
+        })
+        .spawn()
+        .await;
+    // With an account (open mode answers this machine only, never a proxy's reader).
+    let (alice, _) = app.two_users(false).await;
+    app.use_cookie(Some(&alice));
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo code").await;
+    app.wait_finished(&run).await;
+    let (code, shared) = app.post("/api/share", json!({"session_id": session})).await;
+    assert_eq!(code, 200, "{shared}");
+    let path = shared["share"]["path"].as_str().unwrap().to_owned();
+    // A reader behind the proxy, at an address of its own.
+    let view = |from: &'static str| {
+        stranger()
+            .get(app.url(&path))
+            .header("host", "chat.test")
+            .header("x-forwarded-for", from)
+            .send()
+    };
+    let first = view("203.0.113.1").await.unwrap();
+    assert_eq!(first.status(), 200);
+    let first = first.text().await.unwrap();
+    // Rendered once, kept: the same bytes, held in the cache.
+    assert!(app.state.share_pages.bytes() >= first.len());
+    let limit = server::throttle::SHARE_VIEW_LIMIT;
+    for _ in 1..limit {
+        let res = view("203.0.113.1").await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(res.text().await.unwrap(), first);
+    }
+    assert_eq!(app.state.share_pages.bytes(), first.len(), "kept once");
+    // Past the limit, that address waits; another reads on.
+    let held = view("203.0.113.1").await.unwrap();
+    assert_eq!(held.status(), 429);
+    assert!(
+        held.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            >= 1
+    );
+    assert!(held.text().await.unwrap().contains("Too many views"));
+    assert_eq!(view("203.0.113.2").await.unwrap().status(), 200);
 }

@@ -1,6 +1,7 @@
 //! Running the model's tool calls against the account's workspace, and the tools it is offered.
 
 use super::*;
+use crate::runtime::approvals::Approval;
 use crate::runtime::tools::names::{ASK_USER, LIST_FILES, READ_FILE, SEARCH_TEXT, WRITE_FILE};
 
 /// Tool output shown in the tool row (the model gets all of it).
@@ -148,14 +149,13 @@ impl OpenAiAgent {
                 if let Err(e) = ws.resolve(&p) {
                     return Ok(Err(e));
                 }
-                if io.permitted(WRITE_FILE).await.is_none() {
-                    let choice = io
-                        .ask_approval(
-                            &format!("{WRITE_FILE} {p}"),
-                            &format!("Write {} bytes to {p} in the workspace", content.len()),
-                            WRITE_FILE,
-                        )
-                        .await?;
+                let approval = Approval::write(
+                    WRITE_FILE,
+                    &p,
+                    &format!("Write {} bytes to {p} in the workspace", content.len()),
+                );
+                if io.permitted(&approval).await.is_none() {
+                    let choice = io.ask_approval(&approval).await?;
                     if !choice.allows() {
                         return Ok(Err(format!("The user denied writing `{p}`.")));
                     }

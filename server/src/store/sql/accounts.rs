@@ -29,18 +29,23 @@ impl AccountStore for SqlStore {
         &self,
         owner: Option<&str>,
         session: &str,
-        pattern: &str,
+        patterns: &[String],
     ) -> Result<Option<&'static str>, StoreError> {
-        let row = sqlx::query(
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let sql = format!(
             "SELECT MIN(CASE WHEN session_id IS NULL THEN 0 ELSE 1 END) AS per_session FROM grants \
-             WHERE owner_id IS NOT DISTINCT FROM $1 AND pattern = $3 AND (session_id IS NULL OR session_id = $2) \
+             WHERE owner_id IS NOT DISTINCT FROM $1 AND pattern IN ({}) \
+             AND (session_id IS NULL OR session_id = $2) \
              AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = $2 AND s.deleted_at IS NOT NULL)",
-        )
-        .bind(owner)
-        .bind(session)
-        .bind(pattern)
-        .fetch_one(&self.pool)
-        .await?;
+            marks(3, patterns.len())
+        );
+        let mut query = sqlx::query(&sql).bind(owner).bind(session);
+        for pattern in patterns {
+            query = query.bind(pattern);
+        }
+        let row = query.fetch_one(&self.pool).await?;
         let per_session: Option<i64> = row.get("per_session");
         Ok(per_session.map(|s| if s == 0 { "always" } else { "session" }))
     }
@@ -148,6 +153,11 @@ impl AccountStore for SqlStore {
                 .bind(&id)
                 .execute(&mut *tx)
                 .await?;
+            // And the links shared (which it can then list and revoke).
+            sqlx::query("UPDATE shares SET owner_id = $1 WHERE owner_id IS NULL")
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
             // And the files attached (the new account has none yet).
             for table in ["blobs", "attachments"] {
                 sqlx::query(&format!("UPDATE {table} SET owner = $1 WHERE owner = ''"))
@@ -226,26 +236,24 @@ impl AccountStore for SqlStore {
         Ok(())
     }
 
-    async fn create_token(
-        &self,
-        token_hash: &str,
-        user_id: &str,
-        now: f64,
-        expires_at: f64,
-    ) -> Result<(), StoreError> {
+    async fn create_token(&self, sign_in: &NewSignIn) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
         // Expired sign-ins go as new ones come.
         sqlx::query("DELETE FROM auth_tokens WHERE expires_at <= $1")
-            .bind(now)
+            .bind(sign_in.now)
             .execute(&mut *tx)
             .await?;
         sqlx::query(
-            "INSERT INTO auth_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO auth_tokens (token_hash, user_id, created_at, expires_at, last_seen_at, \
+             proved_at, ip, agent, passkey_id) VALUES ($1, $2, $3, $4, $3, $3, $5, $6, $7)",
         )
-        .bind(token_hash)
-        .bind(user_id)
-        .bind(now)
-        .bind(expires_at)
+        .bind(&sign_in.token_hash)
+        .bind(&sign_in.user_id)
+        .bind(sign_in.now)
+        .bind(sign_in.expires_at)
+        .bind(&sign_in.ip)
+        .bind(&sign_in.agent)
+        .bind(sign_in.passkey_id.as_deref())
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -268,15 +276,40 @@ impl AccountStore for SqlStore {
         Ok(row.map(|row| (user_from(&row), row.get("token_expires_at"))))
     }
 
-    async fn extend_token(&self, token_hash: &str, expires_at: f64) -> Result<(), StoreError> {
+    async fn extend_token(
+        &self,
+        token_hash: &str,
+        expires_at: f64,
+        now: f64,
+    ) -> Result<(), StoreError> {
         sqlx::query(&format!(
-            "UPDATE auth_tokens SET expires_at = {}(expires_at, $2) WHERE token_hash = $1",
+            "UPDATE auth_tokens SET expires_at = {}(expires_at, $2), last_seen_at = $3 \
+             WHERE token_hash = $1",
             self.engine.greatest()
         ))
         .bind(token_hash)
         .bind(expires_at)
+        .bind(now)
         .execute(&self.pool)
         .await?;
+        Ok(())
+    }
+
+    async fn token_proved_at(&self, token_hash: &str) -> Result<Option<f64>, StoreError> {
+        let proved: Option<Option<f64>> =
+            sqlx::query_scalar("SELECT proved_at FROM auth_tokens WHERE token_hash = $1")
+                .bind(token_hash)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(proved.flatten())
+    }
+
+    async fn prove_token(&self, token_hash: &str, now: f64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE auth_tokens SET proved_at = $2 WHERE token_hash = $1")
+            .bind(token_hash)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -286,5 +319,84 @@ impl AccountStore for SqlStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn storage(&self, owner: Option<&str>) -> Result<Storage, StoreError> {
+        let sum = |sql: &'static str| {
+            sqlx::query_scalar::<_, Option<i64>>(sql)
+                .bind(owner)
+                .fetch_one(&self.pool)
+        };
+        let conversations =
+            sum("SELECT CAST(SUM(bytes) AS BIGINT) FROM sessions WHERE owner_id IS NOT DISTINCT FROM $1")
+                .await?;
+        let shares = sum(
+            "SELECT CAST(SUM(bytes) AS BIGINT) FROM shares WHERE owner_id IS NOT DISTINCT FROM $1",
+        )
+        .await?;
+        // (PostgreSQL sums BIGINT as NUMERIC: cast back.) Files are kept per account ('' for
+        // open mode's).
+        let files: Option<i64> =
+            sqlx::query_scalar("SELECT bytes FROM blob_usage WHERE owner = $1")
+                .bind(owner.unwrap_or_default())
+                .fetch_optional(&self.pool)
+                .await?;
+        let count = |n: Option<i64>| n.unwrap_or(0).max(0) as u64;
+        Ok(Storage {
+            conversations: count(conversations),
+            shares: count(shares),
+            files: count(files),
+        })
+    }
+
+    async fn sign_ins(&self, user_id: &str, now: f64) -> Result<Vec<SignIn>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT substr(t.token_hash, 1, 16) AS id, t.created_at, \
+             COALESCE(t.last_seen_at, t.created_at) AS last_seen_at, t.ip, t.agent, p.name \
+             FROM auth_tokens t LEFT JOIN passkeys p ON p.id = t.passkey_id \
+             WHERE t.user_id = $1 AND t.expires_at > $2 \
+             ORDER BY COALESCE(t.last_seen_at, t.created_at) DESC, t.created_at DESC",
+        )
+        .bind(user_id)
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| SignIn {
+                id: row.get("id"),
+                created_at: row.get("created_at"),
+                last_seen_at: row.get("last_seen_at"),
+                ip: row.get("ip"),
+                agent: row.get("agent"),
+                passkey: row.get("name"),
+            })
+            .collect())
+    }
+
+    async fn end_sign_in(&self, user_id: &str, id: &str) -> Result<(), StoreError> {
+        // An id is 16 hex digits; anything else names nothing (and no pattern).
+        if id.len() != 16 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(StoreError::NotFound);
+        }
+        let done = sqlx::query(
+            "DELETE FROM auth_tokens WHERE user_id = $1 AND substr(token_hash, 1, 16) = $2",
+        )
+        .bind(user_id)
+        .bind(id.to_ascii_lowercase())
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    async fn end_sign_ins(&self, user_id: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM auth_tokens WHERE user_id = $1")
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
     }
 }

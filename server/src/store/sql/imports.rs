@@ -1,28 +1,20 @@
-//! A whole conversation written at once (an import, a copy): each run goes in as a live one
-//! does, its journal appended and its end settled by the same code, inside one transaction.
+//! Runs of a conversation written whole (an import, a copy): each run goes in as a live one
+//! does, its journal appended and its end settled by the same code, a chunk of runs per
+//! transaction (the session stays hidden until the last: see `NewImport`).
 
 use super::*;
 
-/// Writes `import` inside `tx`; how many of the files it names were not carried.
+/// Writes `runs` into the session `session_id` inside `tx`; how many of the files they name
+/// were not carried.
 pub(super) async fn write(
     tx: &mut AnyConnection,
     engine: Engine,
-    import: &NewImport,
+    session_id: &str,
+    runs: &[ImportedRun],
+    now: f64,
 ) -> Result<u64, StoreError> {
-    let session_id = import.session_id.as_str();
-    sqlx::query(
-        "INSERT INTO sessions (id, title, title_source, created_at, updated_at, owner_id) \
-         VALUES ($1, $2, $3, $4, $4, $5)",
-    )
-    .bind(session_id)
-    .bind(&import.title)
-    .bind(import.title_source.as_str())
-    .bind(import.now)
-    .bind(import.owner.as_deref())
-    .execute(&mut *tx)
-    .await?;
     let mut left_out = 0;
-    for run in &import.runs {
+    for run in runs {
         let message_id = match &run.message {
             ImportedMessage::Earlier(id) => id.clone(),
             ImportedMessage::New {
@@ -42,7 +34,7 @@ pub(super) async fn write(
                 .bind(created_at)
                 .execute(&mut *tx)
                 .await?;
-                let carried = carry_files(tx, session_id, id, attachments, import.now).await?;
+                let carried = carry_files(tx, session_id, id, attachments, now).await?;
                 left_out += (attachments.len() - carried.len()) as u64;
                 if let Some(json) = carried_json(&carried) {
                     sqlx::query("UPDATE messages SET attachments = $2 WHERE id = $1")
@@ -66,8 +58,7 @@ pub(super) async fn write(
         .bind(run.parent_run_id.as_deref())
         .execute(&mut *tx)
         .await?;
-        let events: Vec<&NewEvent> = run.events.iter().collect();
-        if !events.is_empty() && append_in(tx, &run.id, &events).await?.is_none() {
+        if !run.events.is_empty() && !append_imported(tx, &run.id, &run.events).await? {
             return Err(StoreError::Finished);
         }
         if settle_in(tx, engine, &run.id, &run.terminal, &run.answer)
@@ -77,13 +68,6 @@ pub(super) async fn write(
             return Err(StoreError::Finished);
         }
     }
-    // The session shows its last run, and comes first among the recently updated.
-    sqlx::query("UPDATE sessions SET head_run_id = $2, updated_at = $3 WHERE id = $1")
-        .bind(session_id)
-        .bind(import.runs.last().map(|r| r.id.as_str()))
-        .bind(import.now)
-        .execute(&mut *tx)
-        .await?;
     Ok(left_out)
 }
 

@@ -16,10 +16,10 @@ use sqlx::{AnyPool, Executor as _, Row};
 
 use super::prelude::*;
 use super::{
-    Attachment, Claim, Command, CommandKind, Engine, Frame, Frames, Grant, Imported,
-    ImportedMessage, Interaction, JournalOp, JournalRow, Message, NewEvent, NewImport, NewTurn,
-    Notice, QueuedMessage, Role, Run, Session, SettledAnswer, Share, Shelf, StoreError,
-    StoredPasskey, TitleSource, TurnAt, User, Versions,
+    Attachment, Claim, Command, CommandKind, Engine, Frame, Frames, Grant, ImportedMessage,
+    ImportedRun, Interaction, JournalOp, JournalRow, Message, NewEvent, NewImport, NewSignIn,
+    NewTurn, Notice, QueuedMessage, Role, Run, Session, SettledAnswer, Share, Shelf, SignIn,
+    Storage, StoreError, StoredPasskey, TitleSource, TurnAt, User, Versions, STAGED_FOR,
 };
 
 mod accounts;
@@ -35,7 +35,7 @@ mod turns;
 
 mod append;
 mod notify;
-use append::{append_in, append_one, write_appends};
+use append::{append_imported, append_one, write_appends};
 use journal::settle_in;
 use notify::{forward_notices, journal_notices, COMMAND_CHANNEL, JOURNAL_CHANNEL};
 

@@ -55,15 +55,39 @@ impl PasskeyStore for SqlStore {
     }
 
     async fn remove_passkey(&self, user_id: &str, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.write_tx().await?;
         let done = sqlx::query("DELETE FROM passkeys WHERE id = $1 AND user_id = $2")
             .bind(id)
             .bind(user_id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
+        // Whoever signed in with it is signed out with it.
+        sqlx::query("DELETE FROM auth_tokens WHERE passkey_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(())
+    }
+
+    async fn remove_passkeys(&self, user_id: &str) -> Result<u64, StoreError> {
+        let mut tx = self.write_tx().await?;
+        sqlx::query(
+            "DELETE FROM auth_tokens WHERE passkey_id IN \
+             (SELECT id FROM passkeys WHERE user_id = $1)",
+        )
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+        let done = sqlx::query("DELETE FROM passkeys WHERE user_id = $1")
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected())
     }
 
     async fn used_passkey(&self, id: &str, passkey: &str, now: f64) -> Result<(), StoreError> {
@@ -83,80 +107,54 @@ impl PasskeyStore for SqlStore {
         Ok(n.max(0) as u64)
     }
 
-    async fn open_ceremony(
+    async fn ceremony_key(&self) -> Result<Vec<u8>, StoreError> {
+        use argon2::password_hash::rand_core::{OsRng, RngCore as _};
+        let mut fresh = [0u8; crate::ceremony::KEY_BYTES];
+        OsRng.fill_bytes(&mut fresh);
+        // The first instance to get here makes it; every other reads that one.
+        sqlx::query(
+            "INSERT INTO server_keys (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(CEREMONY_KEY)
+        .bind(hex::encode(fresh))
+        .execute(&self.pool)
+        .await?;
+        let value: String = sqlx::query_scalar("SELECT value FROM server_keys WHERE name = $1")
+            .bind(CEREMONY_KEY)
+            .fetch_one(&self.pool)
+            .await?;
+        hex::decode(value.trim()).map_err(|e| {
+            StoreError::Database(sqlx::Error::Decode(format!("the ceremony key: {e}").into()))
+        })
+    }
+
+    async fn answer_ceremony(
         &self,
-        id: &str,
-        user_id: Option<&str>,
-        kind: &str,
-        state: &str,
+        nonce: &str,
         expires_at: f64,
+        now: f64,
     ) -> Result<(), StoreError> {
-        // Expired ones go as new ones come, and an account has a few in progress at most (the
-        // oldest give way): the table holds what may still be answered. Sign-ins, nobody's
-        // until a key answers, share a larger bound.
-        let kept = if user_id.is_none() {
-            SIGN_INS_IN_PROGRESS
-        } else {
-            CEREMONIES_PER_ACCOUNT
-        };
         let mut tx = self.write_tx().await?;
-        sqlx::query("DELETE FROM passkey_ceremonies WHERE expires_at < $1")
-            .bind(expires_at - CEREMONY_LIFETIME)
+        // Those that could no longer be answered anyway go as new ones come.
+        sqlx::query("DELETE FROM passkey_answers WHERE expires_at < $1")
+            .bind(now)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(
-            "DELETE FROM passkey_ceremonies WHERE user_id IS NOT DISTINCT FROM $1 AND kind = $2 \
-             AND id NOT IN (SELECT id FROM passkey_ceremonies \
-             WHERE user_id IS NOT DISTINCT FROM $1 AND kind = $2 \
-             ORDER BY expires_at DESC, id LIMIT $3)",
+        let done = sqlx::query(
+            "INSERT INTO passkey_answers (nonce, expires_at) VALUES ($1, $2) \
+             ON CONFLICT (nonce) DO NOTHING",
         )
-        .bind(user_id)
-        .bind(kind)
-        .bind(i64::from(kept - 1))
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO passkey_ceremonies (id, user_id, kind, state, expires_at) \
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(id)
-        .bind(user_id)
-        .bind(kind)
-        .bind(state)
+        .bind(nonce)
         .bind(expires_at)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(())
-    }
-
-    async fn take_ceremony(
-        &self,
-        id: &str,
-        kind: &str,
-        now: f64,
-    ) -> Result<(Option<String>, String), StoreError> {
-        let row = sqlx::query(
-            "DELETE FROM passkey_ceremonies WHERE id = $1 AND kind = $2 \
-             RETURNING user_id, state, expires_at",
-        )
-        .bind(id)
-        .bind(kind)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        let expires_at: f64 = row.get("expires_at");
-        if expires_at < now {
+        if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        Ok((row.get("user_id"), row.get("state")))
+        Ok(())
     }
 }
 
-/// The lifetime the routes give a ceremony (seconds): one that began longer ago than this
-/// before a new one's start has expired.
-const CEREMONY_LIFETIME: f64 = 300.0;
-/// Ceremonies of one kind an account may have in progress at once.
-const CEREMONIES_PER_ACCOUNT: u32 = 4;
-/// How many sign-ins with a passkey may be in progress at once on the whole server.
-const SIGN_INS_IN_PROGRESS: u32 = 64;
+/// The name the ceremony key is kept under.
+const CEREMONY_KEY: &str = "passkey_ceremonies";

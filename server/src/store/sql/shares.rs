@@ -24,9 +24,10 @@ impl ShareStore for SqlStore {
         let mut tx = self.write_tx().await?;
         let key = format!("shares:{}", share.owner.as_deref().unwrap_or_default());
         super::hold_until_commit(&mut tx, self.engine, &key).await?;
+        // Every live link counts, those of a conversation in the bin too (restored, it
+        // leads again): deleting, sharing and undoing gets past nothing.
         let held: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM shares sh JOIN sessions s ON s.id = sh.session_id \
-             WHERE sh.owner_id IS NOT DISTINCT FROM $1 AND s.deleted_at IS NULL",
+            "SELECT COUNT(*) FROM shares WHERE owner_id IS NOT DISTINCT FROM $1",
         )
         .bind(share.owner.as_deref())
         .fetch_one(&mut *tx)
@@ -35,8 +36,8 @@ impl ShareStore for SqlStore {
             return Err(StoreError::TooManyShares { limit });
         }
         sqlx::query(
-            "INSERT INTO shares (id, token, owner_id, session_id, title, snapshot, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO shares (id, token, owner_id, session_id, title, snapshot, created_at, bytes) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(&share.id)
         .bind(&share.token)
@@ -45,6 +46,7 @@ impl ShareStore for SqlStore {
         .bind(&share.title)
         .bind(&share.snapshot)
         .bind(share.created_at)
+        .bind(share.snapshot.len() as i64)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -77,6 +79,14 @@ impl ShareStore for SqlStore {
         Ok(())
     }
 
+    async fn revoke_shares(&self, owner: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM shares WHERE owner_id = $1")
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     async fn shared(&self, token: &str) -> Result<Share, StoreError> {
         let row = sqlx::query(
             "SELECT sh.* FROM shares sh JOIN sessions s ON s.id = sh.session_id \
@@ -87,5 +97,18 @@ impl ShareStore for SqlStore {
         .await?
         .ok_or(StoreError::NotFound)?;
         Ok(share_from(&row, true))
+    }
+
+    async fn shared_head(&self, token: &str) -> Result<Share, StoreError> {
+        let row = sqlx::query(
+            "SELECT sh.id, sh.token, sh.owner_id, sh.session_id, sh.title, sh.created_at \
+             FROM shares sh JOIN sessions s ON s.id = sh.session_id \
+             WHERE sh.token = $1 AND s.deleted_at IS NULL",
+        )
+        .bind(token)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        Ok(share_from(&row, false))
     }
 }

@@ -298,13 +298,62 @@ impl TurnStore for SqlStore {
         Ok(n.max(0) as u64)
     }
 
-    async fn import(&self, import: NewImport) -> Result<Imported, StoreError> {
+    async fn import_begin(&self, import: &NewImport) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO sessions (id, title, title_source, created_at, updated_at, owner_id, deleted_at) \
+             VALUES ($1, '', 'default', $2, $2, $3, $4)",
+        )
+        .bind(&import.session_id)
+        .bind(import.now)
+        .bind(import.owner.as_deref())
+        .bind(import.now + STAGED_FOR)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn import_runs(
+        &self,
+        session_id: &str,
+        runs: &[ImportedRun],
+        now: f64,
+    ) -> Result<u64, StoreError> {
         let mut tx = self.write_tx().await?;
-        let left_out = imports::write(&mut tx, self.engine, &import).await?;
+        let left_out = imports::write(&mut tx, self.engine, session_id, runs, now).await?;
         tx.commit().await?;
-        Ok(Imported {
-            session: self.session(&import.session_id).await?,
-            attachments_left_out: left_out,
-        })
+        Ok(left_out)
+    }
+
+    async fn import_finish(
+        &self,
+        session_id: &str,
+        title: &str,
+        source: TitleSource,
+        head: Option<&str>,
+        now: f64,
+    ) -> Result<Session, StoreError> {
+        let done = sqlx::query(
+            "UPDATE sessions SET title = $2, title_source = $3, head_run_id = $4, updated_at = $5, \
+             deleted_at = NULL WHERE id = $1 AND deleted_at IS NOT NULL",
+        )
+        .bind(session_id)
+        .bind(title)
+        .bind(source.as_str())
+        .bind(head)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        self.session(session_id).await
+    }
+
+    async fn import_abandon(&self, session_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM sessions WHERE id = $1 AND deleted_at IS NOT NULL")
+            .bind(session_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 }
