@@ -125,12 +125,13 @@ impl Gate {
     /// A place for one more of `holder`'s, at most `mine` each and `all` in total.
     pub fn take(self: &Arc<Self>, holder: &str, mine: usize, all: usize) -> Result<Permit, Full> {
         let mut open = self.lock();
-        if open.0 >= all {
-            return Err(Full::All);
-        }
+        // The holder's own limit first: what it can do something about.
         let held = open.1.get(holder).copied().unwrap_or(0);
         if held >= mine {
             return Err(Full::Mine(held));
+        }
+        if open.0 >= all {
+            return Err(Full::All);
         }
         open.0 += 1;
         *open.1.entry(holder.to_owned()).or_default() += 1;

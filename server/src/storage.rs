@@ -50,7 +50,7 @@ pub async fn room(
     quota: u64,
     more: u64,
 ) -> Result<Storage, NoRoom> {
-    let used = store.storage(owner).await?;
+    let used = store.storage(owner, crate::clock::now()).await?;
     if used.total().saturating_add(more) > quota {
         return Err(NoRoom::Full(Full { used, more, quota }));
     }

@@ -163,6 +163,22 @@ pub async fn restore(
         .store
         .restore_session(viewer.owner(), &body.session_id)
         .await?;
+    // Back in the account's storage, it must fit there again (deleting made room, which
+    // something else may have taken meanwhile): if it does not, it goes back to the bin.
+    if let Err(full) = crate::storage::room(
+        state.store.as_ref(),
+        viewer.owner(),
+        state.limits.max_storage_per_user,
+        0,
+    )
+    .await
+    {
+        state
+            .store
+            .delete_session(&session.id, crate::clock::now())
+            .await?;
+        return Err(full.into());
+    }
     Ok(Json(SessionAnswer { session }))
 }
 
@@ -404,6 +420,7 @@ mod tests {
             pinned_at: None,
             archived: false,
             hit_turn_id: None,
+            bytes: 0,
         }
     }
 

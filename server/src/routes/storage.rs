@@ -14,7 +14,10 @@ pub async fn get(
     State(state): State<AppState>,
     viewer: Viewer,
 ) -> Result<Json<StorageData>, ApiError> {
-    let used = state.store.storage(viewer.owner()).await?;
+    let used = state
+        .store
+        .storage(viewer.owner(), crate::clock::now())
+        .await?;
     Ok(Json(StorageData {
         conversations: used.conversations,
         shares: used.shares,

@@ -177,9 +177,9 @@ pub trait AccountStore: Send + Sync {
     /// Revokes a token.
     async fn revoke_token(&self, token_hash: &str) -> Result<(), StoreError>;
 
-    /// What `owner` keeps (`None`: open mode): its conversations, its links' snapshots and
-    /// its files.
-    async fn storage(&self, owner: Option<&str>) -> Result<Storage, StoreError>;
+    /// What `owner` keeps at `now` (`None`: open mode): its conversations (not those in the
+    /// bin), its links' snapshots and its files.
+    async fn storage(&self, owner: Option<&str>, now: f64) -> Result<Storage, StoreError>;
 
     /// The browsers signed in to an account (not expired at `now`), the last seen first.
     async fn sign_ins(&self, user_id: &str, now: f64) -> Result<Vec<SignIn>, StoreError>;

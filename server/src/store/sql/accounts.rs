@@ -321,18 +321,22 @@ impl AccountStore for SqlStore {
         Ok(())
     }
 
-    async fn storage(&self, owner: Option<&str>) -> Result<Storage, StoreError> {
-        let sum = |sql: &'static str| {
-            sqlx::query_scalar::<_, Option<i64>>(sql)
-                .bind(owner)
-                .fetch_one(&self.pool)
-        };
-        let conversations =
-            sum("SELECT CAST(SUM(bytes) AS BIGINT) FROM sessions WHERE owner_id IS NOT DISTINCT FROM $1")
-                .await?;
-        let shares = sum(
+    async fn storage(&self, owner: Option<&str>, now: f64) -> Result<Storage, StoreError> {
+        // Conversations in the bin make room (restoring one asks for it again); one an
+        // import is writing (hidden until later) takes it already.
+        let conversations: Option<i64> = sqlx::query_scalar(
+            "SELECT CAST(SUM(bytes) AS BIGINT) FROM sessions WHERE owner_id IS NOT DISTINCT FROM $1 \
+             AND (deleted_at IS NULL OR deleted_at > $2)",
+        )
+        .bind(owner)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        let shares: Option<i64> = sqlx::query_scalar(
             "SELECT CAST(SUM(bytes) AS BIGINT) FROM shares WHERE owner_id IS NOT DISTINCT FROM $1",
         )
+        .bind(owner)
+        .fetch_one(&self.pool)
         .await?;
         // (PostgreSQL sums BIGINT as NUMERIC: cast back.) Files are kept per account ('' for
         // open mode's).

@@ -254,6 +254,9 @@ fn session_from(row: &AnyRow) -> Session {
         pinned_at: row.get("pinned_at"),
         archived: row.get::<Option<f64>, _>("archived_at").is_some(),
         hit_turn_id: row.try_get("hit_turn_id").ok().flatten(),
+        bytes: row
+            .try_get::<i64, _>("bytes")
+            .map_or(0, |b| b.max(0) as u64),
     }
 }
 

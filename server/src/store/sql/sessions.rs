@@ -160,10 +160,13 @@ impl SessionStore for SqlStore {
     async fn restore_session(&self, owner: Option<&str>, id: &str) -> Result<Session, StoreError> {
         let done = sqlx::query(
             "UPDATE sessions SET deleted_at = NULL \
-             WHERE id = $1 AND owner_id IS NOT DISTINCT FROM $2 AND deleted_at IS NOT NULL",
+             WHERE id = $1 AND owner_id IS NOT DISTINCT FROM $2 AND deleted_at IS NOT NULL \
+             AND deleted_at <= $3",
         )
         .bind(id)
         .bind(owner)
+        // Deleted, not an import being written (hidden until a day from now).
+        .bind(crate::clock::now())
         .execute(&self.pool)
         .await?;
         if done.rows_affected() == 0 {
