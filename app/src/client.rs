@@ -9,37 +9,81 @@ use serde_json::Value;
 
 use crate::api::{self, paths};
 use crate::api::{
-    ApprovalBody, BranchBody, Branched, Cancelled, CeremonyStart, ClarifyBody, ContextQuery,
-    ContextUse, Done, DuplicateBody, EditBody, GrantList, ImportQuery, JournalPage, JournalQuery,
-    ListQuery, ModelBody, ModelChosen, ModelList, ModelsQuery, NewSessionBody, PageQuery,
-    PasskeyAnswer, PasskeyFinishBody, PasskeyList, PlaceBody, Queued, RenameBody, RevokeBody,
-    RunBody, SearchQuery, SendBody, SessionAnswer, SessionBody, SessionList, SessionPage,
-    ShareAnswer, ShareBody, ShareList, Started, StreamQuery, Transferred, UploadQuery, Uploaded,
-    WorkspaceFileQuery, WorkspaceListing, WorkspaceQuery,
+    ApprovalBody, BranchBody, Branched, Cancelled, CeremonyStart, ClarifyBody, ConfirmBody,
+    ContextQuery, ContextUse, Done, DuplicateBody, EditBody, GrantList, ImportQuery, JournalPage,
+    JournalQuery, ListQuery, ModelBody, ModelChosen, ModelList, ModelsQuery, NewSessionBody,
+    PageQuery, PasskeyAnswer, PasskeyFinishBody, PasskeyList, PlaceBody, Queued, RenameBody,
+    RevokeBody, RunBody, SearchQuery, SendBody, SessionAnswer, SessionBody, SessionList,
+    SessionPage, ShareAnswer, ShareBody, ShareList, SignInList, Started, StorageData, StreamQuery,
+    Transferred, UploadQuery, Uploaded, WorkspaceFileQuery, WorkspaceListing, WorkspaceQuery,
 };
 use crate::base::href;
 
 /// A failed API call.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Failure {
     /// The HTTP status (0: no response).
     pub status: u16,
     /// The server's `error`, or what went wrong.
     pub message: String,
+    /// The browser is signed in as another account than the one this page was shown to:
+    /// nothing was done (see [`set_account`]).
+    pub account_changed: bool,
+}
+
+impl Failure {
+    /// A failure with `status` saying `message`.
+    pub fn new(status: u16, message: impl Into<String>) -> Self {
+        Failure {
+            status,
+            message: message.into(),
+            account_changed: false,
+        }
+    }
+}
+
+thread_local! {
+    /// The account this page was shown to, as the page data tags it (`""`: nobody's, open
+    /// mode; `None`: not known yet).
+    static ACCOUNT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The account this page was shown to: every request names it, and the server refuses one
+/// when the browser is signed in as someone else by then (a shared device), so that nothing
+/// one person did goes out as another's.
+pub fn set_account(tag: Option<String>) {
+    ACCOUNT.with(|a| *a.borrow_mut() = tag);
+}
+
+/// The account this page was shown to (`None`: not known).
+pub fn account() -> Option<String> {
+    ACCOUNT.with(|a| a.borrow().clone())
+}
+
+/// `request` naming the account this page was shown to.
+fn as_shown(request: gloo_net::http::RequestBuilder) -> gloo_net::http::RequestBuilder {
+    match account() {
+        Some(tag) => request.header(api::ACCOUNT_HEADER, &tag),
+        None => request,
+    }
 }
 
 /// POSTs `body` to `path` and reads the answer as `A`.
 async fn post<B: Serialize, A: DeserializeOwned>(path: &str, body: &B) -> Result<A, Failure> {
-    let request = Request::post(&href(path)).json(body).map_err(|e| Failure {
-        status: 0,
-        message: e.to_string(),
-    })?;
+    let request = as_shown(Request::post(&href(path)))
+        .json(body)
+        .map_err(|e| Failure::new(0, e.to_string()))?;
     answer(request.send().await).await
 }
 
 /// GETs `path` with `query` and reads the answer as `A`.
 async fn get<Q: Serialize, A: DeserializeOwned>(path: &str, query: &Q) -> Result<A, Failure> {
-    answer(Request::get(&href(&api::url(path, query))).send().await).await
+    answer(
+        as_shown(Request::get(&href(&api::url(path, query))))
+            .send()
+            .await,
+    )
+    .await
 }
 
 /// A new conversation.
@@ -255,6 +299,44 @@ pub async fn logout() -> Result<Done, Failure> {
     post(paths::AUTH_LOGOUT, &serde_json::json!({})).await
 }
 
+/// Gives the password again, for what needs a fresh proof.
+pub async fn confirm(password: &str) -> Result<Done, Failure> {
+    let body = ConfirmBody {
+        password: password.to_owned(),
+    };
+    post(paths::AUTH_CONFIRM, &body).await
+}
+
+/// Begins a passkey's answer (a sign-in ceremony), for a fresh proof.
+pub async fn passkey_sign_in_start() -> Result<CeremonyStart, Failure> {
+    post(paths::AUTH_PASSKEY_START, &serde_json::json!({})).await
+}
+
+/// A passkey's answer as the fresh proof.
+pub async fn confirm_passkey(body: &PasskeyFinishBody) -> Result<Done, Failure> {
+    post(paths::AUTH_CONFIRM_PASSKEY, body).await
+}
+
+/// The browsers signed in to the account.
+pub async fn sign_ins() -> Result<SignInList, Failure> {
+    get(paths::SIGN_INS, &()).await
+}
+
+/// Signs one of them out.
+pub async fn end_sign_in(id: &str) -> Result<Done, Failure> {
+    post(paths::SIGN_IN_END, &RevokeBody { id: id.to_owned() }).await
+}
+
+/// Signs every one of them out, this one too.
+pub async fn end_sign_ins() -> Result<Done, Failure> {
+    post(paths::SIGN_INS_END_ALL, &serde_json::json!({})).await
+}
+
+/// What the account keeps, and its quota.
+pub async fn storage() -> Result<StorageData, Failure> {
+    get(paths::STORAGE, &()).await
+}
+
 /// Whether the server answers.
 pub async fn health() -> Result<(), Failure> {
     get::<_, Value>(paths::HEALTH, &()).await.map(drop)
@@ -276,13 +358,10 @@ pub async fn upload(file: &web_sys::File, session: Option<&str>) -> Result<Uploa
         name: file.name(),
         session_id: session.map(str::to_owned),
     };
-    let request = Request::post(&href(&api::url(paths::ATTACHMENTS, &query)))
+    let request = as_shown(Request::post(&href(&api::url(paths::ATTACHMENTS, &query))))
         .header("content-type", "application/octet-stream")
         .body(file.clone())
-        .map_err(|e| Failure {
-            status: 0,
-            message: e.to_string(),
-        })?;
+        .map_err(|e| Failure::new(0, e.to_string()))?;
     answer(request.send().await).await
 }
 
@@ -297,13 +376,13 @@ pub async fn import(file: &web_sys::File) -> Result<Transferred, Failure> {
     let query = ImportQuery {
         title: Some(title.to_owned()).filter(|t| !t.is_empty()),
     };
-    let request = Request::post(&href(&api::url(paths::SESSION_IMPORT, &query)))
-        .header("content-type", "application/x-ndjson")
-        .body(file.clone())
-        .map_err(|e| Failure {
-            status: 0,
-            message: e.to_string(),
-        })?;
+    let request = as_shown(Request::post(&href(&api::url(
+        paths::SESSION_IMPORT,
+        &query,
+    ))))
+    .header("content-type", "application/x-ndjson")
+    .body(file.clone())
+    .map_err(|e| Failure::new(0, e.to_string()))?;
     answer(request.send().await).await
 }
 
@@ -326,8 +405,8 @@ pub fn workspace_file(path: &str, download: bool) -> String {
 
 /// A text file of the caller's workspace, as text.
 pub async fn workspace_text(path: &str) -> Result<String, Failure> {
-    let failed = |status, message: String| Failure { status, message };
-    let response = Request::get(&workspace_file(path, false))
+    let failed = Failure::new;
+    let response = as_shown(Request::get(&workspace_file(path, false)))
         .send()
         .await
         .map_err(|e| failed(0, format!("The server could not be reached ({e}).")))?;
@@ -354,28 +433,31 @@ pub async fn duplicate(body: &DuplicateBody) -> Result<Transferred, Failure> {
 async fn answer<A: DeserializeOwned>(
     response: Result<gloo_net::http::Response, gloo_net::Error>,
 ) -> Result<A, Failure> {
-    let response = response.map_err(|e| Failure {
-        status: 0,
-        message: format!("The server could not be reached ({e})."),
-    })?;
+    let response =
+        response.map_err(|e| Failure::new(0, format!("The server could not be reached ({e}).")))?;
     let status = response.status();
     if status == 401 {
         // Signed out meanwhile (elsewhere, by a password change, or expired): sign in again
-        // and come back here. What was typed is kept as a draft.
+        // and come back here. What was typed is kept as a draft of this account's.
         to_login(true);
     }
     let body: Value = response.json().await.unwrap_or(Value::Null);
     if (200..300).contains(&status) {
-        serde_json::from_value(body).map_err(|e| Failure {
-            status,
-            message: format!("The server's answer could not be read ({e})."),
+        serde_json::from_value(body).map_err(|e| {
+            Failure::new(
+                status,
+                format!("The server's answer could not be read ({e})."),
+            )
         })
     } else {
         let message = body["error"]
             .as_str()
             .unwrap_or("request failed")
             .to_owned();
-        Err(Failure { status, message })
+        Err(Failure {
+            account_changed: body["account_changed"] == Value::Bool(true),
+            ..Failure::new(status, message)
+        })
     }
 }
 

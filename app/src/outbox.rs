@@ -29,6 +29,7 @@ pub(crate) fn send(chat: ChatState, text: String) {
         failed: None,
         model: chat.model.get_untracked(),
         attachments,
+        stranded: false,
     };
     chat.outbox.set(Some(out.clone()));
     dispatch(chat, out);
@@ -48,7 +49,8 @@ pub(crate) fn attempt(chat: ChatState) {
         let Some(mut out) = chat.outbox.get_untracked() else {
             return;
         };
-        if out.failed.take().is_none() {
+        // Another account's now: never sent.
+        if out.stranded || out.failed.take().is_none() {
             return;
         }
         chat.outbox.set(Some(out.clone()));
@@ -64,10 +66,7 @@ fn dispatch(chat: ChatState, mut out: crate::state::Outgoing) {
             Ok(task) => task.await,
             // Its code could not be fetched: as if the server could not be reached (it could
             // not, for that file), the message waits and goes once it answers again.
-            Err(_) => Err(crate::client::Failure {
-                status: 0,
-                message: String::new(),
-            }),
+            Err(_) => Err(crate::client::Failure::new(0, "")),
         };
         let still_ours = chat
             .outbox
@@ -91,6 +90,15 @@ fn dispatch(chat: ChatState, mut out: crate::state::Outgoing) {
             Err(e) if e.status == 0 => {
                 if still_ours {
                     out.failed = Some("the server cannot be reached.".to_owned());
+                    chat.outbox.set(Some(out));
+                }
+            }
+            // The browser is signed in as someone else now (this one signed out, another
+            // signed in): the server took nothing, and nothing will try again.
+            Err(e) if e.account_changed => {
+                if still_ours {
+                    out.failed = Some(e.message);
+                    out.stranded = true;
                     chat.outbox.set(Some(out));
                 }
             }

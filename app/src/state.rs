@@ -297,6 +297,9 @@ pub struct Outgoing {
     pub model: Option<String>,
     /// The files it carries (uploaded already).
     pub attachments: Vec<crate::api::AttachmentData>,
+    /// It will never be sent: the browser is signed in as another account than the one it
+    /// was written by (a shared device). It stays in view, saying so.
+    pub stranded: bool,
 }
 
 /// A file attached in the composer.
@@ -430,6 +433,14 @@ impl ChatState {
         self.model
             .set(page.session.as_ref().and_then(|s| s.model.clone()));
         self.user.set(page.user.clone());
+        // Whose page this is: its requests say so (see `client::set_account`).
+        #[cfg(feature = "hydrate")]
+        crate::client::set_account(Some(
+            page.user
+                .as_ref()
+                .map(|u| u.account.clone())
+                .unwrap_or_default(),
+        ));
         self.missing.set(page.missing);
         match &page.session {
             Some(session) => {

@@ -30,7 +30,8 @@ test.beforeAll(async ({ request }) => {
   port = await freePort();
   dataDir = mkdtempSync(join(tmpdir(), "anchorage-passkeys-"));
   cli(["user", "add", "dora"], "dora-password-1\n");
-  server = startServer(port, dataDir);
+  // A sign-in's proof is fresh for three seconds here (five minutes by default).
+  server = startServer(port, dataDir, { ANCHORAGE_FRESH_PROOF_SECS: "3" });
   await waitHealthy(request, base());
 });
 
@@ -89,8 +90,22 @@ test("a passkey added in Settings signs in after a restart; the password stays; 
   let dialog = await openSettings(page);
   const section = dialog.getByRole("region", { name: "Passkeys" });
   await expect(section.getByText("None yet.")).toBeVisible();
+  // The sign-in is no longer fresh: a passkey lasts, so adding one asks for the password.
+  await page.waitForTimeout(3_500);
   await section.getByRole("button", { name: "Add a passkey" }).click();
+  const confirm = section.getByRole("form", { name: "Confirm it is you" });
+  await expect(confirm).toBeVisible();
+  await expect(confirm.getByLabel("Password")).toBeFocused();
+  await page.screenshot({ path: testInfo.outputPath("confirm.png") });
+  await confirm.getByLabel("Password").fill("not dora's password");
+  await confirm.getByRole("button", { name: "Confirm" }).click();
+  await expect(section.getByRole("alert")).toContainText("not the password");
+  await expect(section.getByText("None yet.")).toBeVisible();
+  expect(await key.credentials()).toHaveLength(0);
+  await confirm.getByLabel("Password").fill("dora-password-1");
+  await confirm.getByRole("button", { name: "Confirm" }).click();
   await expect(section.getByText("Passkey 1")).toBeVisible();
+  await expect(confirm).toHaveCount(0);
   await expect(section.getByText("Not used yet")).toBeVisible();
   // Kept on the device with whose it is (a discoverable credential).
   const made = await key.credentials();
@@ -101,10 +116,10 @@ test("a passkey added in Settings signs in after a restart; the password stays; 
 
   // The server restarts: the passkey is kept.
   await kill9(server!);
-  server = startServer(port, dataDir);
+  server = startServer(port, dataDir, { ANCHORAGE_FRESH_PROOF_SECS: "3" });
   await waitHealthy(request, base());
-  // `server user passwd` changes the password and leaves the passkeys.
-  cli(["user", "passwd", "dora"], "dora-password-2\n");
+  // `server user passwd --keep-passkeys` changes the password and leaves the passkeys.
+  cli(["user", "passwd", "dora", "--keep-passkeys"], "dora-password-2\n");
 
   await page.goto(`${base()}/login`);
   const passkey = page.getByRole("button", { name: "Sign in with a passkey" });
@@ -120,9 +135,10 @@ test("a passkey added in Settings signs in after a restart; the password stays; 
 
   dialog = await openSettings(page);
   await expect(dialog.getByRole("region", { name: "Passkeys" }).getByText("Used to sign in")).toBeVisible();
+  await expect(dialog.getByRole("region", { name: "Signed-in devices" }).locator("[data-current]")).toContainText("with the passkey “Passkey 1”");
+  // Removed, it takes the sign-in it made with it: this device is signed out.
   await dialog.getByRole("region", { name: "Passkeys" }).getByRole("button", { name: "Remove Passkey 1" }).click();
-  await expect(dialog.getByRole("region", { name: "Passkeys" }).getByText("None yet.")).toBeVisible();
-  await signOut(page);
+  await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
   // No passkey left: the page offers none, and the new password signs in.
   await expect(page.getByRole("button", { name: "Sign in with a passkey" })).toHaveCount(0);
   await page.getByLabel("Name").fill("dora");

@@ -51,33 +51,48 @@ test("Settings change the theme and the view turns open in, and both hold after 
   await expect(page.locator("[data-mode-switch] button[aria-pressed='true']")).toContainText("Worklog");
 });
 
-test("a standing permission is listed in Settings; revoked, the agent asks again", async ({ page, request }) => {
+test("a standing permission is exactly as wide as the card says, listed in Settings; revoked, the agent asks again", async ({ page, request }, testInfo) => {
   await openNewSession(page, request);
   await send(page, "/demo approval");
   const card = page.locator("[data-pending='approval']");
-  await card.getByRole("button", { name: "Allow for session" }).click();
+  await expect(card).toBeVisible({ timeout: 20_000 });
+  // Narrowest first, each saying what it allows; a destructive command is never offered for
+  // every conversation.
+  await expect(card.getByRole("button")).toHaveText(["Allow once", "Allow rm -rf target/ in this conversation", "Deny"]);
+  await expect(card).not.toContainText("every conversation");
+  await page.screenshot({ path: testInfo.outputPath("approval-card.png") });
+  await card.getByRole("button", { name: "Allow rm -rf target/ in this conversation" }).click();
   await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 20_000 });
-  // Allowed for the session: the same action goes ahead without a card.
+  await expect(lastTurn(page)).toContainText("Allowed rm -rf target/ in this conversation");
+  // Allowed here: the same command goes ahead without a card.
   const turns = page.locator("article.turn");
   await send(page, "/demo approval");
   await expect(turns).toHaveCount(2);
   await expect(turns.nth(1).locator("[data-final-answer='true']")).toContainText("approved", { timeout: 20_000 });
   await expect(card).toHaveCount(0);
+  // Another rm is another command: `rm -rf /` asks, and is denied.
+  await send(page, "/demo approval rm -rf /");
+  await expect(turns).toHaveCount(3);
+  await expect(card).toBeVisible({ timeout: 20_000 });
+  await expect(card.locator(".card-command")).toHaveText("rm -rf /");
+  await card.getByRole("button", { name: "Deny" }).click();
+  await expect(turns.nth(2).locator("[data-final-answer='true']")).toContainText("left the build directory alone", { timeout: 20_000 });
 
   const dialog = await openSettings(page);
   const grant = dialog.getByRole("listitem").filter({ hasText: "rm -rf" });
   await expect(grant).toHaveCount(1);
+  await expect(grant.locator("code")).toHaveText("rm -rf target/");
   await expect(grant).toContainText("In “/demo approval”");
-  await grant.getByRole("button", { name: "Revoke rm -rf" }).click();
+  await grant.getByRole("button", { name: "Revoke rm -rf target/" }).click();
   await expect(grant).toHaveCount(0);
   await expect(dialog).toContainText("None: every such action asks first.");
   await dialog.getByRole("button", { name: "Close settings" }).click();
 
   await send(page, "/demo approval");
-  await expect(turns).toHaveCount(3);
+  await expect(turns).toHaveCount(4);
   await expect(card).toBeVisible({ timeout: 20_000 });
   await card.getByRole("button", { name: "Deny" }).click();
-  await expect(turns.nth(2).locator("[data-final-answer='true']")).toContainText("left the build directory alone", { timeout: 20_000 });
+  await expect(turns.nth(3).locator("[data-final-answer='true']")).toContainText("left the build directory alone", { timeout: 20_000 });
 });
 
 test("the keyboard shortcuts Settings lists do what they say", async ({ page, request }, testInfo) => {

@@ -267,8 +267,7 @@ async fn run_as(
     response
 }
 
-/// The header in which the page names the account it was shown to (see [`account_tag`]).
-pub const ACCOUNT_HEADER: &str = "x-anchorage-account";
+pub use app::api::ACCOUNT_HEADER;
 
 /// What a page calls the account it shows (`""`: open mode): an opaque tag of its id, which
 /// the page's requests carry in [`ACCOUNT_HEADER`]. A request whose tag is not the viewer's

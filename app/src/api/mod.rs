@@ -525,6 +525,10 @@ pub struct ShareData {
     pub created_at: f64,
 }
 
+/// The header in which a page's requests name the account it was shown to
+/// ([`UserData::account`]; empty in open mode).
+pub const ACCOUNT_HEADER: &str = "x-anchorage-account";
+
 /// A signed-in account, as the sidebar shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UserData {

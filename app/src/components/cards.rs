@@ -81,21 +81,44 @@ fn take_focus(card: NodeRef<leptos::html::Div>) {
     let _ = card;
 }
 
-/// An approval request: allow once, for the session, always, or deny.
+/// A label with its `code` spans (between backticks) as code.
+fn with_code(label: &str) -> impl IntoView {
+    label
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            let part = part.to_owned();
+            if i % 2 == 1 {
+                Either::Left(view! { <code>{part}</code> })
+            } else {
+                Either::Right(part)
+            }
+        })
+        .collect_view()
+}
+
+/// An approval request: each answer the server offers, narrowest first, saying what it
+/// allows ("Allow `rm -rf target/` in this conversation"); nothing wider than that is kept.
 #[component]
-fn ApprovalCard(run_id: String, id: String, command: String, description: String) -> impl IntoView {
+fn ApprovalCard(
+    run_id: String,
+    id: String,
+    command: String,
+    description: String,
+    options: Vec<crate::model::ApprovalOption>,
+) -> impl IntoView {
     let busy = RwSignal::new(false);
     let failed = RwSignal::new(None::<String>);
     let card = NodeRef::<leptos::html::Div>::new();
     take_focus(card);
-    let choice = move |choice: &'static str| {
+    let choice = move |choice: String| {
         let run_id = run_id.clone();
         let id = id.clone();
         move |_| {
             let body = crate::api::ApprovalBody {
                 run_id: run_id.clone(),
                 approval_id: id.clone(),
-                choice: choice.to_owned(),
+                choice: choice.clone(),
             };
             #[cfg(feature = "hydrate")]
             respond(Answer::Approval(body), busy, failed);
@@ -108,11 +131,27 @@ fn ApprovalCard(run_id: String, id: String, command: String, description: String
             <div class="card-title" id="approval-title">"Approval required"</div>
             <p class="card-text">{description}</p>
             <pre class="card-command">{command}</pre>
-            <div class="card-actions">
-                <button type="button" class="primary" disabled=dynamic(move || busy.get()) on:click=choice("once")>"Allow once"</button>
-                <button type="button" disabled=dynamic(move || busy.get()) on:click=choice("session")>"Allow for session"</button>
-                <button type="button" disabled=dynamic(move || busy.get()) on:click=choice("always")>"Always allow"</button>
-                <button type="button" class="danger" disabled=dynamic(move || busy.get()) on:click=choice("deny")>"Deny"</button>
+            <div class="card-actions approval-actions">
+                {options.into_iter().map(|option| {
+                    let class = match option.choice.as_str() {
+                        "once" => "primary",
+                        "deny" => "danger",
+                        _ => "",
+                    };
+                    let label = option.label.replace('`', "");
+                    view! {
+                        <button
+                            type="button"
+                            class=class
+                            data-choice=option.choice.clone()
+                            aria-label=label
+                            disabled=dynamic(move || busy.get())
+                            on:click=choice(option.choice.clone())
+                        >
+                            {with_code(&option.label)}
+                        </button>
+                    }
+                }).collect_view()}
             </div>
             {move || failed.get().map(|e| view! { <p class="card-error" role="alert">{e}</p> })}
         </div>
@@ -218,8 +257,8 @@ pub(crate) fn PendingCards() -> impl IntoView {
             each=move || pending.get()
             key=|(run, p)| (run.clone(), p.id().to_owned())
             children=move |(run, p)| match p {
-                Pending::Approval { id, command, description } => Either::Left(view! {
-                    <ApprovalCard run_id=run id=id command=command description=description />
+                Pending::Approval { id, command, description, options } => Either::Left(view! {
+                    <ApprovalCard run_id=run id=id command=command description=description options=options />
                 }),
                 Pending::Clarify { id, question, choices } => Either::Right(view! {
                     <ClarifyCard run_id=run id=id question=question choices=choices />

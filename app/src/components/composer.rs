@@ -233,10 +233,46 @@ fn action(label: &str) -> &'static str {
     }
 }
 
-/// Where a conversation's draft is kept (`None`: a new conversation).
+/// What every draft's key begins with.
+#[cfg(feature = "hydrate")]
+const DRAFTS: &str = "anchorage.draft.";
+
+/// Whose drafts the page keeps: the account it was shown to (`open` in open mode), so that
+/// on a shared device nobody finds another's unsent words in their message box.
+#[cfg(feature = "hydrate")]
+fn drafts_of() -> String {
+    crate::client::account()
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or_else(|| "open".to_owned())
+}
+
+/// Where a conversation's draft is kept (`None`: a new conversation), for this page's
+/// account.
 #[cfg(feature = "hydrate")]
 fn draft_key(session: Option<&str>) -> String {
-    format!("anchorage.draft.{}", session.unwrap_or("new"))
+    format!("{DRAFTS}{}.{}", drafts_of(), session.unwrap_or("new"))
+}
+
+/// Forgets every draft of this page's account (signing out), and those kept before drafts
+/// were an account's (whose they were is not known).
+#[cfg(feature = "hydrate")]
+pub(crate) fn forget_drafts() {
+    let Some(storage) = crate::prefs::storage() else {
+        return;
+    };
+    let mine = format!("{DRAFTS}{}.", drafts_of());
+    let count = storage.length().unwrap_or(0);
+    let keys: Vec<String> = (0..count)
+        .filter_map(|i| storage.key(i).ok().flatten())
+        .collect();
+    for key in keys {
+        let unowned = key
+            .strip_prefix(DRAFTS)
+            .is_some_and(|rest| !rest.contains('.'));
+        if key.starts_with(&mine) || unowned {
+            let _ = storage.remove_item(&key);
+        }
+    }
 }
 
 /// The draft kept for `session`.

@@ -1,5 +1,7 @@
 //! Presentational components: they take plain data or signals and own only UI-local state.
 
+#[cfg(feature = "hydrate")]
+mod account;
 pub(crate) mod adopted;
 mod attachments;
 mod cards;
@@ -31,12 +33,14 @@ mod turns;
 mod voice;
 
 #[cfg(feature = "hydrate")]
+pub(crate) use account::{SignIns, Storage};
+#[cfg(feature = "hydrate")]
 pub(crate) use attachments::{attach, file_key};
 pub(crate) use attachments::{drag, ComposerFiles, Drag, MessageFiles};
 pub(crate) use cards::PendingCards;
 pub(crate) use composer::Composer;
 #[cfg(feature = "hydrate")]
-pub(crate) use composer::{store_draft, stored_draft};
+pub(crate) use composer::{forget_drafts, store_draft, stored_draft};
 use context_meter::ContextMeter;
 pub(crate) use empty_chat::EmptyChat;
 use export::ExportMenu;
@@ -49,9 +53,9 @@ use settings::Settings;
 pub(crate) use share::share;
 #[cfg(feature = "hydrate")]
 pub(crate) use share::SharedLinks;
-#[cfg(feature = "hydrate")]
-pub(crate) use sidebar::place_in;
 use sidebar::Sidebar;
+#[cfg(feature = "hydrate")]
+pub(crate) use sidebar::{place_in, signed_out};
 pub(crate) use slash::KeyHook;
 use slash::SlashMenu;
 

@@ -33,15 +33,54 @@ pub(crate) fn Passkeys() -> impl IntoView {
         });
     };
     load();
-    let add = move |_| {
+    // Adding one asks for a fresh proof (the password, or a passkey, from the last few
+    // minutes): asked here when the server says so, then the adding goes on.
+    let confirming = RwSignal::new(false);
+    let password = RwSignal::new(String::new());
+    let add_now = move || {
         busy.set(true);
         problem.set(None);
         leptos::task::spawn_local(async move {
-            if let Err(message) = webauthn::add().await {
-                let _ = problem.try_set(Some(message));
+            match webauthn::add().await {
+                Ok(()) => {}
+                Err(webauthn::Refused::Reauth) => {
+                    let _ = confirming.try_set(true);
+                }
+                Err(webauthn::Refused::Said(message)) => {
+                    let _ = problem.try_set(Some(message));
+                }
             }
             let _ = busy.try_set(false);
             load();
+        });
+    };
+    let add = move |_| add_now();
+    let proved = move |result: Result<(), String>| match result {
+        Ok(()) => {
+            let _ = confirming.try_set(false);
+            let _ = password.try_set(String::new());
+            add_now();
+        }
+        Err(message) => {
+            let _ = problem.try_set(Some(message));
+        }
+    };
+    let confirm = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        problem.set(None);
+        let typed = password.get_untracked();
+        leptos::task::spawn_local(async move {
+            let result = crate::client::confirm(&typed)
+                .await
+                .map(drop)
+                .map_err(|f| f.message);
+            proved(result);
+        });
+    };
+    let with_passkey = move |_| {
+        problem.set(None);
+        leptos::task::spawn_local(async move {
+            proved(webauthn::confirm().await);
         });
     };
     let remove = move |id: String| {
@@ -94,8 +133,36 @@ pub(crate) fn Passkeys() -> impl IntoView {
                             </ul>
                         }.into_any(),
                     }}
+                    {move || confirming.get().then(|| {
+                        let has_keys = keys.with(|k| matches!(k, Keys::Loaded(list) if !list.is_empty()));
+                        view! {
+                            <form class="reauth" on:submit=confirm aria-label="Confirm it is you">
+                                <p>"Confirm it is you: a passkey lasts, so adding one asks for your password again."</p>
+                                <label>
+                                    "Password"
+                                    <input
+                                        type="password"
+                                        autocomplete="current-password"
+                                        required
+                                        autofocus
+                                        prop:value=move || password.get()
+                                        on:input=move |ev| password.set(event_target_value(&ev))
+                                    />
+                                </label>
+                                <button type="submit" class="settings-action">"Confirm"</button>
+                                {has_keys.then(|| view! {
+                                    <button type="button" class="settings-action" on:click=with_passkey>
+                                        "Use a passkey"
+                                    </button>
+                                })}
+                                <button type="button" class="settings-action" on:click=move |_| confirming.set(false)>
+                                    "Cancel"
+                                </button>
+                            </form>
+                        }
+                    })}
                     {move || problem.get().map(|p| view! { <p class="settings-problem" role="alert">{p}</p> })}
-                    <button type="button" class="settings-action" disabled=move || busy.get() on:click=add>
+                    <button type="button" class="settings-action" disabled=move || busy.get() || confirming.get() on:click=add>
                         {move || if busy.get() { "Adding…" } else { "Add a passkey" }}
                     </button>
                 </section>
@@ -158,18 +225,79 @@ mod webauthn {
         serde_json::from_str(&text).map_err(|e| e.to_string())
     }
 
+    /// Why a passkey was not added.
+    pub(super) enum Refused {
+        /// The server asks for a fresh proof first (403 `reauth`).
+        Reauth,
+        /// What to tell the reader.
+        Said(String),
+    }
+
     /// Adds a passkey: the server's options, the browser's dialog, the server keeps it.
-    pub(super) async fn add() -> Result<(), String> {
+    pub(super) async fn add() -> Result<(), Refused> {
         let start = crate::client::passkey_start()
             .await
-            .map_err(|f| f.message)?;
-        let credential = create(&start.options).await?;
+            .map_err(|f| match f.status {
+                403 => Refused::Reauth,
+                _ => Refused::Said(f.message),
+            })?;
+        let credential = create(&start.options).await.map_err(Refused::Said)?;
         let body = crate::api::PasskeyFinishBody {
             ceremony: start.ceremony,
             credential,
             name: None,
         };
         crate::client::passkey_finish(&body)
+            .await
+            .map(drop)
+            .map_err(|f| Refused::Said(f.message))
+    }
+
+    /// The browser's authenticator answers `options` (a sign-in ceremony); its JSON form.
+    async fn assert_with(options: &serde_json::Value) -> Result<serde_json::Value, String> {
+        let window = web_sys::window().ok_or("no window")?;
+        let class = get(&window, "PublicKeyCredential");
+        let parse = get(&class, "parseRequestOptionsFromJSON")
+            .dyn_into::<Function>()
+            .map_err(|_| "This browser cannot use passkeys.".to_owned())?;
+        let json = serde_json::to_string(&options["publicKey"]).map_err(|e| e.to_string())?;
+        let json = JSON::parse(&json).map_err(|_| "unreadable options".to_owned())?;
+        let public_key = parse.call1(&class, &json).map_err(|e| said(&e))?;
+        let request = Object::new();
+        let _ = Reflect::set(&request, &"publicKey".into(), &public_key);
+        let credentials = get(&window.navigator(), "credentials");
+        let ask = get(&credentials, "get")
+            .dyn_into::<Function>()
+            .map_err(|_| "This browser cannot use passkeys.".to_owned())?;
+        let promise = ask
+            .call1(&credentials, &request)
+            .map_err(|e| said(&e))?
+            .dyn_into::<js_sys::Promise>()
+            .map_err(|_| "no answer".to_owned())?;
+        let credential = JsFuture::from(promise).await.map_err(|e| said(&e))?;
+        let to_json = get(&credential, "toJSON")
+            .dyn_into::<Function>()
+            .map_err(|_| "This browser cannot use passkeys.".to_owned())?;
+        let value = to_json.call0(&credential).map_err(|e| said(&e))?;
+        let text = JSON::stringify(&value)
+            .ok()
+            .and_then(|s| s.as_string())
+            .ok_or("unreadable credential")?;
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }
+
+    /// A passkey of the account answers: the fresh proof, instead of the password.
+    pub(super) async fn confirm() -> Result<(), String> {
+        let start = crate::client::passkey_sign_in_start()
+            .await
+            .map_err(|f| f.message)?;
+        let credential = assert_with(&start.options).await?;
+        let body = crate::api::PasskeyFinishBody {
+            ceremony: start.ceremony,
+            credential,
+            name: None,
+        };
+        crate::client::confirm_passkey(&body)
             .await
             .map(drop)
             .map_err(|f| f.message)

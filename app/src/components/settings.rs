@@ -200,7 +200,9 @@ fn section_views(set_mode: Callback<Mode>) -> impl IntoView {
             }}
         </section>
         <super::Passkeys />
+        <super::SignIns />
         <super::SharedLinks />
+        <super::Storage />
         <section class="settings-section" aria-labelledby="keys-title">
             <h3 id="keys-title">"Keyboard shortcuts"</h3>
             <dl class="shortcuts">

@@ -375,8 +375,26 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
     let sign_out = move |_| {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
-            let _ = crate::client::logout().await;
-            crate::client::to_login(false);
+            match crate::client::logout().await {
+                Ok(_) => signed_out(chat),
+                // Signed out already (the answer went to the sign-in page).
+                Err(e) if e.status == 401 => crate::components::forget_drafts(),
+                Err(e) if e.status == 0 => {
+                    // What this device keeps goes anyway (the service worker has dropped its
+                    // saved pages as the request left); the sign-in itself stays on the
+                    // server, and this browser holds its cookie: said, not hidden.
+                    crate::components::forget_drafts();
+                    chat.error.set(Some(crate::state::Problem {
+                        message: "Not signed out: the server could not be reached, so this \
+                                  device is still signed in. Its drafts and saved pages are \
+                                  gone. Sign out again once it is back, or from another \
+                                  device (Settings → Signed-in devices)."
+                            .to_owned(),
+                        network: false,
+                    }));
+                }
+                Err(e) => chat.fail(&e),
+            }
         });
     };
     let account = move || {
@@ -518,4 +536,13 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             </div>
         </>
     }
+}
+
+/// This browser was signed out (here, or from Settings): what it kept of the account's goes,
+/// and the sign-in page comes.
+#[cfg(feature = "hydrate")]
+pub(crate) fn signed_out(chat: crate::state::ChatState) {
+    crate::components::forget_drafts();
+    chat.draft.set(String::new());
+    crate::client::to_login(false);
 }

@@ -71,9 +71,10 @@ pub(super) fn follow_running_turn(chat: ChatState) {
 /// goes out and the problem is cleared.
 pub(super) fn watch_server(chat: ChatState) {
     let unreachable = Memo::new(move |_| {
-        chat.outbox
-            .with(|o| o.as_ref().is_some_and(|o| o.failed.is_some()))
-            || chat.error.with(|e| e.as_ref().is_some_and(|e| e.network))
+        chat.outbox.with(|o| {
+            o.as_ref()
+                .is_some_and(|o| o.failed.is_some() && !o.stranded)
+        }) || chat.error.with(|e| e.as_ref().is_some_and(|e| e.network))
     });
     let online = window_event_listener(leptos::ev::online, move |_| {
         if unreachable.get_untracked() {
@@ -112,10 +113,10 @@ async fn probe(chat: ChatState) {
     {
         chat.error.set(None);
     }
-    if chat
-        .outbox
-        .with_untracked(|o| o.as_ref().is_some_and(|o| o.failed.is_some()))
-    {
+    if chat.outbox.with_untracked(|o| {
+        o.as_ref()
+            .is_some_and(|o| o.failed.is_some() && !o.stranded)
+    }) {
         crate::outbox::attempt(chat);
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::segments::{push_segment, str_of, Segment, SegmentKind};
 pub use super::turn::Engine;
-use super::turn::{ctx, Pending, TurnState};
+use super::turn::{ctx, ApprovalOption, Pending, TurnState};
 use crate::api::JournalEvent;
 use crate::api::TurnData;
 
@@ -120,6 +120,7 @@ impl TurnState {
                 id: str_of(payload, "approval_id"),
                 command: str_of(payload, "command"),
                 description: str_of(payload, "description"),
+                options: ApprovalOption::of(payload),
             }),
             Some(EventKind::Clarify) => self.pending.push(Pending::Clarify {
                 id: str_of(payload, "clarify_id"),
@@ -145,15 +146,26 @@ impl TurnState {
                         "clarify_id"
                     },
                 );
+                let choice = str_of(payload, "choice");
+                // What the card said the answer allows, when the card is here.
+                let offered = self.pending.iter().find_map(|p| match p {
+                    Pending::Approval {
+                        id: asked, options, ..
+                    } if *asked == id => options
+                        .iter()
+                        .find(|o| o.choice == choice)
+                        .map(ApprovalOption::answered),
+                    _ => None,
+                });
                 self.pending.retain(|p| p.id() != id);
                 let answer = if approval {
-                    match str_of(payload, "choice").as_str() {
+                    offered.unwrap_or_else(|| match choice.as_str() {
                         "once" => "Allowed once".to_owned(),
-                        "session" => "Allowed for this session".to_owned(),
-                        "always" => "Always allowed".to_owned(),
+                        "session" | "session_wide" => "Allowed in this conversation".to_owned(),
+                        "always" | "always_wide" => "Allowed in every conversation".to_owned(),
                         "deny" => "Denied".to_owned(),
                         _ => String::new(),
-                    }
+                    })
                 } else {
                     let response = str_of(payload, "response");
                     if response.trim().is_empty() {

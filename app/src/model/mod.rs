@@ -13,5 +13,5 @@ mod turn;
 mod worklog;
 
 pub use segments::{Segment, SegmentKind, ToolInfo};
-pub use turn::{AnswerState, Pending, TurnState};
+pub use turn::{AnswerState, ApprovalOption, Pending, TurnState};
 pub use worklog::{fold_tools, step_count, WorkItem};

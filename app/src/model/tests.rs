@@ -528,9 +528,48 @@ fn answers_to_approvals_and_questions_are_kept_by_id() {
         json!({"clarify_id": "c1", "response": "dev"}),
     ));
     let state = TurnState::new("s1", &turn(answered));
-    assert_eq!(state.answers["a1"], "Allowed for this session");
+    // A request journaled without its options: the answer in general words.
+    assert_eq!(state.answers["a1"], "Allowed in this conversation");
     assert_eq!(state.answers["c1"], "Answered: dev");
     assert!(state.pending.is_empty());
+}
+
+#[test]
+fn an_approval_offers_what_its_card_says_and_its_answer_says_what_it_allowed() {
+    let asked = vec![ev(
+        1,
+        "approval",
+        json!({"approval_id": "a1", "command": "rm -rf target/", "description": "Delete",
+               "choices": ["once", "session", "deny"],
+               "options": [
+                   {"choice": "once", "label": "Allow once"},
+                   {"choice": "session", "label": "Allow `rm -rf target/` in this conversation"},
+                   {"choice": "deny", "label": "Deny"}]}),
+    )];
+    let state = TurnState::new("s1", &turn(asked.clone()));
+    let Pending::Approval { options, .. } = &state.pending[0] else {
+        panic!("an approval");
+    };
+    let labels: Vec<&str> = options.iter().map(|o| o.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "Allow once",
+            "Allow `rm -rf target/` in this conversation",
+            "Deny"
+        ]
+    );
+    let mut answered = asked;
+    answered.push(ev(
+        2,
+        "approval_resolved",
+        json!({"approval_id": "a1", "choice": "session"}),
+    ));
+    let state = TurnState::new("s1", &turn(answered));
+    assert_eq!(
+        state.answers["a1"],
+        "Allowed rm -rf target/ in this conversation"
+    );
 }
 
 /// What a person would see of a turn, and where the page would resume it.

@@ -19,6 +19,8 @@ pub enum Pending {
         command: String,
         /// What it does.
         description: String,
+        /// The answers offered, narrowest first, each saying what it allows.
+        options: Vec<ApprovalOption>,
     },
     /// Answer a question.
     Clarify {
@@ -29,6 +31,62 @@ pub enum Pending {
         /// Offered answers.
         choices: Vec<String>,
     },
+}
+
+/// One answer an approval offers: what it sends, and what its button says it allows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApprovalOption {
+    /// `once`, `session`, `session_wide`, `always`, `always_wide` or `deny`.
+    pub choice: String,
+    /// "Allow `rm -rf target/` in this conversation".
+    pub label: String,
+}
+
+impl ApprovalOption {
+    /// The answers of an approval's payload: its `options`, or (a request journaled before
+    /// they were) its `choices` in general words.
+    pub fn of(payload: &serde_json::Value) -> Vec<ApprovalOption> {
+        let text =
+            |v: &serde_json::Value, key: &str| v[key].as_str().unwrap_or_default().to_owned();
+        if let Some(options) = payload["options"].as_array() {
+            return options
+                .iter()
+                .map(|o| ApprovalOption {
+                    choice: text(o, "choice"),
+                    label: text(o, "label"),
+                })
+                .filter(|o| !o.choice.is_empty() && !o.label.is_empty())
+                .collect();
+        }
+        let choices: Vec<&str> = payload["choices"]
+            .as_array()
+            .map(|c| c.iter().filter_map(serde_json::Value::as_str).collect())
+            .unwrap_or_else(|| vec!["once", "deny"]);
+        choices
+            .into_iter()
+            .map(|choice| ApprovalOption {
+                choice: choice.to_owned(),
+                label: match choice {
+                    "once" => "Allow once",
+                    "session" | "session_wide" => "Allow in this conversation",
+                    "always" | "always_wide" => "Allow in every conversation",
+                    "deny" => "Deny",
+                    other => other,
+                }
+                .to_owned(),
+            })
+            .collect()
+    }
+
+    /// What the answer it gave says once given ("Allowed x in this conversation").
+    pub fn answered(&self) -> String {
+        let label = self.label.replace('`', "");
+        match label.strip_prefix("Allow ") {
+            Some(rest) => format!("Allowed {rest}"),
+            None if self.choice == "deny" => "Denied".to_owned(),
+            None => label,
+        }
+    }
 }
 
 impl Pending {

@@ -144,7 +144,7 @@ async fn thirty_copies_and_ten_large_imports_at_once_stay_within_a_memory_bound(
         assert!([200, 429, 503].contains(code), "{code}");
     }
     assert!(copied.iter().filter(|c| **c == 200).count() >= 4);
-    assert!(imported.iter().any(|c| *c == 200));
+    assert!(imported.contains(&200));
     assert!(
         grown_mib <= BOUND_MIB,
         "the server grew {grown_mib} MiB past its resting size (the bound is {BOUND_MIB} MiB)"
