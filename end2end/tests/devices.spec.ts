@@ -174,11 +174,17 @@ async function deviceOf(browser: Browser, project: any, agent: string): Promise<
   return page;
 }
 
-test("Settings lists where the account is signed in, and signs any of it out", async ({ page, browser }, testInfo) => {
+test("Settings lists where the account is signed in, and signs any of it out", async ({ page, browser, playwright }, testInfo) => {
+  // Bob starts signed in nowhere (the other viewport's run signed him in too).
+  const api = await playwright.request.newContext({ baseURL: base });
+  const login = await api.post("/api/auth/login", { data: { username: "bob", password: "bob-password-22" } });
+  expect(login.ok()).toBeTruthy();
+  expect((await api.post("/api/auth/sign-ins/end-all", { data: {} })).ok()).toBeTruthy();
+  await api.dispose();
   const phone = await deviceOf(
     browser,
     testInfo.project.use,
-    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
+    "Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
   );
   const laptop = await deviceOf(
     browser,
@@ -189,14 +195,15 @@ test("Settings lists where the account is signed in, and signs any of it out", a
   const dialog = await openSettings(page);
   const section = dialog.getByRole("region", { name: "Signed-in devices" });
   await section.scrollIntoViewIfNeeded();
-  await expect(section.getByRole("listitem").filter({ hasText: "Chrome on Android" })).toHaveCount(1);
+  await expect(section.getByRole("listitem")).toHaveCount(3);
+  await expect(section.getByRole("listitem").filter({ hasText: "Safari on iPad" })).toHaveCount(1);
   await expect(section.getByRole("listitem").filter({ hasText: "Firefox on Linux" })).toHaveCount(1);
   await expect(section.locator("[data-current]")).toContainText("this device");
   await expect(section.locator("[data-current]")).toContainText("with the password");
   await section.screenshot({ path: testInfo.outputPath("devices.png") });
   // The phone is signed out: its next page is the sign-in page; the laptop stays.
-  await section.getByRole("button", { name: "Sign out Chrome on Android" }).click();
-  await expect(section.getByRole("listitem").filter({ hasText: "Chrome on Android" })).toHaveCount(0);
+  await section.getByRole("button", { name: "Sign out Safari on iPad" }).click();
+  await expect(section.getByRole("listitem").filter({ hasText: "Safari on iPad" })).toHaveCount(0);
   await phone.reload();
   await expect(phone.getByRole("heading", { name: "Sign in" })).toBeVisible();
   await laptop.reload();

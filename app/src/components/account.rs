@@ -151,11 +151,14 @@ pub(crate) fn Storage() -> impl IntoView {
                             high=(s.quota / 10 * 9).to_string()
                             aria-label=format!("Storage used: {percent}%")
                         ></meter>
-                        <ul class="storage-parts">
-                            <li>{format!("Conversations: {}", size(s.conversations))}</li>
-                            <li>{format!("Shared links: {}", size(s.shares))}</li>
-                            <li>{format!("Files: {}", size(s.files))}</li>
-                        </ul>
+                        <p class="settings-note">
+                            {format!(
+                                "Conversations {} · shared links {} · files {}",
+                                size(s.conversations),
+                                size(s.shares),
+                                size(s.files)
+                            )}
+                        </p>
                         {full.then(|| view! {
                             <p class="settings-problem" role="alert">
                                 "Your storage is full: new messages, imports, copies, links and files wait "

@@ -81,22 +81,6 @@ fn take_focus(card: NodeRef<leptos::html::Div>) {
     let _ = card;
 }
 
-/// A label with its `code` spans (between backticks) as code.
-fn with_code(label: &str) -> impl IntoView {
-    label
-        .split('`')
-        .enumerate()
-        .map(|(i, part)| {
-            let part = part.to_owned();
-            if i % 2 == 1 {
-                Either::Left(view! { <code>{part}</code> })
-            } else {
-                Either::Right(part)
-            }
-        })
-        .collect_view()
-}
-
 /// An approval request: each answer the server offers, narrowest first, saying what it
 /// allows ("Allow `rm -rf target/` in this conversation"); nothing wider than that is kept.
 #[component]
@@ -138,17 +122,17 @@ fn ApprovalCard(
                         "deny" => "danger",
                         _ => "",
                     };
+                    // The command is on the card above, as code: the label says it plainly.
                     let label = option.label.replace('`', "");
                     view! {
                         <button
                             type="button"
                             class=class
                             data-choice=option.choice.clone()
-                            aria-label=label
                             disabled=dynamic(move || busy.get())
                             on:click=choice(option.choice.clone())
                         >
-                            {with_code(&option.label)}
+                            {label}
                         </button>
                     }
                 }).collect_view()}

@@ -55,6 +55,13 @@ pub(crate) fn Passkeys() -> impl IntoView {
         });
     };
     let add = move |_| add_now();
+    // The password field takes the focus when it is asked for.
+    let password_field = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(field) = password_field.get() {
+            let _ = field.focus();
+        }
+    });
     let proved = move |result: Result<(), String>| match result {
         Ok(()) => {
             let _ = confirming.try_set(false);
@@ -144,7 +151,7 @@ pub(crate) fn Passkeys() -> impl IntoView {
                                         type="password"
                                         autocomplete="current-password"
                                         required
-                                        autofocus
+                                        node_ref=password_field
                                         prop:value=move || password.get()
                                         on:input=move |ev| password.set(event_target_value(&ev))
                                     />

@@ -1,5 +1,5 @@
 use anchor::Mode;
-use leptos::either::{Either, EitherOf3};
+use leptos::either::EitherOf3;
 use leptos::prelude::*;
 
 use crate::api::SessionPage;
@@ -268,25 +268,27 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         })}
                         // Drawn by the turns' part: only a page with turns has either.
                         {move || has_turns.get().then(|| drawer.part.get().map(|p| (p.dock)()))}
-                        {move || chat.outbox.get().filter(|o| o.session_id == chat.session_id.get() && o.failed.is_some()).map(|o| if o.stranded {
-                            Either::Left(view! {
-                                <div class="error-banner send-failed" role="alert" data-stranded="">
-                                    <span>
-                                        "Not sent: you signed out, and this browser is signed in as another account now. "
-                                        "Your message stays here and will not be sent; sign in again to send it."
-                                    </span>
+                        {move || chat.outbox.get().filter(|o| o.session_id == chat.session_id.get() && o.failed.is_some()).map(|o| {
+                            // Another account's now (a shared device): never sent, and said so.
+                            let stranded = o.stranded;
+                            let said = if stranded {
+                                "Not sent: someone else is signed in here now. Your message stays here and will \
+                                 not be sent; sign in again to send it."
+                                    .to_owned()
+                            } else {
+                                format!(
+                                    "Not sent yet: {} Your message is kept and goes out when the server answers again.",
+                                    o.failed.unwrap_or_default()
+                                )
+                            };
+                            view! {
+                                <div class="error-banner send-failed" role="alert" data-stranded=stranded.then_some("")>
+                                    <span>{said}</span>
+                                    {(!stranded).then(|| view! {
+                                        <button type="button" class="banner-action" on:click=move |_| on_retry.run(())>"Retry now"</button>
+                                    })}
                                 </div>
-                            })
-                        } else {
-                            Either::Right(view! {
-                                <div class="error-banner send-failed" role="alert">
-                                    <span>
-                                        "Not sent yet: " {o.failed.unwrap_or_default()}
-                                        " Your message is kept and goes out when the server answers again."
-                                    </span>
-                                    <button type="button" class="banner-action" on:click=move |_| on_retry.run(())>"Retry now"</button>
-                                </div>
-                            })
+                            }
                         })}
                         {move || chat.error.get().map(|e| view! {
                             <div class="error-banner" role="alert" data-network=either(move || e.network, "true", "false")>

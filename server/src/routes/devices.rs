@@ -202,8 +202,9 @@ pub async fn confirm(
             .await
             .map_err(crate::routes::sign_in::throttled_error)?;
     if !matches {
+        // 403, not 401: the browser is still signed in (401 sends the page to sign in).
         return Err(ApiError::refusal(
-            StatusCode::UNAUTHORIZED,
+            StatusCode::FORBIDDEN,
             "that is not the password",
         ));
     }

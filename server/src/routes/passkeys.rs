@@ -370,12 +370,22 @@ pub async fn confirm(
         .throttle
         .reserve(&keys, std::time::Instant::now())
         .map_err(throttled_error)?;
-    let (signer, _) = finish_sign_in(&state, &headers, body).await?;
+    // 403, not 401, when it proves nothing: the browser is still signed in.
+    let not_you = || {
+        ApiError::refusal(
+            StatusCode::FORBIDDEN,
+            "that passkey did not confirm it is you: use the password",
+        )
+    };
+    let (signer, _) =
+        finish_sign_in(&state, &headers, body)
+            .await
+            .map_err(|e| match e.status() {
+                StatusCode::UNAUTHORIZED => not_you(),
+                _ => e,
+            })?;
     if signer.id != user.id {
-        return Err(ApiError::refusal(
-            StatusCode::UNAUTHORIZED,
-            "that passkey is another account's",
-        ));
+        return Err(not_you());
     }
     state.throttle.succeeded(reservation);
     proved(&state, &headers).await?;

@@ -9,9 +9,11 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
+mod accounts;
 pub mod sql;
 mod types;
 
+pub use accounts::*;
 pub use types::*;
 
 /// Conversations: created, listed, searched, renamed, deleted and restored, pinned or archived,

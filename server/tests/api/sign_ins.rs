@@ -70,7 +70,8 @@ async fn a_stolen_cookie_cannot_add_a_passkey_without_the_password() {
             json!({"password": wrong}),
         )
         .await;
-        assert_eq!(code, 401, "{body}");
+        // 403: she is still signed in (401 would send her page to sign in).
+        assert_eq!(code, 403, "{body}");
         let (code, _) = post_local(&app, &alice, "/api/passkeys/register/start", json!({})).await;
         assert_eq!(code, 403);
     }
@@ -95,7 +96,7 @@ async fn a_stolen_cookie_cannot_add_a_passkey_without_the_password() {
             json!({"password": "guess guess"}),
         )
         .await;
-        assert!(code == 401 || code == 429, "{code}");
+        assert!(code == 403 || code == 429, "{code}");
         held |= code == 429;
     }
     assert!(held, "guesses are held back");
