@@ -121,6 +121,9 @@ test("a message typed by one person is never sent as the next one's", async ({ b
   await expect(stranded).toContainText("will not be sent", { timeout: 20_000 });
   await expect(box).toHaveValue("alice's private note to herself");
   await expect(first.getByRole("button", { name: "Retry now" })).toHaveCount(0);
+  // Nothing on the page sends it.
+  await expect(first.locator(".composer-send")).toHaveText("Not sent");
+  await expect(first.locator(".composer-send")).toBeDisabled();
   await first.screenshot({ path: testInfo.outputPath("stranded.png") });
   // Nothing tries again.
   await first.waitForTimeout(3_000);
@@ -159,7 +162,10 @@ test("a sign-out that cannot reach the server says so and clears what it can", a
   await expect(said).toBeVisible();
   await expect(said).toContainText("still signed in");
   expect(Object.values(await drafts(page))).not.toContain("a draft on a train");
-  if (isPhone(page)) await page.keyboard.press("Escape");
+  await expect(page.getByRole("textbox", { name: "Message" })).toHaveValue("");
+  // In view: on a phone the drawer has given way to it.
+  await expect(said).toBeInViewport();
+  await expect(page.locator("[data-drawer='open']")).toHaveCount(0);
   await page.screenshot({ path: testInfo.outputPath("offline-sign-out.png") });
   // Back online, signing out signs out.
   await page.unroute("**/*");

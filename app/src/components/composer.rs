@@ -90,7 +90,10 @@ pub(crate) fn Composer(
         running_turn.track();
         stopping.set(false);
     });
+    // Refused as another account's (a shared device): nothing sends it from this page.
+    let stranded = Memo::new(move |_| chat.outbox.with(|o| o.as_ref().is_some_and(|o| o.stranded)));
     let label = move || match (blank(), sending.get(), running.get()) {
+        _ if stranded.get() => "Not sent",
         (false, Some(false), _) => "Sending…",
         (false, Some(true), _) => "Retry",
         (false, None, true) => "Queue",
@@ -211,7 +214,7 @@ pub(crate) fn Composer(
                 data-action=dynamic(move || action(label()))
                 disabled=dynamic(move || {
                     (blank() && !running.get()) || stopping.get() || sending.get() == Some(false)
-                        || (!blank() && uploading.get())
+                        || (!blank() && uploading.get()) || stranded.get()
                 })
                 on:click=on_button
             >

@@ -384,6 +384,9 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     // saved pages as the request left); the sign-in itself stays on the
                     // server, and this browser holds its cookie: said, not hidden.
                     crate::components::forget_drafts();
+                    chat.draft.set(String::new());
+                    // Said where it is seen: the drawer (on a phone) gives way to it.
+                    on_close.run(());
                     chat.error.set(Some(crate::state::Problem {
                         message: "Not signed out: the server could not be reached, so this \
                                   device is still signed in. Its drafts and saved pages are \

@@ -272,8 +272,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                             // Another account's now (a shared device): never sent, and said so.
                             let stranded = o.stranded;
                             let said = if stranded {
-                                "Not sent: someone else is signed in here now. Your message stays here and will \
-                                 not be sent; sign in again to send it."
+                                "Not sent: someone else is signed in here now. Your message stays in the box \
+                                 and will not be sent from this page."
                                     .to_owned()
                             } else {
                                 format!(
