@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
 import { type Page } from "@playwright/test";
-import { freePort, kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
+import { cli, freePort, kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
 import { hydrated, isPhone, lastTurn, send } from "./support";
 
 // A server of its own with accounts, made as a person makes them: with the CLI.
@@ -13,15 +13,8 @@ let dataDir = "";
 let base = "";
 
 function addUser(name: string, password: string, admin = false): void {
-  const args = ["--data-dir", dataDir, "user", "add", name, ...(admin ? ["--admin"] : [])];
-  const run = spawnSync(serverBinary(), args, {
-    cwd: root,
-    input: `${password}\n`,
-    env: { ...process.env, RUST_LOG: "warn" },
-    encoding: "utf8",
-  });
-  expect(run.status, run.stderr).toBe(0);
-  expect(run.stdout).toContain(`"${name}"`);
+  const said = cli(dataDir, ["user", "add", name, ...(admin ? ["--admin"] : [])], `${password}\n`);
+  expect(said).toContain(`"${name}"`);
 }
 
 test.beforeAll(async ({ request }, testInfo) => {

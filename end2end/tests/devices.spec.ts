@@ -1,10 +1,10 @@
 import { test, expect } from "./fixtures";
-import { spawnSync, type ChildProcess } from "child_process";
+import { type ChildProcess } from "child_process";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
 import { type Browser, type Page } from "@playwright/test";
-import { freePort, kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
+import { cli, freePort, kill9, startServer, waitHealthy } from "./own_server";
 import { hydrated, isPhone } from "./support";
 
 // One device, two people; one person, several devices. A server of its own with two accounts.
@@ -17,13 +17,7 @@ let dataDir = "";
 let base = "";
 
 function addUser(name: string, password: string): void {
-  const run = spawnSync(serverBinary(), ["--data-dir", dataDir, "user", "add", name], {
-    cwd: root,
-    input: `${password}\n`,
-    env: { ...process.env, RUST_LOG: "warn" },
-    encoding: "utf8",
-  });
-  expect(run.status, run.stderr).toBe(0);
+  cli(dataDir, ["user", "add", name], `${password}\n`);
 }
 
 test.beforeAll(async ({ request }) => {

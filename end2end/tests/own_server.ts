@@ -1,5 +1,5 @@
 import { expect, type APIRequestContext } from "@playwright/test";
-import { spawn, type ChildProcess } from "child_process";
+import { spawn, spawnSync, type ChildProcess } from "child_process";
 import { closeSync, existsSync, openSync, rmSync, statSync } from "fs";
 import { createServer } from "net";
 import { tmpdir } from "os";
@@ -54,6 +54,19 @@ export function startServer(
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
+}
+
+/** Runs `server ARGS` on the data directory `dataDir` (the CLI: `user add`, `user passwd`…) with
+ * `input` on stdin; its output. The command must succeed. */
+export function cli(dataDir: string, args: string[], input = ""): string {
+  const run = spawnSync(serverBinary(), ["--data-dir", dataDir, ...args], {
+    cwd: root,
+    input,
+    env: { ...process.env, RUST_LOG: "warn" },
+    encoding: "utf8",
+  });
+  expect(run.status, run.stderr).toBe(0);
+  return run.stdout;
 }
 
 /** The environment of a server on the `openai` backend against `url`, its workspace in `dataDir`. */

@@ -1,10 +1,10 @@
 import { test, expect } from "./fixtures";
-import { spawnSync, type ChildProcess } from "child_process";
+import { type ChildProcess } from "child_process";
 import { mkdtempSync, rmSync } from "fs";
 import { tmpdir } from "os";
 import { join } from "path";
 import { type Page } from "@playwright/test";
-import { freePort, kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
+import { cli as runCli, freePort, kill9, startServer, waitHealthy } from "./own_server";
 import { hydrated, isPhone } from "./support";
 
 // Passkeys with Chromium's virtual authenticator (CDP's WebAuthn domain: a platform
@@ -16,14 +16,7 @@ let port = 0;
 const base = () => `http://localhost:${port}`;
 
 function cli(args: string[], input = ""): string {
-  const run = spawnSync(serverBinary(), ["--data-dir", dataDir, ...args], {
-    cwd: root,
-    input,
-    env: { ...process.env, RUST_LOG: "warn" },
-    encoding: "utf8",
-  });
-  expect(run.status, run.stderr).toBe(0);
-  return run.stdout;
+  return runCli(dataDir, args, input);
 }
 
 test.beforeAll(async ({ request }) => {

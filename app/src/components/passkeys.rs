@@ -199,23 +199,41 @@ mod webauthn {
         }
     }
 
-    /// The browser makes a credential from the server's options; its JSON form.
-    async fn create(options: &serde_json::Value) -> Result<serde_json::Value, String> {
+    /// The two ceremonies the browser's `navigator.credentials` holds.
+    #[derive(Clone, Copy)]
+    enum Ceremony {
+        /// `create`: a new passkey.
+        Make,
+        /// `get`: a passkey answers a challenge.
+        Use,
+    }
+
+    /// The browser's authenticator takes part in a ceremony with the server's options; the
+    /// credential it answers, in its JSON form.
+    async fn with_authenticator(
+        ceremony: Ceremony,
+        options: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        let (parser, method) = match ceremony {
+            Ceremony::Make => ("parseCreationOptionsFromJSON", "create"),
+            Ceremony::Use => ("parseRequestOptionsFromJSON", "get"),
+        };
+        let unable = || "This browser cannot use passkeys.".to_owned();
         let window = web_sys::window().ok_or("no window")?;
         let class = get(&window, "PublicKeyCredential");
-        let parse = get(&class, "parseCreationOptionsFromJSON")
+        let parse = get(&class, parser)
             .dyn_into::<Function>()
-            .map_err(|_| "This browser cannot make passkeys.".to_owned())?;
+            .map_err(|_| unable())?;
         let json = serde_json::to_string(&options["publicKey"]).map_err(|e| e.to_string())?;
         let json = JSON::parse(&json).map_err(|_| "unreadable options".to_owned())?;
         let public_key = parse.call1(&class, &json).map_err(|e| said(&e))?;
         let request = Object::new();
         let _ = Reflect::set(&request, &"publicKey".into(), &public_key);
         let credentials = get(&window.navigator(), "credentials");
-        let make = get(&credentials, "create")
+        let call = get(&credentials, method)
             .dyn_into::<Function>()
-            .map_err(|_| "This browser cannot make passkeys.".to_owned())?;
-        let promise = make
+            .map_err(|_| unable())?;
+        let promise = call
             .call1(&credentials, &request)
             .map_err(|e| said(&e))?
             .dyn_into::<js_sys::Promise>()
@@ -223,7 +241,7 @@ mod webauthn {
         let credential = JsFuture::from(promise).await.map_err(|e| said(&e))?;
         let to_json = get(&credential, "toJSON")
             .dyn_into::<Function>()
-            .map_err(|_| "This browser cannot make passkeys.".to_owned())?;
+            .map_err(|_| unable())?;
         let value = to_json.call0(&credential).map_err(|e| said(&e))?;
         let text = JSON::stringify(&value)
             .ok()
@@ -248,7 +266,9 @@ mod webauthn {
                 403 => Refused::Reauth,
                 _ => Refused::Said(f.message),
             })?;
-        let credential = create(&start.options).await.map_err(Refused::Said)?;
+        let credential = with_authenticator(Ceremony::Make, &start.options)
+            .await
+            .map_err(Refused::Said)?;
         let body = crate::api::PasskeyFinishBody {
             ceremony: start.ceremony,
             credential,
@@ -260,45 +280,12 @@ mod webauthn {
             .map_err(|f| Refused::Said(f.message))
     }
 
-    /// The browser's authenticator answers `options` (a sign-in ceremony); its JSON form.
-    async fn assert_with(options: &serde_json::Value) -> Result<serde_json::Value, String> {
-        let window = web_sys::window().ok_or("no window")?;
-        let class = get(&window, "PublicKeyCredential");
-        let parse = get(&class, "parseRequestOptionsFromJSON")
-            .dyn_into::<Function>()
-            .map_err(|_| "This browser cannot use passkeys.".to_owned())?;
-        let json = serde_json::to_string(&options["publicKey"]).map_err(|e| e.to_string())?;
-        let json = JSON::parse(&json).map_err(|_| "unreadable options".to_owned())?;
-        let public_key = parse.call1(&class, &json).map_err(|e| said(&e))?;
-        let request = Object::new();
-        let _ = Reflect::set(&request, &"publicKey".into(), &public_key);
-        let credentials = get(&window.navigator(), "credentials");
-        let ask = get(&credentials, "get")
-            .dyn_into::<Function>()
-            .map_err(|_| "This browser cannot use passkeys.".to_owned())?;
-        let promise = ask
-            .call1(&credentials, &request)
-            .map_err(|e| said(&e))?
-            .dyn_into::<js_sys::Promise>()
-            .map_err(|_| "no answer".to_owned())?;
-        let credential = JsFuture::from(promise).await.map_err(|e| said(&e))?;
-        let to_json = get(&credential, "toJSON")
-            .dyn_into::<Function>()
-            .map_err(|_| "This browser cannot use passkeys.".to_owned())?;
-        let value = to_json.call0(&credential).map_err(|e| said(&e))?;
-        let text = JSON::stringify(&value)
-            .ok()
-            .and_then(|s| s.as_string())
-            .ok_or("unreadable credential")?;
-        serde_json::from_str(&text).map_err(|e| e.to_string())
-    }
-
     /// A passkey of the account answers: the fresh proof, instead of the password.
     pub(super) async fn confirm() -> Result<(), String> {
         let start = crate::client::passkey_sign_in_start()
             .await
             .map_err(|f| f.message)?;
-        let credential = assert_with(&start.options).await?;
+        let credential = with_authenticator(Ceremony::Use, &start.options).await?;
         let body = crate::api::PasskeyFinishBody {
             ceremony: start.ceremony,
             credential,

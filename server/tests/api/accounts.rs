@@ -408,32 +408,15 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
     let share = shared["share"]["id"].as_str().unwrap().to_owned();
     // A ceremony of hers in progress, and a passkey of hers.
     let ceremony = {
-        let res = app
-            .client
-            .post(
-                app.url("/api/passkeys/register/start")
-                    .replace("127.0.0.1", "localhost"),
-            )
-            .header("cookie", &alice)
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 200);
-        let start: Value = res.json().await.unwrap();
+        let (code, start) = app
+            .post_local(Some(&alice), "/api/passkeys/register/start", json!({}))
+            .await;
+        assert_eq!(code, 200, "{start}");
         start["ceremony"].as_str().unwrap().to_owned()
     };
     app.store
         .add_passkey(
-            &server::store::StoredPasskey {
-                id: "passkey-hers".into(),
-                user_id: alice_id.clone(),
-                credential_id: "her-credential".into(),
-                name: "Alice's secret plans".into(),
-                passkey: "{}".into(),
-                created_at: 1.0,
-                last_used_at: None,
-            },
+            &crate::helpers::stored_passkey(&alice_id, "passkey-hers", "Alice's secret plans"),
             20,
         )
         .await

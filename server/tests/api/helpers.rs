@@ -152,6 +152,47 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// The id of the account `name`.
+    pub async fn user_id(&self, name: &str) -> String {
+        self.store
+            .users()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|u| u.name == name)
+            .unwrap_or_else(|| panic!("no account {name}"))
+            .id
+    }
+
+    /// POSTs JSON as the browser at `http://localhost:PORT` does (a passkey belongs to a
+    /// name, not an address), with `cookie` if given; the status and the JSON body.
+    pub async fn post_local(&self, cookie: Option<&str>, path: &str, body: Value) -> (u16, Value) {
+        let url = self.url(path).replace("127.0.0.1", "localhost");
+        let mut req = self.client.post(url).json(&body);
+        if let Some(cookie) = cookie {
+            req = req.header("cookie", cookie);
+        }
+        let res = req.send().await.unwrap();
+        let code = res.status().as_u16();
+        (code, res.json().await.unwrap_or(Value::Null))
+    }
+}
+
+/// A passkey of `user_id` as the store keeps one, named `name`, that no browser holds (its
+/// credential is no key: enough for what is kept of it, never to sign in).
+pub fn stored_passkey(user_id: &str, id: &str, name: &str) -> server::store::StoredPasskey {
+    server::store::StoredPasskey {
+        id: id.to_owned(),
+        user_id: user_id.to_owned(),
+        credential_id: format!("credential-of-{id}"),
+        name: name.to_owned(),
+        passkey: "{}".into(),
+        created_at: 1.0,
+        last_used_at: None,
+    }
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.shutdown.cancel();

@@ -4,24 +4,14 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::TestApp;
-
-/// POSTs JSON to the server as the browser at `http://localhost:PORT` does.
-async fn post_local(app: &TestApp, cookie: Option<&str>, path: &str, body: Value) -> (u16, Value) {
-    let url = app.url(path).replace("127.0.0.1", "localhost");
-    let mut req = app.client.post(url).json(&body);
-    if let Some(cookie) = cookie {
-        req = req.header("cookie", cookie);
-    }
-    let res = req.send().await.unwrap();
-    let code = res.status().as_u16();
-    (code, res.json().await.unwrap_or(Value::Null))
-}
+use crate::helpers::{stored_passkey, TestApp};
 
 #[tokio::test]
 async fn passkeys_need_an_account_and_a_site_name() {
     let app = TestApp::builder().spawn().await;
-    let (code, body) = post_local(&app, None, "/api/passkeys/register/start", json!({})).await;
+    let (code, body) = app
+        .post_local(None, "/api/passkeys/register/start", json!({}))
+        .await;
     assert_eq!(code, 400);
     assert!(
         body["error"].as_str().unwrap().contains("server user add"),
@@ -43,13 +33,9 @@ async fn passkeys_need_an_account_and_a_site_name() {
 async fn a_ceremony_is_the_accounts_and_is_answered_once() {
     let app = TestApp::builder().spawn().await;
     let (alice, bob) = app.two_users(false).await;
-    let (code, start) = post_local(
-        &app,
-        Some(&alice),
-        "/api/passkeys/register/start",
-        json!({}),
-    )
-    .await;
+    let (code, start) = app
+        .post_local(Some(&alice), "/api/passkeys/register/start", json!({}))
+        .await;
     assert_eq!(code, 200, "{start}");
     let options = &start["options"]["publicKey"];
     assert_eq!(options["rp"]["id"], json!("localhost"));
@@ -71,21 +57,18 @@ async fn a_ceremony_is_the_accounts_and_is_answered_once() {
 
     // Bob cannot answer hers: it is sealed as hers.
     let finish = json!({"ceremony": ceremony, "credential": {}});
-    let (code, body) = post_local(
-        &app,
-        Some(&bob),
-        "/api/passkeys/register/finish",
-        finish.clone(),
-    )
-    .await;
+    let (code, body) = app
+        .post_local(Some(&bob), "/api/passkeys/register/finish", finish.clone())
+        .await;
     assert_eq!(code, 400);
     assert!(
         body["error"].as_str().unwrap().contains("start again"),
         "{body}"
     );
     // Hers, answered with something that is no credential: refused for that.
-    let (code, body) =
-        post_local(&app, Some(&alice), "/api/passkeys/register/finish", finish).await;
+    let (code, body) = app
+        .post_local(Some(&alice), "/api/passkeys/register/finish", finish)
+        .await;
     assert_eq!(code, 400);
     assert!(
         body["error"].as_str().unwrap().contains("not a credential"),
@@ -100,13 +83,13 @@ async fn a_ceremony_is_the_accounts_and_is_answered_once() {
     sealed["u"] = json!("someone-else");
     let forged = format!("{}.{seal}", b64.encode(sealed.to_string()));
     for ceremony in [forged, "ceremony-none".to_owned(), "x".repeat(40_000)] {
-        let (code, body) = post_local(
-            &app,
-            Some(&alice),
-            "/api/passkeys/register/finish",
-            json!({"ceremony": ceremony, "credential": {}}),
-        )
-        .await;
+        let (code, body) = app
+            .post_local(
+                Some(&alice),
+                "/api/passkeys/register/finish",
+                json!({"ceremony": ceremony, "credential": {}}),
+            )
+            .await;
         assert_eq!(code, 400);
         assert!(
             body["error"].as_str().unwrap().contains("start again"),
@@ -133,7 +116,7 @@ async fn signing_in_with_a_passkey_asks_for_no_name_and_names_no_one() {
         json!({"username": "alice"}),
         json!({"username": "nobody"}),
     ] {
-        let (code, start) = post_local(&app, None, "/api/auth/passkey/start", body).await;
+        let (code, start) = app.post_local(None, "/api/auth/passkey/start", body).await;
         assert_eq!(code, 200, "{start}");
         let options = &start["options"];
         assert!(options.get("mediation").is_none(), "{options}");
@@ -152,15 +135,17 @@ async fn signing_in_with_a_passkey_asks_for_no_name_and_names_no_one() {
     assert!(shapes.iter().all(|s| s == &shapes[0]), "{shapes:?}");
 
     // A made-up ceremony signs nobody in.
-    let (code, body) = post_local(
-        &app,
-        None,
-        "/api/auth/passkey/finish",
-        json!({"ceremony": "ceremony-none", "credential": {}}),
-    )
-    .await;
+    let (code, body) = app
+        .post_local(
+            None,
+            "/api/auth/passkey/finish",
+            json!({"ceremony": "ceremony-none", "credential": {}}),
+        )
+        .await;
     assert_eq!(code, 400, "{body}");
-    let (code, body) = post_local(&app, None, "/api/auth/passkey/finish", json!({"x": 1})).await;
+    let (code, body) = app
+        .post_local(None, "/api/auth/passkey/finish", json!({"x": 1}))
+        .await;
     assert!((400..500).contains(&code), "{code}");
     assert!(body["error"].is_string());
 }
@@ -305,15 +290,7 @@ async fn passkeys_outlive_a_new_password_and_go_with_their_account() {
         .into_iter()
         .find(|u| u.name == "alice")
         .unwrap();
-    let key = |n: u32| server::store::StoredPasskey {
-        id: format!("passkey-{n}"),
-        user_id: alice.id.clone(),
-        credential_id: format!("credential-{n}"),
-        name: format!("Key {n}"),
-        passkey: "{}".into(),
-        created_at: f64::from(n),
-        last_used_at: None,
-    };
+    let key = |n: u32| stored_passkey(&alice.id, &format!("passkey-{n}"), &format!("Key {n}"));
     for n in 0..server::routes::MAX_PASSKEYS {
         app.store
             .add_passkey(&key(n), server::routes::MAX_PASSKEYS)

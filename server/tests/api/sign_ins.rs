@@ -8,21 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::accounts::{run_with_stdin, server_cmd};
-use crate::helpers::{TestApp, ALICE_PASSWORD, BOB_PASSWORD};
-
-/// POSTs JSON as the browser at `http://localhost:PORT` does (a passkey needs a name).
-async fn post_local(app: &TestApp, cookie: &str, path: &str, body: Value) -> (u16, Value) {
-    let res = app
-        .client
-        .post(app.url(path).replace("127.0.0.1", "localhost"))
-        .header("cookie", cookie)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let code = res.status().as_u16();
-    (code, res.json().await.unwrap_or(Value::Null))
-}
+use crate::helpers::{stored_passkey, TestApp, ALICE_PASSWORD, BOB_PASSWORD};
 
 /// Signs in as `name` from a browser that says it is `agent`; the cookie.
 async fn sign_in_as(app: &TestApp, name: &str, password: &str, agent: &str) -> String {
@@ -50,11 +36,15 @@ async fn a_stolen_cookie_cannot_add_a_passkey_without_the_password() {
         .await;
     let (alice, _) = app.two_users(false).await;
     // Just signed in with the password: fresh.
-    let (code, body) = post_local(&app, &alice, "/api/passkeys/register/start", json!({})).await;
+    let (code, body) = app
+        .post_local(Some(&alice), "/api/passkeys/register/start", json!({}))
+        .await;
     assert_eq!(code, 200, "{body}");
     // A while later, the cookie alone (borrowed, stolen) adds nothing that lasts.
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let (code, body) = post_local(&app, &alice, "/api/passkeys/register/start", json!({})).await;
+    let (code, body) = app
+        .post_local(Some(&alice), "/api/passkeys/register/start", json!({}))
+        .await;
     assert_eq!(code, 403, "{body}");
     assert_eq!(body["reauth"], json!(true));
     assert!(
@@ -63,39 +53,43 @@ async fn a_stolen_cookie_cannot_add_a_passkey_without_the_password() {
     );
     // Another account's password, or a wrong one, proves nothing.
     for wrong in [BOB_PASSWORD, "not the password at all"] {
-        let (code, body) = post_local(
-            &app,
-            &alice,
-            "/api/auth/confirm",
-            json!({"password": wrong}),
-        )
-        .await;
+        let (code, body) = app
+            .post_local(
+                Some(&alice),
+                "/api/auth/confirm",
+                json!({"password": wrong}),
+            )
+            .await;
         // 403: she is still signed in (401 would send her page to sign in).
         assert_eq!(code, 403, "{body}");
-        let (code, _) = post_local(&app, &alice, "/api/passkeys/register/start", json!({})).await;
+        let (code, _) = app
+            .post_local(Some(&alice), "/api/passkeys/register/start", json!({}))
+            .await;
         assert_eq!(code, 403);
     }
     // Her password, given again: fresh for a while.
-    let (code, body) = post_local(
-        &app,
-        &alice,
-        "/api/auth/confirm",
-        json!({"password": ALICE_PASSWORD}),
-    )
-    .await;
+    let (code, body) = app
+        .post_local(
+            Some(&alice),
+            "/api/auth/confirm",
+            json!({"password": ALICE_PASSWORD}),
+        )
+        .await;
     assert_eq!(code, 200, "{body}");
-    let (code, body) = post_local(&app, &alice, "/api/passkeys/register/start", json!({})).await;
+    let (code, body) = app
+        .post_local(Some(&alice), "/api/passkeys/register/start", json!({}))
+        .await;
     assert_eq!(code, 200, "{body}");
     // Guessing through the confirmation is counted as signing in is.
     let mut held = false;
     for _ in 0..8 {
-        let (code, _) = post_local(
-            &app,
-            &alice,
-            "/api/auth/confirm",
-            json!({"password": "guess guess"}),
-        )
-        .await;
+        let (code, _) = app
+            .post_local(
+                Some(&alice),
+                "/api/auth/confirm",
+                json!({"password": "guess guess"}),
+            )
+            .await;
         assert!(code == 403 || code == 429, "{code}");
         held |= code == 429;
     }
@@ -172,28 +166,9 @@ async fn settings_lists_where_the_account_is_signed_in_and_ends_any_of_it() {
 async fn a_removed_passkey_ends_the_sign_ins_it_made() {
     let app = TestApp::builder().spawn().await;
     let (alice, _) = app.two_users(false).await;
-    let alice_id = app
-        .store
-        .users()
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|u| u.name == "alice")
-        .unwrap()
-        .id;
+    let alice_id = app.user_id("alice").await;
     app.store
-        .add_passkey(
-            &server::store::StoredPasskey {
-                id: "passkey-phone".into(),
-                user_id: alice_id.clone(),
-                credential_id: "phone-credential".into(),
-                name: "Phone".into(),
-                passkey: "{}".into(),
-                created_at: 1.0,
-                last_used_at: None,
-            },
-            20,
-        )
+        .add_passkey(&stored_passkey(&alice_id, "passkey-phone", "Phone"), 20)
         .await
         .unwrap();
     // A browser signed in with that passkey (as `passkeys::sign_in_finish` records it).
@@ -251,14 +226,12 @@ async fn a_new_password_ends_every_sign_in_and_the_passkeys_unless_kept() {
     };
     let users = app.store.users().await.unwrap();
     let id_of = |name: &str| users.iter().find(|u| u.name == name).unwrap().id.clone();
-    let key = |user: &str, n: u32| server::store::StoredPasskey {
-        id: format!("passkey-{user}-{n}"),
-        user_id: id_of(user),
-        credential_id: format!("credential-{user}-{n}"),
-        name: format!("Key {n}"),
-        passkey: "{}".into(),
-        created_at: f64::from(n),
-        last_used_at: None,
+    let key = |user: &str, n: u32| {
+        stored_passkey(
+            &id_of(user),
+            &format!("passkey-{user}-{n}"),
+            &format!("Key {n}"),
+        )
     };
     for (name, n) in [("alice", 1), ("alice", 2), ("bob", 1)] {
         app.store.add_passkey(&key(name, n), 20).await.unwrap();
@@ -314,20 +287,22 @@ async fn a_new_password_ends_every_sign_in_and_the_passkeys_unless_kept() {
         let uuid = uuid::Uuid::parse_str(&id_of("alice")).unwrap();
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(uuid.as_bytes())
     };
-    let (code, start) = post_local(&app, "", "/api/auth/passkey/start", json!({})).await;
+    let (code, start) = app
+        .post_local(None, "/api/auth/passkey/start", json!({}))
+        .await;
     assert_eq!(code, 200, "{start}");
     let credential = json!({
         "id": "Y3JlZA", "rawId": "Y3JlZA", "type": "public-key",
         "response": {"authenticatorData": "AA", "clientDataJSON": "AA", "signature": "AA",
                      "userHandle": handle},
     });
-    let (code, body) = post_local(
-        &app,
-        "",
-        "/api/auth/passkey/finish",
-        json!({"ceremony": start["ceremony"], "credential": credential}),
-    )
-    .await;
+    let (code, body) = app
+        .post_local(
+            None,
+            "/api/auth/passkey/finish",
+            json!({"ceremony": start["ceremony"], "credential": credential}),
+        )
+        .await;
     assert_eq!(code, 401, "{body}");
     assert!(
         body["error"].as_str().unwrap().contains("removed"),

@@ -47,16 +47,10 @@ async fn thirty_copies_and_ten_large_imports_at_once_stay_within_a_memory_bound(
     let pid = server.child.id();
     let client = reqwest::Client::new();
     let url = |path: &str| format!("{}{path}", server.base);
+    let api = crate::helpers::Api::new(&server.base);
     let mut cookies = Vec::new();
     for name in &names {
-        let res = client
-            .post(url("/api/auth/login"))
-            .json(&json!({"username": name, "password": "a long password 1"}))
-            .send()
-            .await
-            .unwrap();
-        let set = res.headers()["set-cookie"].to_str().unwrap().to_owned();
-        cookies.push(set.split(';').next().unwrap().to_owned());
+        cookies.push(api.sign_in(name, "a long password 1").await);
     }
     // Each account has a conversation whose export is 3 MB.
     let three = export_of(105, 100, "word ");
