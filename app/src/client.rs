@@ -29,6 +29,8 @@ pub struct Failure {
     /// The browser is signed in as another account than the one this page was shown to:
     /// nothing was done (see [`set_account`]).
     pub account_changed: bool,
+    /// What was asked needs the password (or a passkey) given again first.
+    pub reauth: bool,
 }
 
 impl Failure {
@@ -37,7 +39,7 @@ impl Failure {
         Failure {
             status,
             message: message.into(),
-            account_changed: false,
+            ..Failure::default()
         }
     }
 }
@@ -456,6 +458,7 @@ async fn answer<A: DeserializeOwned>(
             .to_owned();
         Err(Failure {
             account_changed: body["account_changed"] == Value::Bool(true),
+            reauth: body["reauth"] == Value::Bool(true),
             ..Failure::new(status, message)
         })
     }

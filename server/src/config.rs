@@ -99,6 +99,17 @@ pub struct Config {
     )]
     pub otlp_events: tracing_subscriber::filter::LevelFilter,
 
+    /// Names of this machine the server answers at besides localhost, its addresses and
+    /// `--public-url`'s host (`nas.local,chat.lan`): any other name is refused, so that a page
+    /// elsewhere cannot reach the server through a name of its own (DNS rebinding)
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
+
     /// The address people reach the server at, through a proxy (`https://chat.example.org`): its
     /// host passes the Host check and its origin the cross-site check; https marks the sign-in
     /// cookie Secure
@@ -398,6 +409,7 @@ impl Config {
             max_attachment_storage: self.max_attachment_storage_mb.saturating_mul(1 << 20),
             max_storage_per_user: self.max_storage_per_user.saturating_mul(1 << 20),
             fresh_proof: std::time::Duration::from_secs(self.fresh_proof_secs),
+            import_wait: crate::limits::DEFAULTS.import_wait,
             header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
             max_connections: self.max_connections.max(1),
             max_connections_per_address: self.max_connections_per_address.max(1),

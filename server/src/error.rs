@@ -77,6 +77,8 @@ api_errors! {
     Forbidden = FORBIDDEN, forbidden;
     /// 404: no such thing, or not the caller's (see [`ApiError::not_found`]).
     NotFound = NOT_FOUND;
+    /// 408: the request's body did not arrive in time.
+    RequestTimeout = REQUEST_TIMEOUT, request_timeout;
     /// 409: the thing is not in a state that allows it.
     Conflict = CONFLICT, conflict;
     /// 413: past a size limit.

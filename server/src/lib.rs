@@ -76,6 +76,9 @@ pub struct AppState {
     pub heartbeat: Duration,
     /// Where people reach the server through a proxy, if it says.
     pub public_url: Option<security::PublicUrl>,
+    /// Names of this machine the server answers at besides (`--allowed-hosts`).
+    #[from_ref(skip)]
+    pub allowed_hosts: Arc<[String]>,
     /// Sign-in attempts of the last minute, and the password hashing places.
     pub throttle: Arc<throttle::Throttle>,
     /// What one account, and everyone, may hold at once.
@@ -124,6 +127,7 @@ impl AppState {
         let lease = Duration::from_secs(config.lease_secs);
         let mut state = Self::assemble(store, adapter, leptos_options, shutdown, lease).await;
         state.public_url = config.public_url.clone();
+        state.allowed_hosts = config.allowed_hosts.clone().into();
         state.limits = config.limits();
         if config.leptos_watch {
             state.bundle = Arc::new(offline::Bundle::watched());
@@ -195,6 +199,7 @@ impl AppState {
             shutdown,
             heartbeat: routes::stream::HEARTBEAT,
             public_url: None,
+            allowed_hosts: Arc::from(Vec::new()),
             throttle: Arc::default(),
             limits: limits::Limits::default(),
             streams: Arc::default(),

@@ -40,6 +40,8 @@ pub struct Limits {
     pub max_storage_per_user: u64,
     /// How long the password (or a passkey) given counts as a fresh proof.
     pub fresh_proof: Duration,
+    /// How long an import's file may take to arrive (it holds a transfer's place meanwhile).
+    pub import_wait: Duration,
     /// How long a connection may take to send a request's headers.
     pub header_timeout: Duration,
     /// Connections open at once on the server.
@@ -60,6 +62,7 @@ pub const DEFAULTS: Limits = Limits {
     max_attachment_storage: 1 << 30,
     max_storage_per_user: 2 << 30,
     fresh_proof: Duration::from_secs(300),
+    import_wait: Duration::from_secs(60),
     header_timeout: Duration::from_secs(10),
     max_connections: 4096,
     max_connections_per_address: 128,

@@ -115,10 +115,11 @@ pub fn known_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
 }
 
 /// Whether a request may be answered by the name it gives the server, in every mode: this
-/// machine's names, the `--public-url` host, or an address (`192.168.1.5`, `[fd00::1]`),
-/// which no other site's page can be made to use for itself; never another name, which is
-/// what DNS rebinding sends (another site's name, made to resolve to this server).
-pub fn allowed_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool {
+/// machine's names, the `--public-url` host, a name of `also` (`--allowed-hosts`), or an
+/// address (`192.168.1.5`, `[fd00::1]`), which no other site's page can be made to use for
+/// itself; never another name, which is what DNS rebinding sends (another site's name, made
+/// to resolve to this server).
+pub fn allowed_host(headers: &HeaderMap, public_url: Option<&PublicUrl>, also: &[String]) -> bool {
     if known_host(headers, public_url) {
         return true;
     }
@@ -127,6 +128,13 @@ pub fn allowed_host(headers: &HeaderMap, public_url: Option<&PublicUrl>) -> bool
     };
     let host = host.to_ascii_lowercase();
     let name = host_name(&host);
+    // Names the operator gave (`--allowed-hosts nas.local`): the machine's own on its network.
+    if also
+        .iter()
+        .any(|allowed| allowed.eq_ignore_ascii_case(name))
+    {
+        return true;
+    }
     let bare = name.trim_start_matches('[').trim_end_matches(']');
     let port_ok = host[name.len()..]
         .strip_prefix(':')
@@ -280,7 +288,7 @@ mod tests {
         );
         // In every mode, a name is this machine's or the public one; an address is any.
         let allowed = |host: &'static str, public: Option<&PublicUrl>| {
-            allowed_host(&headers(&[("host", host)]), public)
+            allowed_host(&headers(&[("host", host)]), public, &[])
         };
         for host in [
             "localhost:3000",
@@ -300,6 +308,18 @@ mod tests {
         }
         assert!(allowed("chat.example.org:443", Some(&public)));
         assert!(!allowed("rebound.example.org", Some(&public)));
+        // A name the operator allows, in any case.
+        let nas = ["nas.local".to_owned()];
+        assert!(allowed_host(
+            &headers(&[("host", "NAS.local:3000")]),
+            None,
+            &nas
+        ));
+        assert!(!allowed_host(
+            &headers(&[("host", "nas.local.evil.example")]),
+            None,
+            &nas
+        ));
         assert!(PublicUrl::parse("chat.example.org").is_err());
         assert!(PublicUrl::parse("ftp://x").is_err());
         assert_eq!(public.path, "");

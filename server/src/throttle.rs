@@ -201,8 +201,14 @@ impl Default for Throttle {
 /// The keys a sign-in counts against: the name (case folded) and the address (see
 /// [`address_key`]).
 pub fn keys(name: &str, ip: &str) -> [String; 2] {
-    [format!("{NAME}{}", name.to_lowercase()), address_key(ip)]
+    // A name is at most 64 characters: a longer one (no account's) is counted by its start,
+    // so that nobody's made-up names make the table large.
+    let name: String = name.to_lowercase().chars().take(NAME_CHARS).collect();
+    [format!("{NAME}{name}"), address_key(ip)]
 }
+
+/// The characters of a name its key keeps (an account's name has at most 64).
+const NAME_CHARS: usize = 65;
 
 /// The key of an address: an IPv6 address by its /64, which one machine usually holds whole.
 pub fn address_key(ip: &str) -> String {
@@ -255,18 +261,37 @@ impl Throttle {
         hash: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, Refused> {
         let busy = Refused::Busy(Duration::from_secs(2));
-        // Those hashing hold a place and count as waiting too.
-        if self.waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING + self.places {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        // Those hashing hold a place and count as waiting too; the count is given back
+        // however this ends, a client that hangs up (the request dropped mid-wait) too.
+        let waiting = Waiting::take(&self.waiting);
+        if waiting.before >= MAX_WAITING + self.places {
             return Err(busy);
         }
         let permit = tokio::time::timeout(HASH_WAIT, self.hashing.acquire()).await;
-        let result = match permit {
+        match permit {
             Ok(Ok(_permit)) => tokio::task::spawn_blocking(hash).await.map_err(|_| busy),
             _ => Err(busy),
-        };
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-        result
+        }
+    }
+}
+
+/// One more waiting for a hashing place, until dropped.
+struct Waiting<'a> {
+    count: &'a AtomicUsize,
+    /// How many waited before this one.
+    before: usize,
+}
+
+impl<'a> Waiting<'a> {
+    fn take(count: &'a AtomicUsize) -> Self {
+        let before = count.fetch_add(1, Ordering::SeqCst);
+        Waiting { count, before }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -382,6 +407,46 @@ mod tests {
             throttle.share_views.reserve(&here, t0).unwrap();
         }
         assert!(throttle.share_views.reserve(&here, t0).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_sign_in_dropped_while_it_waits_gives_its_place_back() {
+        let throttle = std::sync::Arc::new(Throttle::new(1, 10));
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        // One hashes (and holds the only place); the rest wait, then are dropped (their
+        // clients hung up).
+        let busy = {
+            let throttle = throttle.clone();
+            tokio::spawn(async move {
+                throttle
+                    .hash(move || {
+                        let _ = held.recv();
+                    })
+                    .await
+            })
+        };
+        let mut waiting = Vec::new();
+        for _ in 0..(MAX_WAITING + 5) {
+            let throttle = throttle.clone();
+            waiting.push(tokio::spawn(async move { throttle.hash(|| ()).await }));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for task in &waiting {
+            task.abort();
+        }
+        for task in waiting {
+            let _ = task.await;
+        }
+        hold.send(()).unwrap();
+        busy.await.unwrap().unwrap();
+        assert_eq!(throttle.waiting.load(Ordering::SeqCst), 0);
+        assert!(throttle.hash(|| 7).await.is_ok(), "a place for the next");
+    }
+
+    #[test]
+    fn a_long_made_up_name_is_counted_by_its_start() {
+        let long = "x".repeat(10_000);
+        assert_eq!(keys(&long, "1.2.3.4")[0].len(), "name:".len() + NAME_CHARS);
     }
 
     #[test]

@@ -260,12 +260,13 @@ mod webauthn {
 
     /// Adds a passkey: the server's options, the browser's dialog, the server keeps it.
     pub(super) async fn add() -> Result<(), Refused> {
-        let start = crate::client::passkey_start()
-            .await
-            .map_err(|f| match f.status {
-                403 => Refused::Reauth,
-                _ => Refused::Said(f.message),
-            })?;
+        let start = crate::client::passkey_start().await.map_err(|f| {
+            if f.reauth {
+                Refused::Reauth
+            } else {
+                Refused::Said(f.message)
+            }
+        })?;
         let credential = with_authenticator(Ceremony::Make, &start.options)
             .await
             .map_err(Refused::Said)?;

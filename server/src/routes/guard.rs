@@ -39,11 +39,13 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     // In every mode: a page of another site whose name was made to resolve to this server
     // (DNS rebinding) reaches it by that name and reads what it is answered (a sign-in page,
     // a passkey ceremony to crowd out): nothing is answered to a name that is not this one's.
-    if !allowed_host(request.headers(), public_url) {
+    // `/healthz` says nothing but "ok": a container's health check may ask it by any name.
+    let health = request.uri().path() == app::api::paths::HEALTH;
+    if !health && !allowed_host(request.headers(), public_url, &state.allowed_hosts) {
         return refuse(
             StatusCode::FORBIDDEN,
-            "this server answers at localhost, at an address, or at its --public-url; not at \
-             this name",
+            "this server answers at localhost, at an address, at its --public-url or at a name \
+             of --allowed-hosts; not at this name",
         );
     }
     match check_write(

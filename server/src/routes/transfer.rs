@@ -51,8 +51,17 @@ pub async fn import(
     let _transfer = state
         .transfers
         .transfer(viewer.owner().unwrap_or_default())?;
-    let bytes = axum::body::to_bytes(body, MAX_IMPORT_BYTES)
+    // The file arrives within a while: a trickle holds no place of the server's for long.
+    let wait = state.limits.import_wait;
+    let bytes = tokio::time::timeout(wait, axum::body::to_bytes(body, MAX_IMPORT_BYTES))
         .await
+        .map_err(|_| {
+            ApiError::request_timeout(format!(
+                "the file took longer than {} s to arrive: try again",
+                wait.as_secs()
+            ))
+            .with("limit", "import_wait")
+        })?
         .map_err(|_| too_large())?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| ApiError::bad_request(format!("the file is not UTF-8 text ({e})")))?;

@@ -80,7 +80,15 @@ impl Approval {
     /// Writing `path` in the workspace with `tool`: this file, or any file under its folder
     /// (a file at the top has no folder to offer: the whole workspace is never offered).
     pub fn write(tool: &str, path: &str, description: &str) -> Self {
-        let path = path.trim().trim_start_matches("./");
+        // A path that names its folder plainly; one that climbs (`notes/../src/x`) is this
+        // file alone, never covered by a folder's permission.
+        let Some(path) = plain_path(path) else {
+            let mut alone = Approval::command(&format!("{tool} {}", path.trim()), description);
+            alone.exact_words = format!("writing `{}`", path.trim());
+            alone.destructive = false;
+            return alone;
+        };
+        let path = path.as_str();
         let exact = format!("{tool} {path}");
         let folders: Vec<&str> = path
             .char_indices()
@@ -170,6 +178,24 @@ impl Approval {
             "status": "pending",
         })
     }
+}
+
+/// `path` by its parts (`./a//b` is `a/b`); `None` when one climbs (`..`), the path starts at
+/// the root, or a part holds a backslash.
+fn plain_path(path: &str) -> Option<String> {
+    let path = path.trim();
+    if path.starts_with('/') {
+        return None;
+    }
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    let plain = !parts.is_empty()
+        && parts
+            .iter()
+            .all(|part| *part != ".." && !part.contains('\\'));
+    plain.then(|| parts.join("/"))
 }
 
 /// Whether a command destroys what it touches (removes, overwrites, wipes, forces).
@@ -262,6 +288,15 @@ mod tests {
             .contains(&"write_file notes/**".to_owned()));
         let beside = Approval::write("write_file", "src/main.rs", "");
         assert!(!beside
+            .covered_by
+            .contains(&"write_file notes/**".to_owned()));
+        // A path that climbs out of a folder is never covered by that folder's permission.
+        let climbing = Approval::write("write_file", "notes/../src/main.rs", "");
+        assert!(climbing.wide.is_none());
+        assert_eq!(climbing.covered_by, ["write_file notes/../src/main.rs"]);
+        let roundabout = Approval::write("write_file", "./notes//a.md", "");
+        assert_eq!(roundabout.exact, "write_file notes/a.md");
+        assert!(roundabout
             .covered_by
             .contains(&"write_file notes/**".to_owned()));
         // At the top: the file alone, then every conversation for the file alone.

@@ -173,30 +173,35 @@ async fn write_runs(
             now: into.now,
         })
         .await?;
-    let mut ids = Ids::default();
-    let written = fill(store, into, &session_id, reader, &mut ids).await;
-    let finished = match written {
-        Ok((left_out, heading)) => {
-            let (title, source) = title(heading);
-            let title: String = title.chars().take(MAX_TITLE_CHARS).collect();
-            store
-                .import_finish(
-                    &session_id,
-                    &title,
-                    source,
-                    ids.runs.last().map(String::as_str),
-                    into.now,
-                )
-                .await
-                .map(|session| Imported {
-                    session,
-                    attachments_left_out: left_out,
-                })
-                .map_err(TransferError::from)
-        }
-        Err(e) => Err(e),
+    // Removed whole unless it ends written: a failure, and a request dropped part way (its
+    // client gone), leave nothing behind, nothing taking the account's storage.
+    let mut staged = Staged {
+        store: Arc::clone(store),
+        session_id: Some(session_id.clone()),
     };
-    let imported = match finished {
+    let mut ids = Ids::default();
+    let written = async {
+        let (left_out, heading) = fill(store, into, &session_id, reader, &mut ids).await?;
+        let (title, source) = title(heading);
+        let title: String = title.chars().take(MAX_TITLE_CHARS).collect();
+        let session = store
+            .import_finish(
+                &session_id,
+                &title,
+                source,
+                ids.runs.last().map(String::as_str),
+                into.now,
+            )
+            .await?;
+        Ok::<_, TransferError>(Imported {
+            session,
+            attachments_left_out: left_out,
+        })
+    }
+    .await;
+    // Ended either way: shown, or removed now (before the answer says it failed).
+    staged.session_id = None;
+    let imported = match written {
         Ok(imported) => imported,
         Err(e) => {
             if let Err(gone) = store.import_abandon(&session_id).await {
@@ -255,6 +260,31 @@ async fn fill(
         }
         if last {
             return Ok((left_out, reader.heading()));
+        }
+    }
+}
+
+/// A conversation an import is writing, removed when this is dropped before it is shown.
+struct Staged {
+    store: Arc<dyn Store>,
+    /// `None` once it is shown.
+    session_id: Option<String>,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let Some(session_id) = self.session_id.take() else {
+            return;
+        };
+        let store = Arc::clone(&self.store);
+        // Dropped on a runtime's thread (a request's task): the removal goes on without it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = store.import_abandon(&session_id).await {
+                    // The purger removes it later (it stays hidden).
+                    tracing::warn!("removing an import that did not end: {e}");
+                }
+            });
         }
     }
 }

@@ -976,7 +976,10 @@ fn strip_nonces(html: &str) -> String {
 
 #[tokio::test]
 async fn with_an_account_addresses_reach_the_server_and_other_names_do_not() {
-    let app = TestApp::builder().spawn().await;
+    let app = TestApp::builder()
+        .configure(|state| state.allowed_hosts = vec!["nas.local".to_owned()].into())
+        .spawn()
+        .await;
     app.add_user("alice", ALICE_PW, false).await;
     let alice = app.sign_in("alice", ALICE_PW).await;
     let res = app
@@ -1016,6 +1019,27 @@ async fn with_an_account_addresses_reach_the_server_and_other_names_do_not() {
             .unwrap();
         assert_eq!(res.status(), 403, "{method} {path}");
     }
+    // A name the operator allows (`--allowed-hosts`) is this machine's; `/healthz`, which
+    // says nothing, answers a container's check by any name.
+    let at = |host: &'static str, path: &'static str| {
+        app.client
+            .get(app.url(path))
+            .header("host", host)
+            .header("cookie", &alice)
+            .send()
+    };
+    assert_eq!(
+        at("nas.local:3000", "/api/sessions")
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(at("anchorage-app", "/healthz").await.unwrap().status(), 200);
+    assert_eq!(
+        at("anchorage-app", "/api/sessions").await.unwrap().status(),
+        403
+    );
 }
 
 /// The server binary with a fresh data directory, as a person runs it.

@@ -241,7 +241,10 @@ async fn a_long_import_is_written_in_chunks_and_a_failure_leaves_nothing() {
 
 #[tokio::test]
 async fn imports_and_copies_take_a_permit_per_account_and_for_the_server() {
-    let app = TestApp::builder().spawn().await;
+    let app = TestApp::builder()
+        .configure(|state| state.limits.import_wait = Duration::from_secs(20))
+        .spawn()
+        .await;
     let (alice, bob) = app.two_users(false).await;
     app.add_user("carol", "carol-password-3", false).await;
     let carol = app.sign_in("carol", "carol-password-3").await;
@@ -293,6 +296,34 @@ async fn imports_and_copies_take_a_permit_per_account_and_for_the_server() {
     let session = app.new_session().await;
     let (code, body) = app
         .post("/api/session/duplicate", json!({"session_id": session}))
+        .await;
+    assert_eq!(code, 200, "{body}");
+}
+
+#[tokio::test]
+async fn an_import_whose_file_trickles_gives_its_place_back_in_time() {
+    let app = TestApp::builder()
+        .configure(|state| state.limits.import_wait = Duration::from_millis(300))
+        .spawn()
+        .await;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(1);
+    let body = reqwest::Body::wrap_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    tx.send(Ok(b"{".to_vec())).await.unwrap();
+    let res = app
+        .client
+        .post(app.url("/api/session/import"))
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 408);
+    let said: Value = res.json().await.unwrap();
+    assert_eq!(said["limit"], "import_wait", "{said}");
+    drop(tx);
+    // Its place is free: the next import is taken.
+    let (code, body) = app
+        .post_bytes("/api/session/import", export_of(1, 2, "x "))
         .await;
     assert_eq!(code, 200, "{body}");
 }

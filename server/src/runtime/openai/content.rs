@@ -81,12 +81,22 @@ impl OpenAiAgent {
             let written = tokio::task::spawn_blocking(move || all.place(&ws, &name, &text)).await;
             match written {
                 Ok(Ok(rel)) => placed.push(Some(rel)),
+                // Said by the file's size: its name (and the path, in the error) are the
+                // person's, and a warning may leave for the trace collector (`--otlp-events`).
                 Ok(Err(e)) => {
-                    tracing::warn!(file = %file.name, "attachment not placed in the workspace: {e}");
+                    tracing::warn!(
+                        size = file.size,
+                        "an attachment was not placed in the workspace"
+                    );
+                    tracing::debug!("not placed: {e}");
                     placed.push(None);
                 }
                 Err(e) => {
-                    tracing::warn!(file = %file.name, "attachment not placed in the workspace: {e}");
+                    tracing::warn!(
+                        size = file.size,
+                        "an attachment was not placed in the workspace"
+                    );
+                    tracing::debug!("not placed: {e}");
                     placed.push(None);
                 }
             }
