@@ -5,7 +5,7 @@ import { tmpdir } from "os";
 import { join } from "path";
 import { type Browser, type Page } from "@playwright/test";
 import { cli, freePort, kill9, startServer, waitHealthy } from "./own_server";
-import { hydrated, isPhone } from "./support";
+import { accessibilityProblems, hydrated, isPhone } from "./support";
 
 // One device, two people; one person, several devices. A server of its own with two accounts.
 // The service worker is kept out: these tests cut one tab off the network by hand, which a
@@ -119,6 +119,7 @@ test("a message typed by one person is never sent as the next one's", async ({ b
   await expect(first.locator(".composer-send")).toHaveText("Not sent");
   await expect(first.locator(".composer-send")).toBeDisabled();
   await first.screenshot({ path: testInfo.outputPath("stranded.png") });
+  expect(await accessibilityProblems(first, ".send-failed")).toEqual([]);
   // Nothing tries again.
   await first.waitForTimeout(3_000);
   expect(await found(second, "private note")).toBe(0);
@@ -161,6 +162,7 @@ test("a sign-out that cannot reach the server says so and clears what it can", a
   await expect(said).toBeInViewport();
   await expect(page.locator("[data-drawer='open']")).toHaveCount(0);
   await page.screenshot({ path: testInfo.outputPath("offline-sign-out.png") });
+  expect(await accessibilityProblems(page, ".error-banner")).toEqual([]);
   // Back online, signing out signs out.
   await page.unroute("**/*");
   await signOut(page);
@@ -201,6 +203,7 @@ test("Settings lists where the account is signed in, and signs any of it out", a
   await expect(section.locator("[data-current]")).toContainText("this device");
   await expect(section.locator("[data-current]")).toContainText("with the password");
   await section.screenshot({ path: testInfo.outputPath("devices.png") });
+  expect(await accessibilityProblems(page, "dialog[open]")).toEqual([]);
   // The phone is signed out: its next page is the sign-in page; the laptop stays.
   await section.getByRole("button", { name: "Sign out Safari on iPad" }).click();
   await expect(section.getByRole("listitem").filter({ hasText: "Safari on iPad" })).toHaveCount(0);

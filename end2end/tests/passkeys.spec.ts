@@ -5,7 +5,7 @@ import { tmpdir } from "os";
 import { join } from "path";
 import { type Page } from "@playwright/test";
 import { cli as runCli, freePort, kill9, startServer, waitHealthy } from "./own_server";
-import { hydrated, isPhone } from "./support";
+import { accessibilityProblems, hydrated, isPhone } from "./support";
 
 // Passkeys with Chromium's virtual authenticator (CDP's WebAuthn domain: a platform
 // authenticator that verifies its user by itself), on a server of its own with an account.
@@ -90,6 +90,7 @@ test("a passkey added in Settings signs in after a restart; the password stays; 
   await expect(confirm).toBeVisible();
   await expect(confirm.getByLabel("Password")).toBeFocused();
   await page.screenshot({ path: testInfo.outputPath("confirm.png") });
+  expect(await accessibilityProblems(page, "dialog[open]")).toEqual([]);
   await confirm.getByLabel("Password").fill("not dora's password");
   await confirm.getByRole("button", { name: "Confirm" }).click();
   await expect(section.getByRole("alert")).toContainText("not the password");

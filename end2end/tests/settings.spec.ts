@@ -1,6 +1,6 @@
 import { test, expect } from "./fixtures";
 import type { Page } from "@playwright/test";
-import { hydrated, isPhone, lastTurn, openNewSession, send } from "./support";
+import { accessibilityProblems, hydrated, isPhone, lastTurn, openNewSession, send } from "./support";
 
 async function openSettings(page: Page) {
   if (isPhone(page)) await page.getByRole("button", { name: "Open sessions" }).tap();
@@ -61,6 +61,7 @@ test("a standing permission is exactly as wide as the card says, listed in Setti
   await expect(card.getByRole("button")).toHaveText(["Allow once", "Allow rm -rf target/ in this conversation", "Deny"]);
   await expect(card).not.toContainText("every conversation");
   await page.screenshot({ path: testInfo.outputPath("approval-card.png") });
+  expect(await accessibilityProblems(page, "[data-pending='approval']")).toEqual([]);
   await card.getByRole("button", { name: "Allow rm -rf target/ in this conversation" }).click();
   await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 20_000 });
   await expect(lastTurn(page)).toContainText("Allowed rm -rf target/ in this conversation");

@@ -164,3 +164,17 @@ export async function settled(page: Page) {
   // The settled message and the follower's last frames land in the next frames.
   await page.waitForTimeout(400);
 }
+
+/**
+ * axe-core's serious and critical findings in what `selector` matches (the whole page
+ * without one), as "rule: where" lines: a test expects none.
+ */
+export async function accessibilityProblems(page: Page, selector?: string): Promise<string[]> {
+  const { default: AxeBuilder } = await import("@axe-core/playwright");
+  let builder = new AxeBuilder({ page });
+  if (selector) builder = builder.include(selector);
+  const result = await builder.analyze();
+  return result.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+}
