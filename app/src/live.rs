@@ -18,12 +18,27 @@ pub struct Follower {
     _listeners: Vec<Closure<dyn FnMut(MessageEvent)>>,
     _open: Closure<dyn FnMut(web_sys::Event)>,
     _error: Closure<dyn FnMut(web_sys::Event)>,
+    /// Counts the seconds the turn sends nothing (see [`QUIET_AFTER`]).
+    ticker: Option<IntervalHandle>,
+    chat: ChatState,
 }
 
 impl Drop for Follower {
     fn drop(&mut self) {
         self.source.close();
+        if let Some(ticker) = self.ticker.take() {
+            ticker.clear();
+        }
+        let _ = self.chat.quiet.try_set(None);
     }
+}
+
+/// Seconds without an event after which a running turn says it is waiting.
+const QUIET_AFTER: f64 = 10.0;
+
+/// Now, in seconds, by the browser's clock.
+fn now_secs() -> f64 {
+    js_sys::Date::now() / 1000.0
 }
 
 fn announce_end(chat: ChatState, state: Option<anchor::TerminalState>) {
@@ -202,6 +217,8 @@ fn follow_now(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
     let got_end = std::rc::Rc::new(std::cell::Cell::new(false));
     let inbox = std::rc::Rc::new(std::cell::RefCell::new(Inbox::default()));
     let names = listened(&chat.event_kinds.get_value());
+    // When the turn last sent something.
+    let heard = Rc::new(std::cell::Cell::new(now_secs()));
     let mut listeners = Vec::with_capacity(names.len());
     for name in names {
         let turn = turn.clone();
@@ -210,7 +227,10 @@ fn follow_now(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
         let inbox = inbox.clone();
         let got_end = got_end.clone();
         let kind = name.clone();
+        let heard = heard.clone();
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            heard.set(now_secs());
+            let _ = chat.quiet.try_set(None);
             let data = event.data().as_string().unwrap_or_default();
             let id = event.last_event_id();
             if &*kind == EventKind::StreamEnd.name() {
@@ -258,10 +278,23 @@ fn follow_now(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
     });
     source.set_onerror(Some(error.as_ref().unchecked_ref()));
     chat.connection.set(Connection::Idle);
+    let ticker = set_interval_with_handle(
+        move || {
+            let quiet = now_secs() - heard.get();
+            let said = (quiet >= QUIET_AFTER).then_some(quiet as u32);
+            if chat.quiet.get_untracked() != said {
+                let _ = chat.quiet.try_set(said);
+            }
+        },
+        std::time::Duration::from_secs(1),
+    )
+    .ok();
     Some(Follower {
         source,
         _listeners: listeners,
         _open: open,
         _error: error,
+        ticker,
+        chat,
     })
 }

@@ -154,6 +154,9 @@ pub struct ChatState {
     pub mode: RwSignal<Mode>,
     /// The running turn's connection.
     pub connection: RwSignal<Connection>,
+    /// Seconds the running turn has sent nothing, once that is long enough to say (a model
+    /// thinking, or stuck): the header says "Waiting for the model (40 s)" instead of "Live".
+    pub quiet: RwSignal<Option<u32>>,
     /// The last status change, for screen readers.
     pub announcement: RwSignal<String>,
     /// An error to show above the composer.
@@ -391,6 +394,7 @@ impl ChatState {
                     .unwrap_or_default(),
             ),
             connection: RwSignal::new(Connection::Idle),
+            quiet: RwSignal::new(None),
             announcement: RwSignal::new(String::new()),
             error: RwSignal::new(None),
             draft: RwSignal::new(String::new()),

@@ -301,6 +301,41 @@ pub struct Config {
     )]
     pub max_attachment_storage_mb: u64,
 
+    /// The most the SQLite database file may grow to, in MiB (unset: as far as the disk
+    /// goes): past it writes fail as on a full disk (507), turns end saying so, and the
+    /// server goes on once room is made. For PostgreSQL, its own settings
+    #[arg(long, global = true, env = "ANCHORAGE_MAX_DATABASE_MB")]
+    pub max_database_mb: Option<u64>,
+
+    /// Free space of the data directory below which the server warns at start, in MiB
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_MIN_FREE_MB",
+        default_value_t = 512
+    )]
+    pub min_free_mb: u64,
+
+    /// Seconds a model (or the Hermes or AG-UI agent) may send nothing once its answer began:
+    /// past it the turn ends `error` ("the model stopped responding"), keeping what streamed
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_UPSTREAM_IDLE_SECS",
+        default_value_t = 120
+    )]
+    pub upstream_idle_secs: u64,
+
+    /// Seconds a model (or agent) may send nothing before the first bytes of each call: a
+    /// model that thinks (or reads a long prompt) first is allowed longer
+    #[arg(
+        long,
+        global = true,
+        env = "ANCHORAGE_UPSTREAM_FIRST_TOKEN_SECS",
+        default_value_t = 600
+    )]
+    pub upstream_first_token_secs: u64,
+
     /// What one account may keep in all, in MiB: its conversations (their journals), the
     /// snapshots its share links keep and its attached files. Past it, new turns, imports,
     /// copies, share links and uploads are refused (413) until something is deleted

@@ -89,8 +89,10 @@ api_errors! {
     TooMany = TOO_MANY_REQUESTS, too_many;
     /// 502: the upstream provider failed.
     Upstream = BAD_GATEWAY, upstream;
-    /// 503: the server cannot take it now (full, shutting down).
+    /// 503: the server cannot take it now (full, shutting down, its database unreachable).
     Unavailable = SERVICE_UNAVAILABLE, unavailable;
+    /// 507: the server's disk is full.
+    InsufficientStorage = INSUFFICIENT_STORAGE, insufficient_storage;
 }
 
 /// What an [`ApiError`] tells the client.
@@ -137,8 +139,16 @@ impl IntoResponse for ApiError {
             Some(detail) => (detail.message, detail.extra),
             None => ("internal error".to_owned(), Map::new()),
         };
+        // A refusal that says when to come back says it in the header too.
+        let retry_after = body.get("retry_after").and_then(Value::as_u64);
         body.insert("error".into(), Value::String(message));
-        (status, Json(Value::Object(body))).into_response()
+        let mut response = (status, Json(Value::Object(body))).into_response();
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 
@@ -196,6 +206,13 @@ impl From<StoreError> for ApiError {
                 "attachment {id} cannot be sent: it does not exist, is not yours, or was sent already"
             ))
             .with("attachment", id),
+            e if e.disk_full() => ApiError::insufficient_storage("the server's disk is full")
+                .with("limit", "disk"),
+            e if e.unreachable() => {
+                tracing::warn!("the database cannot be reached: {e}");
+                ApiError::unavailable("the server's database cannot be reached now: try again shortly")
+                    .with("retry_after", 2)
+            }
             other => ApiError::internal(&other),
         }
     }

@@ -171,22 +171,29 @@ const RETRY_AFTER: [std::time::Duration; 3] = [
     std::time::Duration::from_secs(1),
 ];
 
-/// Commits a batch; a batch that fails (a busy database, a full disk for a moment) is tried
-/// again, then op by op, so that one bad write fails alone and not every run in its batch.
+/// Commits a batch; a batch that fails (a busy database, a database out of reach for a
+/// moment) is tried again. A failure of one write (not of the whole store) is then found op by
+/// op, so that it fails alone and not every run in its batch. A full disk is tried once more
+/// only: waiting does not free space, and the runs must learn at once that they cannot write.
 async fn commit_with_retry(
     store: &dyn JournalStore,
     ops: Vec<JournalOp>,
     metrics: &Metrics,
 ) -> Vec<Result<Vec<Frame>, StoreError>> {
-    let mut last = match store.commit(ops.clone()).await {
+    let mut last = match commit(store, ops.clone(), metrics).await {
         Ok(results) => return results,
         Err(e) => e,
     };
-    for pause in RETRY_AFTER {
+    let tries = if last.disk_full() {
+        1
+    } else {
+        RETRY_AFTER.len()
+    };
+    for pause in &RETRY_AFTER[..tries] {
         tracing::warn!("journal commit failed ({last}); trying again in {pause:?}");
         Metrics::add(&metrics.journal_retries, 1);
-        tokio::time::sleep(pause).await;
-        match store.commit(ops.clone()).await {
+        tokio::time::sleep(*pause).await;
+        match commit(store, ops.clone(), metrics).await {
             Ok(results) => return results,
             Err(e) => last = e,
         }
@@ -195,9 +202,18 @@ async fn commit_with_retry(
         tracing::error!("journal commit failed: {last}");
         return vec![Err(last)];
     }
+    if last.shared().is_some() {
+        // Every write of the batch met it: each is told at once.
+        tracing::error!("journal commit of {} writes failed: {last}", ops.len());
+        let mut results: Vec<_> = (1..ops.len())
+            .filter_map(|_| last.shared().map(Err))
+            .collect();
+        results.push(Err(last));
+        return results;
+    }
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
-        results.push(match store.commit(vec![op]).await {
+        results.push(match commit(store, vec![op], metrics).await {
             Ok(mut one) => one.pop().unwrap_or(Err(StoreError::Finished)),
             Err(e) => {
                 tracing::error!("journal commit failed: {e}");
@@ -206,6 +222,60 @@ async fn commit_with_retry(
         });
     }
     results
+}
+
+/// Commits a batch; while the disk is full, the ends of runs go first and alone, so that the
+/// little room there is (the room kept back, given up for them) ends runs rather than
+/// lengthening runs that cannot finish anyway.
+async fn commit_batch(
+    store: &dyn JournalStore,
+    ops: Vec<JournalOp>,
+    metrics: &Metrics,
+) -> Vec<Result<Vec<Frame>, StoreError>> {
+    let full = metrics.store.said() == crate::metrics::store::Said::DiskFull;
+    let settles = ops
+        .iter()
+        .filter(|op| matches!(op, JournalOp::Settle { .. }))
+        .count();
+    if !full || settles == 0 || settles == ops.len() {
+        return commit_with_retry(store, ops, metrics).await;
+    }
+    let (ends, writes): (Vec<_>, Vec<_>) = ops
+        .into_iter()
+        .enumerate()
+        .partition(|(_, op)| matches!(op, JournalOp::Settle { .. }));
+    let mut results: Vec<Option<Result<Vec<Frame>, StoreError>>> =
+        (0..ends.len() + writes.len()).map(|_| None).collect();
+    for part in [ends, writes] {
+        let (at, ops): (Vec<_>, Vec<_>) = part.into_iter().unzip();
+        for (i, result) in at
+            .into_iter()
+            .zip(commit_with_retry(store, ops, metrics).await)
+        {
+            results[i] = Some(result);
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or(Err(StoreError::Finished)))
+        .collect()
+}
+
+/// One commit, its outcome told to the store's health (`/healthz`, the failures' metric).
+async fn commit(
+    store: &dyn JournalStore,
+    ops: Vec<JournalOp>,
+    metrics: &Metrics,
+) -> Result<Vec<Result<Vec<Frame>, StoreError>>, StoreError> {
+    use crate::metrics::store::Failure;
+    let result = store.commit(ops).await;
+    match &result {
+        Ok(_) => metrics.store.ok(),
+        Err(e) if e.disk_full() => metrics.store.failed(Failure::DiskFull),
+        Err(e) if e.unreachable() => metrics.store.failed(Failure::Unreachable),
+        Err(_) => metrics.store.failed(Failure::Other),
+    }
+    result
 }
 
 async fn write_loop(
@@ -220,7 +290,7 @@ async fn write_loop(
         Metrics::add(&metrics.journal_batches, 1);
         let events = ops.len();
         let began = std::time::Instant::now();
-        let results = commit_with_retry(&*store, ops, &metrics).await;
+        let results = commit_batch(&*store, ops, &metrics).await;
         metrics
             .journal_commit
             .observe(&[], began.elapsed().as_secs_f64());
@@ -253,10 +323,12 @@ mod tests {
     use crate::store::{Lease, NewTurn, TurnAt};
 
     /// The journal part of the real SQLite store, whose next `failures` commits fail as a busy
-    /// database does (the writer uses nothing else).
+    /// database does, or as a full disk does with `full` (the writer uses nothing else).
     struct Flaky {
         inner: SqlStore,
         failures: AtomicU32,
+        full: std::sync::atomic::AtomicBool,
+        commits: AtomicU32,
     }
 
     impl Flaky {
@@ -265,6 +337,8 @@ mod tests {
             Arc::new(Flaky {
                 inner: SqlStore::open_sqlite(&dir.join("a.db")).await.unwrap(),
                 failures: AtomicU32::new(0),
+                full: std::sync::atomic::AtomicBool::new(false),
+                commits: AtomicU32::new(0),
             })
         }
     }
@@ -275,9 +349,15 @@ mod tests {
             &self,
             ops: Vec<JournalOp>,
         ) -> Result<Vec<Result<Vec<Frame>, StoreError>>, StoreError> {
+            self.commits.fetch_add(1, Ordering::SeqCst);
             if self.failures.load(Ordering::SeqCst) > 0 {
                 self.failures.fetch_sub(1, Ordering::SeqCst);
-                return Err(StoreError::Database(sqlx::Error::PoolTimedOut));
+                if self.full.load(Ordering::SeqCst) {
+                    return Err(StoreError::DiskFull);
+                }
+                return Err(StoreError::Database(sqlx::Error::Protocol(
+                    "database is locked".into(),
+                )));
             }
             self.inner.commit(ops).await
         }
@@ -354,12 +434,7 @@ mod tests {
     #[tokio::test]
     async fn a_batch_of_many_runs_journals_each_in_order_and_answers_each_op() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Flaky {
-            inner: SqlStore::open_sqlite(&dir.path().join("a.db"))
-                .await
-                .unwrap(),
-            failures: AtomicU32::new(0),
-        };
+        let store = Flaky::open(dir.path()).await;
         let (a, b, c) = (
             running_run(&store).await,
             running_run(&store).await,
@@ -468,7 +543,7 @@ mod tests {
         // The batch and its three retries fail; then each op alone, the first of which fails.
         store.failures.store(5, Ordering::SeqCst);
         let metrics = Metrics::default();
-        let results = commit_with_retry(&*store, ops, &metrics).await;
+        let results = commit_batch(&*store, ops, &metrics).await;
         assert_eq!(results.len(), 3);
         assert!(results[0].is_err());
         assert!(
@@ -478,6 +553,59 @@ mod tests {
         assert_eq!(
             store.inner.events(&run, 0, None, 10).await.unwrap().len(),
             2
+        );
+    }
+
+    #[tokio::test]
+    async fn a_full_disk_fails_the_whole_batch_at_once_and_ends_go_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Flaky::open(dir.path()).await;
+        let run = running_run(&store).await;
+        let ended = running_run(&store).await;
+        let append = |i: i64| JournalOp::Append {
+            run_id: run.clone(),
+            event: event(EventKind::Token, Value::from(i), None),
+        };
+        // Full: the batch and one retry fail, and every write is told at once, op by op
+        // never tried (each would fail the same).
+        store.full.store(true, Ordering::SeqCst);
+        store.failures.store(u32::MAX, Ordering::SeqCst);
+        let metrics = Metrics::default();
+        let results = commit_batch(&*store, (0..3).map(append).collect(), &metrics).await;
+        assert_eq!(results.len(), 3);
+        assert!(results.iter().all(|r| matches!(r, Err(e) if e.disk_full())));
+        assert_eq!(store.commits.load(Ordering::SeqCst), 2);
+        assert_eq!(metrics.store.said(), crate::metrics::store::Said::DiskFull);
+        // While it is full, a run's end goes alone and first: it gets the room there is even
+        // when the writes queued with it still fail.
+        store.commits.store(0, Ordering::SeqCst);
+        let settle = JournalOp::Settle {
+            run_id: ended.clone(),
+            terminal: event(
+                EventKind::Apperror,
+                json!({"message": "The server could not save this turn: the disk is full."}),
+                Some(anchor::TerminalState::Error),
+            ),
+            answer: SettledAnswer {
+                message_id: format!("a-{ended}"),
+                content: String::new(),
+                usage: None,
+                cut_off: false,
+            },
+        };
+        store.failures.store(0, Ordering::SeqCst);
+        let results = commit_batch(&*store, vec![append(7), settle, append(8)], &metrics).await;
+        assert_eq!(
+            store.commits.load(Ordering::SeqCst),
+            2,
+            "the end, then the rest"
+        );
+        assert!(results.iter().all(Result::is_ok));
+        let end = store.inner.events(&ended, 0, None, 10).await.unwrap();
+        assert_eq!(
+            end.last().map(|e| e.kind.as_str()),
+            Some("stream_end"),
+            "{end:?}"
         );
     }
 }

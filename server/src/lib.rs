@@ -44,6 +44,7 @@ pub mod runner;
 pub mod runtime;
 pub mod security;
 pub mod snapshots;
+pub mod space;
 pub mod storage;
 pub mod store;
 pub mod telemetry;
@@ -122,7 +123,12 @@ impl AppState {
         shutdown: CancellationToken,
     ) -> anyhow::Result<Self> {
         let url = config.database_url.as_ref().map(config::Secret::expose);
-        let store = store::sql::open(url, &config.data_dir).await?;
+        let store = store::sql::open_with(
+            url,
+            &config.data_dir,
+            config.max_database_mb.map(|mb| mb.saturating_mul(1 << 20)),
+        )
+        .await?;
         let adapter = build_adapter(config)?;
         let lease = Duration::from_secs(config.lease_secs);
         let mut state = Self::assemble(store, adapter, leptos_options, shutdown, lease).await;
@@ -260,7 +266,8 @@ async fn spawn_listener(
 }
 
 /// Removes deleted sessions once their Undo window has passed, uploads no message took
-/// within a day, and commands older than an hour: at start, then every minute.
+/// within a day, and commands older than an hour, and keeps room back for a full disk: at
+/// start, then every minute.
 fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
     tokio::spawn(async move {
         loop {
@@ -278,6 +285,13 @@ fn spawn_purger(store: Arc<dyn Store>, shutdown: CancellationToken) {
             }
             if let Err(e) = store.purge_commands(crate::clock::now() - 3600.0).await {
                 tracing::warn!("removing old commands failed: {e}");
+            }
+            // Room kept back for a full disk (given up to end runs; put back once there is
+            // room again).
+            if let Err(e) = store.keep_reserve().await {
+                if !e.disk_full() {
+                    tracing::warn!("keeping room back failed: {e}");
+                }
             }
             tokio::select! {
                 () = tokio::time::sleep(Duration::from_secs(60)) => {}
@@ -316,7 +330,8 @@ pub fn build_adapter(config: &Config) -> anyhow::Result<Arc<dyn RuntimeAdapter>>
                         .clone()
                         .unwrap_or_else(|| "gpt-4o-mini".to_owned()),
                     max_iterations: config.max_iterations,
-                    idle: openai::DEFAULT_IDLE,
+                    idle: Duration::from_secs(config.upstream_idle_secs.max(1)),
+                    first_token: Duration::from_secs(config.upstream_first_token_secs.max(1)),
                     max_tokens: (config.max_tokens > 0).then_some(config.max_tokens),
                     context_tokens: config.context_tokens.filter(|t| *t > 0),
                 },
@@ -330,12 +345,14 @@ pub fn build_adapter(config: &Config) -> anyhow::Result<Arc<dyn RuntimeAdapter>>
                 .model
                 .clone()
                 .unwrap_or_else(|| "hermes-agent".to_owned()),
-            idle: hermes::DEFAULT_IDLE,
+            idle: Duration::from_secs(config.upstream_idle_secs.max(1)),
+            first_token: Duration::from_secs(config.upstream_first_token_secs.max(1)),
         })?),
         Backend::Agui => Arc::new(agui_client::AguiAgent::new(agui_client::AguiSettings {
             url: config.agui_url.clone(),
             api_key: config.agui_api_key.clone(),
-            idle: hermes::DEFAULT_IDLE,
+            idle: Duration::from_secs(config.upstream_idle_secs.max(1)),
+            first_token: Duration::from_secs(config.upstream_first_token_secs.max(1)),
         })?),
     })
 }
@@ -495,6 +512,13 @@ pub async fn run(
         None => Some(DataDirLock::acquire(&config.data_dir, &listening)?),
         Some(_) => None,
     };
+    if config.database_url.is_none() {
+        if let Some(warning) =
+            space::short_of_space(&config.data_dir, config.min_free_mb.saturating_mul(1 << 20))
+        {
+            tracing::warn!("{warning}");
+        }
+    }
     let token = CancellationToken::new();
     let pkg_dir =
         std::path::Path::new(&*leptos_options.site_root).join(&*leptos_options.site_pkg_dir);

@@ -184,8 +184,15 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                         <span aria-hidden="true">"☰"</span>
                     </button>
                     <h1 class="chat-title">{dynamic(move || chat.title.get())}</h1>
-                    <span class="connection" data-connection=dynamic(move || chat.connection.get().as_str())>
-                        {dynamic(move || chat.connection.get().label())}
+                    <span class="connection" data-connection=dynamic(move || chat.connection.get().as_str()) data-quiet=dynamic(move || chat.quiet.get().is_some().then_some(""))>
+                        {dynamic(move || match chat.quiet.get() {
+                            // Live, and nothing for a while: said, so that a long pause is never
+                            // taken for progress.
+                            Some(secs) if chat.connection.get().as_str() == "live" => {
+                                format!("Waiting for the model ({secs} s)")
+                            }
+                            _ => chat.connection.get().label(),
+                        })}
                     </span>
                     <div class="mode-switch" role="group" aria-label="Display mode" data-mode-switch="">
                         <button

@@ -5,6 +5,7 @@
 //! README.md lists every metric.
 
 pub mod series;
+pub mod store;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -61,6 +62,8 @@ pub struct Metrics {
     pub journal_retries: AtomicU64,
     /// Journal batches written (each one transaction, however many events and runs it holds).
     pub journal_batches: AtomicU64,
+    /// How the database's writes fare (`/healthz`, `anchorage_store_failures_total`).
+    pub store: store::StoreHealth,
 }
 
 impl Default for Metrics {
@@ -120,6 +123,7 @@ impl Default for Metrics {
             stream_bytes_out: AtomicU64::new(0),
             journal_retries: AtomicU64::new(0),
             journal_batches: AtomicU64::new(0),
+            store: store::StoreHealth::default(),
         }
     }
 }
@@ -138,6 +142,7 @@ impl Metrics {
         self.journal_batch.write(&mut out);
         self.http_requests.write(&mut out);
         self.limits_refused.write(&mut out);
+        self.store.failures.write(&mut out);
         for (name, help, counter) in [
             (
                 "anchorage_journal_batches_total",

@@ -7,6 +7,17 @@ use super::*;
 /// How long a Stop sent to another instance waits for it to say what it did.
 pub(super) const REMOTE_CANCEL_WAIT: Duration = Duration::from_secs(10);
 
+/// The longest wait between two tries of writing a run's end that failed.
+pub(super) const SETTLE_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// How a run ended, for the metrics once its end is written.
+pub(super) struct Ended {
+    state: TerminalState,
+    usage: Option<Value>,
+    took: Option<Duration>,
+    first_token: Option<Duration>,
+}
+
 /// The event that journals the answer to an approval or a question (`kind`).
 pub(super) fn resolved_event(id: &str, kind: &str, response: &Value) -> (Value, EventKind) {
     if kind == "approval" {
@@ -48,30 +59,105 @@ impl Runner {
             usage: ending.usage,
             cut_off,
         };
-        let settled = match self.journal.settle(run_id, terminal, answer).await {
+        let (took, first_token) = active.map_or((None, None), |a| {
+            let budget = a.budget.lock().unwrap_or_else(|e| e.into_inner());
+            (budget.elapsed(), budget.first_token())
+        });
+        let ended = Ended {
+            state,
+            usage,
+            took,
+            first_token,
+        };
+        let settled = match self
+            .journal
+            .settle(run_id, terminal.clone(), answer.clone())
+            .await
+        {
             Ok(_) => {
-                crate::snapshots::after_settle(Arc::clone(&self.store), run_id.to_owned());
-                let (took, first_token) = active.map_or((None, None), |a| {
-                    let budget = a.budget.lock().unwrap_or_else(|e| e.into_inner());
-                    (budget.elapsed(), budget.first_token())
-                });
-                self.metrics.ended(
-                    self.adapter.name(),
-                    state.as_str(),
-                    took,
-                    first_token,
-                    usage.as_ref(),
-                );
+                self.ended_well(run_id, &ended);
                 true
             }
             Err(JournalError::Finished) => false,
             Err(e) => {
-                tracing::error!(run_id, "settling failed: {e}");
+                // The journal cannot be written now (a full disk, a database out of reach):
+                // the run ends as soon as a write works again, and nothing leaves it running.
+                tracing::error!(run_id, "settling failed: {e}; trying again until it works");
+                let runner = self.clone();
+                let run_id = run_id.to_owned();
+                tokio::spawn(async move {
+                    runner.settle_later(&run_id, terminal, answer, ended).await;
+                });
                 false
             }
         };
         drop(guard);
         settled
+    }
+
+    /// What follows a run's end once written: its snapshot, and the metrics of how it ended.
+    fn ended_well(&self, run_id: &str, ended: &Ended) {
+        crate::snapshots::after_settle(Arc::clone(&self.store), run_id.to_owned());
+        self.metrics.ended(
+            self.adapter.name(),
+            ended.state.as_str(),
+            ended.took,
+            ended.first_token,
+            ended.usage.as_ref(),
+        );
+    }
+
+    /// Writes a run's end again and again (waiting longer each time, up to
+    /// [`SETTLE_RETRY_MAX`]) until the journal takes it, the run is found ended by someone
+    /// else, or the server stops (the next start reaps it as interrupted).
+    async fn settle_later(
+        &self,
+        run_id: &str,
+        terminal: crate::store::NewEvent,
+        answer: SettledAnswer,
+        ended: Ended,
+    ) {
+        let mut wait = Duration::from_millis(500);
+        // The room kept back for a full disk is given up once, for the ends of runs.
+        let mut released = false;
+        loop {
+            tokio::time::sleep(wait).await;
+            if self.is_shutting_down() {
+                return;
+            }
+            match self
+                .journal
+                .settle(run_id, terminal.clone(), answer.clone())
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(run_id, "the run's end is written after all");
+                    self.ended_well(run_id, &ended);
+                    return;
+                }
+                Err(JournalError::Finished | JournalError::Closed) => return,
+                Err(JournalError::Store(e)) if e.disk_full() && !released => {
+                    released = true;
+                    match self.store.release_reserve().await {
+                        Ok(true) => {
+                            tracing::warn!("the disk is full: the room kept back is given up");
+                            wait = Duration::ZERO;
+                        }
+                        Ok(false) => wait = (wait * 2).min(SETTLE_RETRY_MAX),
+                        Err(e) => {
+                            tracing::warn!("giving up the room kept back failed: {e}");
+                            wait = (wait * 2).min(SETTLE_RETRY_MAX);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(run_id, "settling failed again: {e}");
+                    wait = (wait * 2)
+                        .max(Duration::from_millis(500))
+                        .min(SETTLE_RETRY_MAX);
+                }
+            }
+        }
     }
 
     /// The adapter returned: settle, release, then start the next queued follow-up.

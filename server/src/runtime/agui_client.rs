@@ -31,8 +31,11 @@ pub struct AguiSettings {
     pub url: String,
     /// Bearer key, if the agent wants one.
     pub api_key: Option<crate::config::Secret>,
-    /// Silence allowed on the event stream.
+    /// Silence allowed on the event stream, once it began (`--upstream-idle-secs`).
     pub idle: Duration,
+    /// Silence allowed before its first bytes (`--upstream-first-token-secs`; at least
+    /// `idle`).
+    pub first_token: Duration,
 }
 
 /// The adapter.
@@ -62,6 +65,8 @@ impl AguiAgent {
     pub fn new(settings: AguiSettings) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
+            // A connection a NAT or proxy dropped without a word is found out.
+            .tcp_keepalive(Duration::from_secs(30))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(AguiAgent { settings, client })
@@ -125,7 +130,8 @@ impl AguiAgent {
                 hint,
             ));
         }
-        let mut reader = EventReader::new(response, self.settings.idle);
+        let mut reader =
+            EventReader::new(response, self.settings.idle).first_within(self.settings.first_token);
         let mut run = AguiTurn::new();
         loop {
             let event = super::next_event(&mut reader, io, "the AG-UI agent").await?;

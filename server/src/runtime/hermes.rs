@@ -18,8 +18,8 @@ use super::approvals::Approval;
 use super::sse::EventReader;
 use super::{fail, ApprovalChoice, Fail, RunEnd, RunIo, RuntimeAdapter, TurnRequest};
 
-/// How long a gateway run may stay silent (its tools can run for a long time) before the turn
-/// fails.
+/// How long a gateway run may stay silent before the turn fails, when nothing else says (the
+/// server's own default is `--upstream-idle-secs`'s).
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
 
 /// Settings of the Hermes backend.
@@ -31,8 +31,11 @@ pub struct HermesSettings {
     pub api_key: Option<crate::config::Secret>,
     /// Model name passed through.
     pub model: String,
-    /// Silence allowed on the event stream.
+    /// Silence allowed on the event stream, once it began (`--upstream-idle-secs`).
     pub idle: Duration,
+    /// Silence allowed before its first bytes (`--upstream-first-token-secs`; at least
+    /// `idle`).
+    pub first_token: Duration,
 }
 
 /// The adapter.
@@ -46,6 +49,8 @@ impl HermesAgent {
     pub fn new(settings: HermesSettings) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
+            // A connection a NAT or proxy dropped without a word is found out.
+            .tcp_keepalive(Duration::from_secs(30))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(HermesAgent { settings, client })
@@ -169,7 +174,8 @@ impl HermesAgent {
                 .unwrap_or(Value::Null);
             return Err(gateway_error(status, &body));
         }
-        let mut reader = EventReader::new(response, self.settings.idle);
+        let mut reader =
+            EventReader::new(response, self.settings.idle).first_within(self.settings.first_token);
         let mut answer = String::new();
         loop {
             let event = super::next_event(&mut reader, io, "the Hermes gateway").await?;

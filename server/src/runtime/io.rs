@@ -175,6 +175,23 @@ impl TurnBudget {
     pub fn exceeded(&self) -> Option<&str> {
         self.exceeded.as_deref()
     }
+
+    /// The turn cannot go on for `why` (its journal cannot be written): said as its error,
+    /// unless a bound said why first; nothing more is spent.
+    pub fn stop(&mut self, why: String) {
+        self.exceeded.get_or_insert(why);
+    }
+}
+
+/// What a turn whose journal cannot be written says, by why (`e`).
+pub fn unsaved(e: &crate::store::StoreError) -> String {
+    if e.disk_full() {
+        "The server could not save this turn: the disk is full.".to_owned()
+    } else if e.unreachable() {
+        "The server could not save this turn: its database could not be reached.".to_owned()
+    } else {
+        "The server could not save this turn.".to_owned()
+    }
 }
 
 /// The bytes of answer or reasoning an event carries, and about the bytes it will take in
@@ -267,8 +284,10 @@ impl RunIo {
     }
 
     fn stopped_by(&self, e: JournalError) -> Stopped {
-        if !matches!(e, JournalError::Finished | JournalError::Closed) {
+        if let JournalError::Store(e) = &e {
             tracing::error!(run_id = %self.run_id, "journal append failed: {e}");
+            // The turn ends saying why, once a write works again (see `Runner::settle`).
+            self.lock_budget().stop(unsaved(e));
         }
         Stopped
     }

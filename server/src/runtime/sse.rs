@@ -170,6 +170,10 @@ pub struct EventReader {
     decoder: SseDecoder,
     ready: std::collections::VecDeque<SseEvent>,
     idle: Duration,
+    /// The silence allowed before the first bytes (a model thinking before it answers).
+    first: Duration,
+    /// Whether any bytes came yet.
+    started: bool,
     ended: bool,
 }
 
@@ -181,8 +185,16 @@ impl EventReader {
             decoder: SseDecoder::default(),
             ready: Default::default(),
             idle,
+            first: idle,
+            started: false,
             ended: false,
         }
+    }
+
+    /// Allows `first` of silence before the first bytes instead (at least `idle`).
+    pub fn first_within(mut self, first: Duration) -> Self {
+        self.first = first.max(self.idle);
+        self
     }
 
     /// The next event; `Ok(None)` when the body ended.
@@ -194,9 +206,13 @@ impl EventReader {
             if self.ended {
                 return Ok(None);
             }
-            match tokio::time::timeout(self.idle, self.body.next()).await {
-                Err(_) => return Err(ReadError::Idle(self.idle)),
-                Ok(Some(Ok(bytes))) => self.ready.extend(self.decoder.push(&bytes)?),
+            let wait = if self.started { self.idle } else { self.first };
+            match tokio::time::timeout(wait, self.body.next()).await {
+                Err(_) => return Err(ReadError::Idle(wait)),
+                Ok(Some(Ok(bytes))) => {
+                    self.started = true;
+                    self.ready.extend(self.decoder.push(&bytes)?);
+                }
                 Ok(Some(Err(e))) => return Err(ReadError::Transport(e.to_string())),
                 Ok(None) => {
                     self.ended = true;

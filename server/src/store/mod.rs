@@ -394,6 +394,14 @@ pub trait InstanceStore: Send + Sync {
     /// The engine, and with it whether other instances may share this database.
     fn engine(&self) -> Engine;
 
+    /// Keeps room back for a full disk, unless it is kept already (SQLite; nothing on
+    /// PostgreSQL): what [`InstanceStore::release_reserve`] gives up.
+    async fn keep_reserve(&self) -> Result<(), StoreError>;
+
+    /// Gives up the room kept back, so that the runs a full disk stopped can still be ended;
+    /// whether there was any.
+    async fn release_reserve(&self) -> Result<bool, StoreError>;
+
     /// The time leases are reckoned by, in seconds since the epoch: the database's clock when
     /// several instances share it (theirs may differ), this machine's for SQLite.
     async fn clock(&self) -> Result<f64, StoreError>;

@@ -529,9 +529,63 @@ pub enum StoreError {
     /// The database failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
+    /// The database's disk is full (told to each write of a batch that failed for it).
+    #[error("database: the disk is full")]
+    DiskFull,
+    /// The database cannot be reached now (told to each write of a batch that failed for it).
+    #[error("database: out of reach")]
+    Unreachable,
     /// A migration failed.
     #[error("migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl StoreError {
+    /// The database's disk is full: SQLite's `SQLITE_FULL` (13), PostgreSQL's `disk_full`
+    /// (53100).
+    pub fn disk_full(&self) -> bool {
+        match self {
+            StoreError::DiskFull => true,
+            StoreError::Database(sqlx::Error::Database(e)) => {
+                matches!(e.code().as_deref(), Some("13" | "53100"))
+                    || e.message().contains("database or disk is full")
+            }
+            _ => false,
+        }
+    }
+
+    /// The database cannot be reached now: no connection came in time, or one was refused
+    /// or lost (a PostgreSQL restarting, stopped, or out of connections).
+    pub fn unreachable(&self) -> bool {
+        match self {
+            StoreError::Unreachable => true,
+            StoreError::Database(
+                sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::WorkerCrashed,
+            ) => true,
+            // PostgreSQL shutting down, starting up, or refusing connections.
+            StoreError::Database(sqlx::Error::Database(e)) => matches!(
+                e.code().as_deref(),
+                Some("57P01" | "57P02" | "57P03" | "53300" | "08000" | "08003" | "08006")
+            ),
+            _ => false,
+        }
+    }
+
+    /// The same failure again, for another write that met it, when every write shares it (a
+    /// full disk, a database out of reach); `None` for a failure of one write.
+    pub fn shared(&self) -> Option<StoreError> {
+        if self.disk_full() {
+            Some(StoreError::DiskFull)
+        } else if self.unreachable() {
+            Some(StoreError::Unreachable)
+        } else {
+            None
+        }
+    }
 }
 
 /// Consecutive journal rows encoded as SSE frames.

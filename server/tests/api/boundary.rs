@@ -228,6 +228,7 @@ async fn gateways_are_told_which_account_a_turn_is_for_and_never_its_name() {
             url: upstream.url("/agent"),
             api_key: None,
             idle: Duration::from_secs(10),
+            first_token: Duration::from_secs(10),
         })
         .unwrap(),
     );

@@ -698,16 +698,16 @@ impl ServerProcess {
             .env_remove("DATABASE_URL")
             .env("LEPTOS_SITE_ROOT", site)
             .env("LEPTOS_OUTPUT_NAME", "anchorage")
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::null())
-            // ANCHORAGE_TEST_SERVER_LOGS=1 shows what the servers log.
-            .stderr(
-                if std::env::var_os("ANCHORAGE_TEST_SERVER_LOGS").is_some() {
-                    std::process::Stdio::inherit()
-                } else {
-                    std::process::Stdio::null()
-                },
-            );
+            .env("RUST_LOG", "warn");
+        // ANCHORAGE_TEST_SERVER_LOGS=1 shows what the servers log (their logs go to stdout).
+        let shown = || {
+            if std::env::var_os("ANCHORAGE_TEST_SERVER_LOGS").is_some() {
+                std::process::Stdio::inherit()
+            } else {
+                std::process::Stdio::null()
+            }
+        };
+        command.stdout(shown()).stderr(shown());
         command
     }
 

@@ -20,6 +20,7 @@ fn agent(upstream: &Upstream, key: Option<&str>) -> Arc<AguiAgent> {
             url: upstream.url("/agent"),
             api_key: key.map(Into::into),
             idle: Duration::from_secs(10),
+            first_token: Duration::from_secs(10),
         })
         .unwrap(),
     )

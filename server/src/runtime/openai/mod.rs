@@ -30,9 +30,12 @@ pub use calls::tool_schemas;
 
 /// The most models a list keeps (a provider may list thousands).
 const MODELS_LIMIT: usize = 500;
-/// How long a model stream may stay silent before the turn fails (a local server can take
-/// minutes to read a long prompt before its first byte).
-pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
+/// How long a model stream may stay silent once it began before the turn fails ("the model
+/// stopped responding").
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
+/// Silence allowed before a model call's first bytes (a local server can take minutes to
+/// read a long prompt, a model to think), when nothing else says.
+pub const DEFAULT_FIRST_TOKEN: Duration = Duration::from_secs(600);
 
 /// What the model is told it is and can do.
 fn system_prompt() -> String {
@@ -58,8 +61,11 @@ pub struct OpenAiSettings {
     pub model: String,
     /// Model calls per turn before `tool_limit_reached`.
     pub max_iterations: u32,
-    /// Silence allowed on a stream.
+    /// Silence allowed on a stream, once it began (`--upstream-idle-secs`).
     pub idle: Duration,
+    /// Silence allowed before a call's first bytes, a model thinking before it answers
+    /// (`--upstream-first-token-secs`; at least `idle`).
+    pub first_token: Duration,
     /// The longest answer one model call may write, in tokens (sent as `max_tokens`; `None`:
     /// the provider decides).
     pub max_tokens: Option<u32>,
@@ -78,6 +84,7 @@ impl OpenAiSettings {
             model: model.to_owned(),
             max_iterations: 12,
             idle: DEFAULT_IDLE,
+            first_token: DEFAULT_FIRST_TOKEN,
             max_tokens: Some(crate::config::DEFAULT_MAX_TOKENS),
             context_tokens: None,
         }
@@ -141,6 +148,8 @@ impl OpenAiAgent {
     pub fn new(settings: OpenAiSettings, workspaces: Workspaces) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
+            // A connection a NAT or proxy dropped without a word is found out.
+            .tcp_keepalive(Duration::from_secs(30))
             .build()?;
         Ok(OpenAiAgent {
             settings,

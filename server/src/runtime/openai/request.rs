@@ -100,15 +100,17 @@ impl OpenAiAgent {
                 .bearer_auth(self.settings.api_key.expose())
                 .json(&body)
                 .send();
+            // The answer's headers may wait for the model to think: the first bound.
+            let first = self.settings.first_token.max(self.settings.idle);
             let response = io
-                .unless_stopped(tokio::time::timeout(self.settings.idle, request))
+                .unless_stopped(tokio::time::timeout(first, request))
                 .await?;
             let Ok(response) = response else {
                 return Err(fail(
                     "The model provider accepted the connection but did not answer.",
                     format!(
                         "No response within {} s. Check that the server at {} is healthy.",
-                        self.settings.idle.as_secs(),
+                        first.as_secs(),
                         crate::runtime::shown_url(&self.settings.base_url)
                     ),
                 ));

@@ -93,7 +93,8 @@ impl OpenAiAgent {
         io: &RunIo,
     ) -> Result<Step, Fail> {
         let response = self.request(messages, model, limit, io).await?;
-        let mut reader = EventReader::new(response, self.settings.idle);
+        let mut reader =
+            EventReader::new(response, self.settings.idle).first_within(self.settings.first_token);
         let mut step = Step::default();
         let mut think = ThinkSplitter::default();
         let mut finished = false;
@@ -123,6 +124,14 @@ impl OpenAiAgent {
                     return Err(fail(
                         format!("The model provider sent more than this server takes: {e}."),
                         "The partial answer is kept.".to_owned(),
+                    ))
+                }
+                // Silent with the connection open (a stuck server, a proxy or NAT that
+                // dropped it without a word): ended, never left looking live.
+                Err(e @ crate::runtime::sse::ReadError::Idle(_)) => {
+                    return Err(fail(
+                        "The model stopped responding.",
+                        format!("{e}. What it sent is kept; Retry asks again."),
                     ))
                 }
                 Err(e) => {

@@ -100,7 +100,7 @@ impl InstanceStore for SqlStore {
         now: f64,
     ) -> Result<i64, StoreError> {
         // The command and its announcement, or neither.
-        let mut tx = self.pool.begin().await?;
+        let mut tx = WriteTx::begin(&self.pool, "BEGIN").await?;
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO run_commands (run_id, instance, kind, body, created_at) \
              VALUES ($1, $2, $3, $4, $5) RETURNING id",
@@ -168,6 +168,26 @@ impl InstanceStore for SqlStore {
             .map(|text| serde_json::from_str(&text).unwrap_or(Value::Null)))
     }
 
+    async fn keep_reserve(&self) -> Result<(), StoreError> {
+        if self.engine != Engine::Sqlite {
+            return Ok(());
+        }
+        sqlx::query(
+            "INSERT INTO reserve (b) SELECT zeroblob($1) WHERE NOT EXISTS (SELECT 1 FROM reserve)",
+        )
+        .bind(RESERVE_BYTES)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn release_reserve(&self) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM reserve")
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn purge_commands(&self, before: f64) -> Result<u64, StoreError> {
         let done = sqlx::query("DELETE FROM run_commands WHERE created_at < $1")
             .bind(before)
@@ -189,3 +209,6 @@ impl InstanceStore for SqlStore {
         Ok(Some(rx))
     }
 }
+
+/// The room kept back for a full disk, in bytes (64 pages: the ends of a few dozen runs).
+const RESERVE_BYTES: i64 = 256 * 1024;

@@ -9,7 +9,7 @@ impl JournalStore for SqlStore {
         &self,
         ops: Vec<JournalOp>,
     ) -> Result<Vec<Result<Vec<Frame>, StoreError>>, StoreError> {
-        let mut tx = self.journal.begin_with(self.engine.begin_write()).await?;
+        let mut tx = WriteTx::begin(&self.journal, self.engine.begin_write()).await?;
         let mut results: Vec<Option<Result<Vec<Frame>, StoreError>>> =
             (0..ops.len()).map(|_| None).collect();
         // A run's appends go in together (one update, one insert), in their order; a run's

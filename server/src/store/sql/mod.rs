@@ -35,15 +35,27 @@ mod turns;
 
 mod append;
 mod notify;
+mod tx;
 use append::{append_imported, append_one, write_appends};
 use journal::settle_in;
 use notify::{forward_notices, journal_notices, COMMAND_CHANNEL, JOURNAL_CHANNEL};
+use tx::WriteTx;
 
 /// Opens the store the configuration names: PostgreSQL at `database_url`, else the SQLite
 /// file `anchorage.db` under `data_dir` (created if missing).
 pub async fn open(
     database_url: Option<&str>,
     data_dir: &std::path::Path,
+) -> anyhow::Result<std::sync::Arc<dyn Store>> {
+    open_with(database_url, data_dir, None).await
+}
+
+/// As [`open`], the SQLite file held to `max_database_bytes` (`--max-database-mb`; nothing
+/// for PostgreSQL): past it a write fails as on a full disk.
+pub async fn open_with(
+    database_url: Option<&str>,
+    data_dir: &std::path::Path,
+    max_database_bytes: Option<u64>,
 ) -> anyhow::Result<std::sync::Arc<dyn Store>> {
     use anyhow::Context as _;
     let store = match database_url {
@@ -54,7 +66,7 @@ pub async fn open(
             std::fs::create_dir_all(data_dir)
                 .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
             let db = data_dir.join("anchorage.db");
-            SqlStore::open_sqlite(&db)
+            SqlStore::open_sqlite_within(&db, max_database_bytes)
                 .await
                 .with_context(|| format!("opening the database {}", db.display()))?
         }
@@ -120,12 +132,27 @@ fn sqlite_url(path: &Path) -> String {
 impl SqlStore {
     /// Opens (creating if needed) the SQLite database file and migrates it.
     pub async fn open_sqlite(path: &Path) -> Result<Self, StoreError> {
+        SqlStore::open_sqlite_within(path, None).await
+    }
+
+    /// As [`SqlStore::open_sqlite`], the file held to `max_bytes` (SQLite's
+    /// `max_page_count`): a write past it fails with `SQLITE_FULL`, as on a full disk.
+    pub async fn open_sqlite_within(
+        path: &Path,
+        max_bytes: Option<u64>,
+    ) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
         let url = sqlite_url(path);
-        let options = || {
-            AnyPoolOptions::new().after_connect(|conn: &mut AnyConnection, _| {
+        // SQLite's default page is 4 KiB.
+        let max_pages = max_bytes.map(|bytes| (bytes / 4096).max(16));
+        let options = move || {
+            AnyPoolOptions::new().after_connect(move |conn: &mut AnyConnection, _| {
                 Box::pin(async move {
                     conn.execute(SQLITE_PRAGMAS).await?;
+                    if let Some(pages) = max_pages {
+                        conn.execute(format!("PRAGMA max_page_count = {pages}").as_str())
+                            .await?;
+                    }
                     Ok(())
                 })
             })
@@ -163,11 +190,19 @@ impl SqlStore {
         };
         let pool = options()
             .max_connections(12)
-            .acquire_timeout(Duration::from_secs(10))
+            // A database out of reach is said within 2 s (503), not after a long wait.
+            .acquire_timeout(Duration::from_millis(1500))
             .connect(url)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        let one = || options().max_connections(1).min_connections(1);
+        // The journal's and the leases' own connections wait a little longer (a restart of
+        // the database is ridden out by the journal's retries), never a pool's default 30 s.
+        let one = || {
+            options()
+                .max_connections(1)
+                .min_connections(1)
+                .acquire_timeout(Duration::from_secs(2))
+        };
         let journal = one().connect(url).await?;
         let upkeep = one().connect(url).await?;
         Ok(SqlStore {
@@ -184,8 +219,11 @@ impl SqlStore {
     /// later fails with `SQLITE_BUSY` without waiting if another connection wrote in between,
     /// which turned a delete right after a Stop into a 500. On PostgreSQL, rows are locked as
     /// they are written, and a session's writers take its row first ([`Engine::lock_row`]).
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
-        self.pool.begin_with(self.engine.begin_write()).await
+    ///
+    /// A failed `COMMIT` (a full disk) or a failed rollback never hands the connection back
+    /// with a transaction open ([`WriteTx`]).
+    async fn write_tx(&self) -> Result<WriteTx, sqlx::Error> {
+        WriteTx::begin(&self.pool, self.engine.begin_write()).await
     }
 }
 
