@@ -344,6 +344,12 @@ pub async fn health() -> Result<(), Failure> {
     get::<_, Value>(paths::HEALTH, &()).await.map(drop)
 }
 
+/// Why the server cannot save now (`the disk is full`, `writes are failing`), if it cannot.
+pub async fn store_trouble() -> Result<Option<String>, Failure> {
+    let health: Value = get(paths::HEALTH, &()).await?;
+    Ok(health["store"].as_str().map(str::to_owned))
+}
+
 /// The address of a run's event stream, from after `after_seq`.
 pub fn stream_url(run_id: &str, after_seq: u64) -> String {
     let query = StreamQuery {

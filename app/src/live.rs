@@ -30,11 +30,16 @@ impl Drop for Follower {
             ticker.clear();
         }
         let _ = self.chat.quiet.try_set(None);
+        let _ = self.chat.store_trouble.try_set(None);
     }
 }
 
 /// Seconds without an event after which a running turn says it is waiting.
 const QUIET_AFTER: f64 = 10.0;
+
+/// While a turn is quiet, how often (seconds) the page asks whether the server can save (a
+/// full disk, a database out of reach), so that it says so rather than blame the model.
+const ASK_STORE_EVERY: u32 = 5;
 
 /// Now, in seconds, by the browser's clock.
 fn now_secs() -> f64 {
@@ -231,6 +236,7 @@ fn follow_now(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             heard.set(now_secs());
             let _ = chat.quiet.try_set(None);
+            let _ = chat.store_trouble.try_set(None);
             let data = event.data().as_string().unwrap_or_default();
             let id = event.last_event_id();
             if &*kind == EventKind::StreamEnd.name() {
@@ -278,12 +284,33 @@ fn follow_now(chat: ChatState, turn: TurnHandle, session_id: String) -> Option<F
     });
     source.set_onerror(Some(error.as_ref().unchecked_ref()));
     chat.connection.set(Connection::Idle);
+    let state = turn.state;
     let ticker = set_interval_with_handle(
         move || {
+            // A turn that waits for the person (an approval, a question) is not waiting for
+            // the model: its quiet counts from their answer.
+            if state
+                .try_with_untracked(|s| !s.pending.is_empty())
+                .unwrap_or(false)
+            {
+                heard.set(now_secs());
+            }
             let quiet = now_secs() - heard.get();
             let said = (quiet >= QUIET_AFTER).then_some(quiet as u32);
             if chat.quiet.get_untracked() != said {
                 let _ = chat.quiet.try_set(said);
+            }
+            if said.is_some_and(|secs| {
+                secs.saturating_sub(QUIET_AFTER as u32)
+                    .is_multiple_of(ASK_STORE_EVERY)
+            }) {
+                leptos::task::spawn_local(async move {
+                    if let Ok(trouble) = crate::client::store_trouble().await {
+                        if chat.quiet.get_untracked().is_some() {
+                            let _ = chat.store_trouble.try_set(trouble);
+                        }
+                    }
+                });
             }
         },
         std::time::Duration::from_secs(1),

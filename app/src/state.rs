@@ -157,6 +157,9 @@ pub struct ChatState {
     /// Seconds the running turn has sent nothing, once that is long enough to say (a model
     /// thinking, or stuck): the header says "Waiting for the model (40 s)" instead of "Live".
     pub quiet: RwSignal<Option<u32>>,
+    /// While it is quiet, why the server cannot save, if it cannot (`the disk is full`): the
+    /// header says so instead of blaming the model.
+    pub store_trouble: RwSignal<Option<String>>,
     /// The last status change, for screen readers.
     pub announcement: RwSignal<String>,
     /// An error to show above the composer.
@@ -395,6 +398,7 @@ impl ChatState {
             ),
             connection: RwSignal::new(Connection::Idle),
             quiet: RwSignal::new(None),
+            store_trouble: RwSignal::new(None),
             announcement: RwSignal::new(String::new()),
             error: RwSignal::new(None),
             draft: RwSignal::new(String::new()),

@@ -85,6 +85,38 @@ test("the first load stays within its budget; Settings come with their first use
   await expect(dialog.getByRole("radio", { name: "System" })).toBeChecked();
 });
 
+// Everything a first visit fetches until the network is idle: the page itself, the bundle's
+// files (those the page waits for and those it fetches once live: the turns' and the
+// renderer's parts), the icons and what the app asks the server; each as `gzip -9` of its
+// body. Held to `idle_ceiling` the same way as the first load.
+test("everything a first visit fetches until the network is idle stays within its ceiling", async ({ page }, testInfo) => {
+  const bodies: Promise<{ path: string; bytes: number } | null>[] = [];
+  page.on("response", (res) => {
+    // A redirect has no body of its own; an event stream never ends (a first visit has none).
+    if (res.status() >= 300 && res.status() < 400) return;
+    bodies.push(
+      res.body().then(
+        (body) => ({ path: new URL(res.url()).pathname, bytes: gzip9(body) }),
+        () => null,
+      ),
+    );
+  });
+  await page.goto("/");
+  await hydrated(page);
+  test.skip(!(await bundleFiles(page)).some((f) => f.path.includes("__wasm_split")), "the bundle is not split (a dev build)");
+  await page.waitForLoadState("networkidle");
+  const fetched = (await Promise.all(bodies)).filter((b) => b !== null);
+  const total = fetched.reduce((sum, f) => sum + f.bytes, 0);
+  const table = fetched.map((f) => `${f.bytes}\t${f.path}`).join("\n");
+  await testInfo.attach("until-idle.tsv", { body: `${table}\nuntil idle\t${total}\n`, contentType: "text/plain" });
+  console.log(`until the network is idle (gzip -9): ${total} bytes, ceiling ${budget.idle_ceiling}\n${table}`);
+  // The page, its bundle and the parts it fetches once live, and nothing a person did not ask for.
+  const names = fetched.map((f) => f.path.split("/").pop()!);
+  expect(names).toEqual(expect.arrayContaining(["anchorage.wasm", "split_turn_views.wasm"]));
+  expect(names.some((n) => n.includes("settings_sections"))).toBeFalsy();
+  expect(total).toBeLessThanOrEqual(budget.idle_ceiling);
+});
+
 test("Settings that cannot fetch their part say so, and open when the network is back", async ({ page, request }) => {
   await openNewSession(page, request);
   const live = await liveAt(page);

@@ -185,14 +185,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     </button>
                     <h1 class="chat-title">{dynamic(move || chat.title.get())}</h1>
                     <span class="connection" data-connection=dynamic(move || chat.connection.get().as_str()) data-quiet=dynamic(move || chat.quiet.get().is_some().then_some(""))>
-                        {dynamic(move || match chat.quiet.get() {
-                            // Live, and nothing for a while: said, so that a long pause is never
-                            // taken for progress.
-                            Some(secs) if chat.connection.get().as_str() == "live" => {
-                                format!("Waiting for the model ({secs} s)")
-                            }
-                            _ => chat.connection.get().label(),
-                        })}
+                        <span class="connection-short">{dynamic(move || connection_text(chat, true))}</span>
+                        <span class="connection-long">{dynamic(move || connection_text(chat, false))}</span>
                     </span>
                     <div class="mode-switch" role="group" aria-label="Display mode" data-mode-switch="">
                         <button
@@ -324,6 +318,24 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                 |p| (p.toast)(),
             )}
         </div>
+    }
+}
+
+/// What the header says of the running turn's connection (`short`: for a phone's header).
+/// Live, and nothing for a while: said, so that a long pause is never taken for progress, and
+/// the server's own trouble (a full disk) is never blamed on the model.
+/// The short words are said only while the turn is quiet (empty otherwise: the phone's header
+/// then shows the long ones, or nothing).
+fn connection_text(chat: ChatState, short: bool) -> String {
+    let connection = chat.connection.get();
+    let live = matches!(connection.as_str(), "live" | "resumed");
+    match (live, chat.quiet.get(), chat.store_trouble.get(), short) {
+        (true, Some(_), Some(_), true) => "Cannot save".to_owned(),
+        (true, Some(_), Some(why), false) => format!("The server cannot save now: {why}"),
+        (true, Some(secs), None, true) => format!("Waiting {secs} s"),
+        (true, Some(secs), None, false) => format!("Waiting for the model ({secs} s)"),
+        (.., true) => String::new(),
+        (.., false) => connection.label(),
     }
 }
 
