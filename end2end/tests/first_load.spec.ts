@@ -85,7 +85,7 @@ test("the first load stays within its budget; Settings come with their first use
   await expect(dialog.getByRole("radio", { name: "System" })).toBeChecked();
 });
 
-// Everything a first visit fetches until the network is idle: the page itself, the bundle's
+// Everything a first visit (a new conversation) fetches until the network is idle: the page itself, the bundle's
 // files (those the page waits for and those it fetches once live: the turns' and the
 // renderer's parts), the icons and what the app asks the server; each as `gzip -9` of its
 // body. Held to `idle_ceiling` the same way as the first load.
@@ -101,7 +101,8 @@ test("everything a first visit fetches until the network is idle stays within it
       ),
     );
   });
-  await page.goto("/");
+  // A first visit: nothing made yet (`/` would open the worker's newest conversation).
+  await page.goto("/new");
   await hydrated(page);
   test.skip(!(await bundleFiles(page)).some((f) => f.path.includes("__wasm_split")), "the bundle is not split (a dev build)");
   await page.waitForLoadState("networkidle");
