@@ -143,12 +143,14 @@ async fn deliver(chat: ChatState, out: &crate::state::Outgoing) -> Result<String
     // The reader may open another conversation while this waits for the server: what
     // comes back then goes to the server's record only, not into the page shown.
     let epoch = chat.epoch.get_value();
+    let created = out.session_id.is_none();
     let session_id = match out.session_id.clone() {
         Some(id) => id,
         None => {
             let summary = client::new_session().await?.session;
             let id = summary.id.clone();
-            chat.sessions.update(|list| list.insert(0, summary));
+            chat.sessions
+                .update(|list| crate::components::place_in(list, summary));
             // If the reader went elsewhere meanwhile, the message still goes to the new
             // session, which stays in the background.
             let here = chat.epoch.get_value() == epoch && chat.session_id.get_untracked().is_none();
@@ -217,9 +219,19 @@ async fn deliver(chat: ChatState, out: &crate::state::Outgoing) -> Result<String
             }
             return Ok(session_id);
         }
-        Err(e) => return Err(e),
+        Err(e) => {
+            // Refused (too long, too many running…): a conversation made for this message is
+            // not kept (a server out of reach may still take it: that one waits, and goes).
+            if created && e.status != 0 && !e.account_changed {
+                unmake(chat, &session_id, &out.text, epoch).await;
+            }
+            return Err(e);
+        }
     };
     let duplicate = answer.duplicate;
+    if let Some(at) = answer.user_message.as_ref().map(|m| m.created_at) {
+        touch(chat, &session_id, at);
+    }
     let turn = crate::branches::started_turn(answer);
     let run_id = turn.run_id.clone();
     if duplicate {
@@ -239,4 +251,33 @@ async fn deliver(chat: ChatState, out: &crate::state::Outgoing) -> Result<String
         chat.announcement.set("The assistant is responding".into());
     }
     Ok(session_id)
+}
+
+/// Takes back the conversation a refused first message made: gone from the server and the
+/// list, and the page (if it still shows it) a new conversation again, with the text.
+async fn unmake(chat: ChatState, session_id: &str, text: &str, epoch: u64) {
+    let _ = crate::client::delete(session_id).await;
+    chat.sessions
+        .update(|list| list.retain(|s| s.id != session_id));
+    if chat.epoch.get_value() == epoch
+        && chat.session_id.get_untracked().as_deref() == Some(session_id)
+    {
+        crate::components::store_draft(Some(session_id), "");
+        crate::components::store_draft(None, text);
+        chat.session_id.set(None);
+        crate::nav::correct_address(chat);
+    }
+}
+
+/// A conversation that took a message at `at` moves where the server now lists it (the one
+/// rule, [`crate::api::SessionSummary::sidebar_order`]): the sidebar is the same live as
+/// after a reload.
+fn touch(chat: ChatState, session_id: &str, at: f64) {
+    chat.sessions.update(|list| {
+        if let Some(i) = list.iter().position(|s| s.id == session_id) {
+            let mut session = list.remove(i);
+            session.updated_at = session.updated_at.max(at);
+            crate::components::place_in(list, session);
+        }
+    });
 }

@@ -71,6 +71,8 @@ test("sign in, chat, reload and sign out", async ({ page }, testInfo) => {
   // The name stays; the password is typed again.
   await expect(page.getByLabel("Name")).toHaveValue("alice");
   await expect(page.getByLabel("Password")).toBeFocused();
+  // The address is the sign-in page's still (a reload there never asks an API route).
+  expect(page.url()).toBe(`${base}/login`);
   await page.screenshot({ path: testInfo.outputPath("login-error.png") });
 
   await page.getByLabel("Password").fill("alice-password-1");

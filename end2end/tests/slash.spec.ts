@@ -1,6 +1,6 @@
 import { test, expect } from "./fixtures";
 import type { Page } from "@playwright/test";
-import { isPhone, lastTurn, openNewSession } from "./support";
+import { accessibilityProblems, isPhone, lastTurn, openNewSession } from "./support";
 
 // The message box's `/` menu: what a person sees when typing a command, on a desktop with a
 // keyboard and on a phone with a finger.
@@ -27,7 +27,10 @@ test("typing / lists the commands above the message box; /mo filters to /mode an
   await page.keyboard.type("/");
   await expect(menu(page)).toBeVisible();
   await expect(menu(page)).toBeInViewport();
-  await expect(input).toHaveAttribute("aria-expanded", "true");
+  // The box names the list it offers while it is open (a textarea carries no aria-expanded).
+  await expect(input).toHaveAttribute("aria-controls", (await menu(page).getAttribute("id"))!);
+  await expect(input).toHaveAttribute("aria-haspopup", "listbox");
+  expect(await accessibilityProblems(page)).toEqual([]);
   const names = await menu(page).locator(".slash-name").allTextContents();
   expect(names).toEqual(expect.arrayContaining(["/new", "/mode", "/theme", "/export", "/retry", "/stop", "/help", "/demo"]));
   // The demo agent offers no choice of model: no /model.
@@ -51,7 +54,8 @@ test("typing / lists the commands above the message box; /mo filters to /mode an
   await expect(input).toHaveValue("");
   await expect(menu(page)).toHaveCount(0);
   await expect(input).toBeFocused();
-  await expect(input).toHaveAttribute("aria-expanded", "false");
+  await expect(input).not.toHaveAttribute("aria-controls", /./);
+  await expect(input).not.toHaveAttribute("aria-activedescendant", /./);
 
   // Typed in full and sent with the button: the page's command, never a message.
   await input.fill("/mode worklog");

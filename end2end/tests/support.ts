@@ -125,8 +125,8 @@ export async function watchLayout(page: Page): Promise<void> {
       });
       w.__observer.observe({ type: "layout-shift" });
     }
-    let previous: { state: string | null; top: number | null } | null = null;
-    const tick = () => {
+    let previous: { state: string | null; top: number | null; screen: number | null } | null = null;
+    const measure = () => {
       const answer = document.querySelector("article.turn:last-of-type .answer");
       const state = answer?.getAttribute("data-final-answer") ?? null;
       // Where the answer is laid out in the conversation: from where the transcript's content
@@ -134,10 +134,21 @@ export async function watchLayout(page: Page): Promise<void> {
       // exactly (scrollTop is rounded to a whole pixel, a box's edge is not).
       const origin = document.querySelector(".transcript > *")?.getBoundingClientRect().top ?? 0;
       const top = answer ? answer.getBoundingClientRect().top - origin : null;
+      // And where it is on screen, in the transcript's window: a worklog that folds above it
+      // while the transcript scrolls by as much moves it in the conversation, not on screen.
+      const window = document.querySelector(".transcript")?.getBoundingClientRect().top ?? 0;
+      const screen = answer ? answer.getBoundingClientRect().top - window : null;
       if (w.__settle === null && previous?.state === "streaming" && state && state !== "streaming") {
-        w.__settle = { before: previous.top, after: top, state };
+        // The move a person sees: none if it kept its place either way.
+        const moved = (a: number | null, b: number | null) => (a === null || b === null ? Infinity : Math.abs(a - b));
+        const still = moved(previous.top, top) <= moved(previous.screen, screen) ? { before: previous.top, after: top } : { before: previous.screen, after: screen };
+        w.__settle = { ...still, state };
       }
-      previous = { state, top };
+      previous = { state, top, screen };
+    };
+    // Once per frame, after it is painted: as the reader saw it.
+    const tick = () => {
+      setTimeout(measure, 0);
       requestAnimationFrame(tick);
     };
     requestAnimationFrame(tick);

@@ -383,7 +383,12 @@ pub fn router(state: AppState) -> Router {
         .route(app::api::paths::HEALTH, get(routes::health::healthz))
         .route(
             app::api::paths::LOGIN_PAGE,
-            get(routes::sign_in::login_form),
+            get(routes::sign_in::login_form)
+                .post(routes::sign_in::login)
+                .layer(
+                    // The sign-in form's post (see `security::FORM_PAGE`).
+                    axum::extract::DefaultBodyLimit::max(16 * 1024),
+                ),
         )
         // Signing in with a passkey (see `routes::passkeys`).
         .route(

@@ -94,9 +94,13 @@ fn host_name(authority: &str) -> &str {
 /// Names of this machine, which no other site can make a browser use for its own pages.
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
-/// The one write that may come as a form: the sign-in page's post (it works without
-/// JavaScript). It must still come from this site.
+/// The JSON sign-in (the page's passkey script and API clients use it); the one write that
+/// may come as a form is the sign-in page's post to its own address ([`FORM_PAGE`]: a failed
+/// sign-in shows the form again where it was, and a reload there asks for the form, never an
+/// API route). Both must still come from this site.
 pub const FORM_PATH: &str = "/api/auth/login";
+/// See [`FORM_PATH`].
+pub const FORM_PAGE: &str = app::api::paths::LOGIN_PAGE;
 
 /// The routes that take a body that is not JSON: an attachment's bytes, and a conversation's
 /// JSON Lines export to import.
@@ -170,7 +174,8 @@ pub fn check_write(
         .and_then(|v| v.split(';').next())
         .map(|t| t.trim().to_ascii_lowercase())
         .unwrap_or_default();
-    let form = path == FORM_PATH && content_type == "application/x-www-form-urlencoded";
+    let form = (path == FORM_PATH || path == FORM_PAGE)
+        && content_type == "application/x-www-form-urlencoded";
     // A file's bytes: a type no form can send, so another site cannot send one either
     // (a cross-site fetch with it needs a preflight, which is never granted).
     let upload = (path == UPLOAD_PATH && content_type == "application/octet-stream")
@@ -386,18 +391,20 @@ mod tests {
         );
         // The sign-in form may post a form, from this site only.
         let form = ("content-type", "application/x-www-form-urlencoded");
-        let login = |pairs: &[(&'static str, &'static str)]| {
-            check_write(&Method::POST, super::FORM_PATH, &headers(pairs), None).map_err(|e| e.0)
-        };
-        assert_eq!(
-            login(&[host, form, ("origin", "http://127.0.0.1:3000")]),
-            Ok(())
-        );
-        assert_eq!(
-            login(&[host, form, ("origin", "https://evil.example")]),
-            Err(StatusCode::FORBIDDEN)
-        );
-        assert_eq!(login(&[host, form]), Err(StatusCode::FORBIDDEN));
+        for path in [super::FORM_PATH, super::FORM_PAGE] {
+            let login = |pairs: &[(&'static str, &'static str)]| {
+                check_write(&Method::POST, path, &headers(pairs), None).map_err(|e| e.0)
+            };
+            assert_eq!(
+                login(&[host, form, ("origin", "http://127.0.0.1:3000")]),
+                Ok(())
+            );
+            assert_eq!(
+                login(&[host, form, ("origin", "https://evil.example")]),
+                Err(StatusCode::FORBIDDEN)
+            );
+            assert_eq!(login(&[host, form]), Err(StatusCode::FORBIDDEN));
+        }
         assert_eq!(
             check_write(
                 &Method::POST,

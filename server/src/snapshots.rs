@@ -15,7 +15,8 @@ use serde_json::Value;
 use crate::store::{Run, Store, StoreError};
 
 /// The version of what a snapshot holds: snapshots of another version are made again.
-pub const VERSION: i64 = 2;
+/// 3: a snapshot carries the time the turn waited for the person (`waited`).
+pub const VERSION: i64 = 3;
 
 /// Journal rows read per query.
 const ROWS_PER_READ: u32 = 10_000;

@@ -198,6 +198,9 @@ pub struct TurnSnapshot {
     pub last_seq: u64,
     /// When the first and the last event happened.
     pub span: (Option<f64>, Option<f64>),
+    /// Seconds of `span` the turn waited for the person (approvals, questions).
+    #[serde(default)]
+    pub waited: f64,
     /// What the turn says beside its answer.
     #[serde(default)]
     pub notices: TurnNotices,

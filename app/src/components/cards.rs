@@ -33,14 +33,30 @@ fn respond(answer: Answer, busy: RwSignal<bool>, failed: RwSignal<Option<String>
 }
 
 /// A card that asks the reader something takes the focus when it appears (keyboard and
-/// screen-reader users land on the question); when it goes, answered, the focus goes back to
+/// screen-reader users land on its first answer, inside the question); when it goes, answered, the focus goes back to
 /// the message field unless the reader has moved it elsewhere meanwhile.
 fn take_focus(card: NodeRef<leptos::html::Div>) {
     #[cfg(feature = "hydrate")]
     {
+        // On its first answer, where Enter answers (a phone's keyboard is not opened for a
+        // text field: there the first button, or the card).
         Effect::new(move |_| {
+            use wasm_bindgen::JsCast;
             if let Some(el) = card.get() {
-                let _ = el.focus();
+                let first = if crate::document::touch_only() {
+                    "button:not([disabled])"
+                } else {
+                    "button:not([disabled]), input, textarea"
+                };
+                let target = el
+                    .query_selector(first)
+                    .ok()
+                    .flatten()
+                    .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
+                match target {
+                    Some(target) => drop(target.focus()),
+                    None => drop(el.focus()),
+                }
             }
         });
         // The element, kept for the cleanup (the node reference is gone by then).

@@ -74,7 +74,6 @@ pub(crate) fn SlashMenu(draft: RwSignal<String>, keys: KeyHook) -> impl IntoView
         let _ = keys.try_set_value(None);
     });
 
-    // The message box says that it has a list, whether it is open and which line is active.
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         let Some(field) = web_sys::window()
@@ -83,24 +82,25 @@ pub(crate) fn SlashMenu(draft: RwSignal<String>, keys: KeyHook) -> impl IntoView
         else {
             return;
         };
+        // A text box's own attributes (ARIA 1.2 allows `aria-expanded` on a combobox, not
+        // on a textarea): it offers a list, names it while it is open, and its active line.
         let is_open = open.get();
         let _ = field.set_attribute("aria-autocomplete", "list");
-        let _ = field.set_attribute("aria-controls", MENU_ID);
-        let _ = field.set_attribute("aria-expanded", if is_open { "true" } else { "false" });
-        let _ = if is_open {
-            field.set_attribute("aria-activedescendant", &option_id(active.get()))
-        } else {
-            field.remove_attribute("aria-activedescendant")
-        };
+        let _ = field.set_attribute("aria-haspopup", "listbox");
         if is_open {
+            let _ = field.set_attribute("aria-controls", MENU_ID);
+            let _ = field.set_attribute("aria-activedescendant", &option_id(active.get()));
             act::reveal(&option_id(active.get()));
+        } else {
+            let _ = field.remove_attribute("aria-controls");
+            let _ = field.remove_attribute("aria-activedescendant");
         }
     });
 
     move || {
         open.get().then(|| {
             view! {
-                <ul class="slash-menu" id=MENU_ID role="listbox" aria-label="Commands">
+                <ul class="slash-menu" id=MENU_ID role="listbox" aria-label="Commands" tabindex="0">
                     {list.get().into_iter().enumerate().map(|(i, entry)| {
                         let text = entry.text.clone();
                         let args = entry.args.clone();

@@ -92,6 +92,20 @@ impl TurnState {
         self.absorb(kind, &payload, seq, |r| r.apply(&input, &context));
     }
 
+    /// Counts the time the turn waits for the person: from the first request that waits for
+    /// them to the moment none is left (answered, or the turn ended), at `at`.
+    fn count_wait(&mut self, at: Option<f64>) {
+        let Some(at) = at else { return };
+        match (self.waiting_since, self.pending.is_empty()) {
+            (None, false) => self.waiting_since = Some(at),
+            (Some(since), true) => {
+                self.waited += (at - since).max(0.0);
+                self.waiting_since = None;
+            }
+            _ => {}
+        }
+    }
+
     fn absorb(
         &mut self,
         kind: &str,
@@ -100,7 +114,8 @@ impl TurnState {
         apply: impl FnOnce(&mut Registry) -> Applied,
     ) {
         self.last_seq = seq;
-        if let Some(at) = payload.get("created_at").and_then(Value::as_f64) {
+        let at = payload.get("created_at").and_then(Value::as_f64);
+        if let Some(at) = at {
             self.first_at.get_or_insert(at);
             self.last_at = Some(at);
         }
@@ -186,6 +201,7 @@ impl TurnState {
         if self.registry.anchor().lifecycle.terminal_state.is_some() {
             self.pending.clear();
         }
+        self.count_wait(at.or(self.last_at));
         if let Some(RowChange::Appended(i)) = applied.change.row {
             if let Some(row) = self.registry.row(i) {
                 push_segment(&mut self.segments, &mut self.next_key, &row);

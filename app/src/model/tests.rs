@@ -641,3 +641,69 @@ fn rows_and_frames_that_come_before_the_engine_are_held_and_then_shown_as_if_it_
     assert!(!late.holds());
     assert_eq!(seen(&late), seen(&direct));
 }
+
+#[test]
+fn the_time_a_turn_waited_for_the_person_is_not_the_agents() {
+    let events = vec![
+        ev(1, "title", json!({"title": "x", "created_at": 10.0})),
+        ev(
+            2,
+            "approval",
+            json!({"approval_id": "a1", "command": "rm x", "description": "Remove x", "created_at": 11.0}),
+        ),
+        // A question while the approval waits: one wait, not two.
+        ev(
+            3,
+            "clarify",
+            json!({"clarify_id": "c1", "question": "Which?", "created_at": 12.0}),
+        ),
+        ev(
+            4,
+            "approval_resolved",
+            json!({"approval_id": "a1", "choice": "once", "created_at": 20.0}),
+        ),
+        ev(
+            5,
+            "clarify_resolved",
+            json!({"clarify_id": "c1", "response": "that", "created_at": 23.0}),
+        ),
+        ev(6, "token", json!({"text": "Done.", "created_at": 24.0})),
+        ev(
+            7,
+            "done",
+            json!({"status": "completed", "created_at": 25.0}),
+        ),
+        ev(8, "stream_end", json!({"created_at": 25.0})),
+    ];
+    let replayed = TurnState::new("s1", &turn(events.clone()));
+    assert_eq!(replayed.waited, 12.0);
+    assert_eq!(replayed.elapsed(), Some(3.0));
+
+    // Watched live, frame by frame: the same.
+    let mut live = TurnState::new("s1", &turn(Vec::new()));
+    for e in &events {
+        live.apply_frame(
+            &e.kind,
+            &e.payload.to_string(),
+            &format!("run1:{}", e.seq),
+            "s1",
+        );
+    }
+    assert_eq!((live.waited, live.elapsed()), (12.0, Some(3.0)));
+
+    // Loaded folded, as its snapshot: the same.
+    let mut data = turn(Vec::new());
+    data.snapshot = replayed.snapshot();
+    let folded = TurnState::new("s1", &data);
+    assert_eq!((folded.waited, folded.elapsed()), (12.0, Some(3.0)));
+
+    // Stopped while it waits: the wait ends with the turn.
+    let mut stopped = events[..3].to_vec();
+    stopped.push(ev(
+        4,
+        "done",
+        json!({"status": "cancelled", "created_at": 30.0}),
+    ));
+    let stopped = TurnState::new("s1", &turn(stopped));
+    assert_eq!((stopped.waited, stopped.elapsed()), (19.0, Some(1.0)));
+}

@@ -121,6 +121,10 @@ pub struct TurnState {
     pub first_at: Option<f64>,
     /// When the last event happened.
     pub last_at: Option<f64>,
+    /// Seconds the turn waited for the person (an approval, a question): not the agent's time.
+    pub waited: f64,
+    /// Since when it waits for the person, while it does.
+    pub(super) waiting_since: Option<f64>,
     /// How the user answered each approval or question, by its id ("Allowed once", …).
     pub answers: std::collections::HashMap<String, String>,
     /// Bumped whenever [`TurnState::process`] may have changed: not by the answer's tokens, so
@@ -227,6 +231,8 @@ impl TurnState {
             ended: false,
             first_at: None,
             last_at: None,
+            waited: 0.0,
+            waiting_since: None,
             answers: std::collections::HashMap::new(),
             process_rev: 0,
             next_key: 0,
@@ -236,6 +242,7 @@ impl TurnState {
         if let Some(snapshot) = &turn.snapshot {
             state.last_seq = snapshot.last_seq;
             (state.first_at, state.last_at) = snapshot.span;
+            state.waited = snapshot.waited;
             state.ended = true;
             state.folded = Some(Box::new(snapshot.clone()));
             return state;
@@ -468,13 +475,15 @@ impl TurnState {
             rows: self.row_count(),
             last_seq: self.last_seq,
             span: (self.first_at, self.last_at),
+            waited: self.waited,
             notices: self.notices.clone(),
         })
     }
 
-    /// Seconds between the first and the last event.
+    /// The agent's seconds: between the first and the last event, less the time the turn
+    /// waited for the person ([`TurnState::waited`]).
     pub fn elapsed(&self) -> Option<f64> {
-        Some(self.last_at? - self.first_at?).filter(|e| *e >= 0.0)
+        Some(self.last_at? - self.first_at? - self.waited).filter(|e| *e >= 0.0)
     }
 
     /// Indices of the segments that stream the answer: the prose after the last segment that

@@ -116,7 +116,7 @@ fn login_html(error: Option<&str>, name: &str, next: &str, passkeys: bool, base:
 <body class="login-body">
 <main class="login">
 <h1 class="brand">Anchorage</h1>
-<form class="login-form" method="post" action="{base}/api/auth/login"{described}>
+<form class="login-form" method="post" action="{base}/login"{described}>
 <h2>Sign in</h2>
 {error}
 <label for="username">Name</label>
@@ -384,7 +384,7 @@ mod tests {
         let page = login_html(None, "", "/chat/", true, "/chat");
         for address in [
             r#"href="/chat/pkg/anchorage.css""#,
-            r#"action="/chat/api/auth/login""#,
+            r#"action="/chat/login""#,
             r#"src="/chat/passkey.js""#,
         ] {
             assert!(page.contains(address), "{address} in {page}");
