@@ -71,7 +71,8 @@ async fn the_first_account_closes_open_mode_and_the_first_admin_adopts_its_conve
         .text()
         .await
         .unwrap();
-    assert!(form.contains(r#"<form class="login-form" method="post" action="/api/auth/login""#));
+    // The form posts to its own address: a failed sign-in shows it again there.
+    assert!(form.contains(r#"<form class="login-form" method="post" action="/login""#));
     assert!(form.contains(r#"name="next" value="/s/abc""#));
 
     // The first admin owns what was made before.
@@ -179,7 +180,7 @@ async fn signing_in_and_out() {
         ("https://evil.example", "/"),
     ] {
         let res = client
-            .post(app.url("/api/auth/login"))
+            .post(app.url("/login"))
             .header("origin", &origin)
             .form(&[
                 ("username", "alice"),
@@ -195,7 +196,7 @@ async fn signing_in_and_out() {
     }
     // A wrong password in the form shows the form again, with the name kept.
     let res = client
-        .post(app.url("/api/auth/login"))
+        .post(app.url("/login"))
         .header("origin", &origin)
         .form(&[
             ("username", "alice"),
@@ -209,15 +210,17 @@ async fn signing_in_and_out() {
     let page = res.text().await.unwrap();
     assert!(page.contains("wrong name or password"));
     assert!(page.contains(r#"value="alice""#));
-    // A form from another site is refused.
-    let res = client
-        .post(app.url("/api/auth/login"))
-        .header("origin", "https://evil.example")
-        .form(&[("username", "alice"), ("password", ALICE_PW)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 403);
+    // A form from another site is refused, at either address.
+    for path in ["/login", "/api/auth/login"] {
+        let res = client
+            .post(app.url(path))
+            .header("origin", "https://evil.example")
+            .form(&[("username", "alice"), ("password", ALICE_PW)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403, "{path}");
+    }
 }
 
 #[tokio::test]
