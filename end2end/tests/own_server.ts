@@ -49,6 +49,9 @@ export function startServer(
       LEPTOS_SITE_PKG_DIR: "pkg",
       LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
       ANCHORAGE_DEMO_DELAY_MS: "20",
+      // One build's compressed copies, shared by every server of the run (each would
+      // otherwise spend seconds of a core on brotli 11 while the tests run).
+      ANCHORAGE_CACHE_DIR: join(root, "target", "bundle-cache"),
       RUST_LOG: "warn",
       ...env,
     },

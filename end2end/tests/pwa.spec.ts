@@ -203,7 +203,7 @@ test.describe("a new build", () => {
     dataDir = mkdtempSync(join(tmpdir(), "anchorage-pwa-"));
     site = mkdtempSync(join(tmpdir(), "anchorage-site-"));
     cpSync(join(root, "target", "site"), site, { recursive: true });
-    server = startServer(port, dataDir, { LEPTOS_SITE_ROOT: site });
+    server = startServer(port, dataDir, { LEPTOS_SITE_ROOT: site, ANCHORAGE_CACHE_DIR: join(dataDir, "cache") });
     await waitHealthy(request, `http://127.0.0.1:${port}`);
   });
 
@@ -227,7 +227,7 @@ test.describe("a new build", () => {
     // The next build: a changed stylesheet is a new bundle, so a new worker and new addresses.
     await kill9(server!);
     appendFileSync(join(site, "pkg", "anchorage.css"), "\n/* the next build */\n");
-    server = startServer(port, dataDir, { LEPTOS_SITE_ROOT: site });
+    server = startServer(port, dataDir, { LEPTOS_SITE_ROOT: site, ANCHORAGE_CACHE_DIR: join(dataDir, "cache") });
     await waitHealthy(request, base);
 
     await page.reload();
@@ -269,7 +269,7 @@ test.describe("a new build", () => {
     for (const next of ["the second", "the third"]) {
       await kill9(server!);
       appendFileSync(join(site, "pkg", "anchorage.css"), `\n/* ${next} build */\n`);
-      server = startServer(port, dataDir, { LEPTOS_SITE_ROOT: site });
+      server = startServer(port, dataDir, { LEPTOS_SITE_ROOT: site, ANCHORAGE_CACHE_DIR: join(dataDir, "cache") });
       await waitHealthy(request, base);
       await page.goto(`${base}/s/${later}`);
       await hydrated(page);

@@ -2,15 +2,19 @@
 //! levels (brotli 11, gzip 9) instead of on the fly at a fast level: brotli 11 makes the wasm
 //! about a fifth smaller than the on-the-fly encoding.
 //!
-//! Precompressed copies sit next to their originals (`anchorage.wasm.br`, `.gz`). At startup
-//! stale copies (older than their original, from an earlier build) are removed before anything
-//! is served, then fresh ones are written in the background; until they exist the compression
-//! layer encodes responses on the fly as before.
+//! The server never writes into the site folder (a container image, a package or a Nix store
+//! keeps it read-only): the compressed copies go to a cache of their own under the data
+//! directory (or `--cache-dir`), one folder per build (`cache/bundle/{build}`, the build being a hash of the
+//! bundle's contents, so a folder is never stale). Each file lands whole (written aside, then
+//! renamed); until its copies are there, the original is served from the site folder and the
+//! compression layer encodes it on the fly, as before.
 
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+use tower_http::services::ServeDir;
 
 /// Files worth compressing.
 const EXTENSIONS: [&str; 4] = ["wasm", "js", "css", "svg"];
@@ -44,46 +48,6 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 
 fn modified(path: &Path) -> Option<SystemTime> {
     fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// Whether `copy` was made from `original` as it is now: a copy gets its original's
-/// modification time when written, so any change to the original (a rebuild, a rollback to an
-/// older file, a copy that keeps old times) makes it stale.
-fn fresh(original: &Path, copy: &Path) -> bool {
-    match (modified(original), modified(copy)) {
-        (Some(o), Some(c)) => c == o,
-        _ => false,
-    }
-}
-
-/// Removes precompressed copies that are older than their original (or whose original is
-/// gone). Returns how many were removed. Fast; run before serving.
-pub fn remove_stale(dir: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for path in entries.filter_map(Result::ok).map(|e| e.path()) {
-        let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
-            continue;
-        };
-        if !SUFFIXES.contains(&ext) {
-            continue;
-        }
-        let original = path.with_extension("");
-        // Only copies of bundle files: other compressed assets are left alone.
-        let bundle = original
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| EXTENSIONS.contains(&e));
-        if !bundle {
-            continue;
-        }
-        if !fresh(&original, &path) && fs::remove_file(&path).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
 }
 
 /// Writes `bytes` to `path` through a temporary file of this process, with the modification
@@ -123,20 +87,33 @@ fn gzip_9(data: &[u8]) -> io::Result<Vec<u8>> {
     encoder.finish()
 }
 
-/// Writes missing or stale `.br` and `.gz` copies of the bundle's files. Returns how many were
-/// written. Slow (brotli 11); run in the background.
-pub fn precompress(dir: &Path) -> io::Result<usize> {
+/// The cache folder of `build` under `cache_root` (`--cache-dir`, by default `cache` in the
+/// data directory).
+pub fn cache_dir(cache_root: &Path, build: &str) -> PathBuf {
+    cache_root.join("bundle").join(build)
+}
+
+/// Fills `cache` with the bundle files of `pkg_dir` and their `.br` and `.gz` copies (the
+/// copies first, then the original: a file is served from the cache once it is there), and
+/// removes the folders of other builds beside it. Returns how many files it wrote. Slow
+/// (brotli 11); run in the background.
+pub fn fill_cache(pkg_dir: &Path, cache: &Path) -> io::Result<usize> {
+    fs::create_dir_all(cache)?;
+    if let (Some(parent), Some(own)) = (cache.parent(), cache.file_name()) {
+        for entry in fs::read_dir(parent)?.filter_map(Result::ok) {
+            if entry.file_name() != own {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
     let mut written = 0;
     let mut first_error = None;
-    for original in originals(dir) {
-        for suffix in SUFFIXES {
-            match precompress_one(&original, suffix) {
-                Ok(true) => written += 1,
-                Ok(false) => {}
-                // One file's failure does not keep the others uncompressed.
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
+    for original in originals(pkg_dir) {
+        match cache_one(&original, cache) {
+            Ok(n) => written += n,
+            // One file's failure does not keep the others uncompressed.
+            Err(e) => {
+                first_error.get_or_insert(e);
             }
         }
     }
@@ -146,32 +123,44 @@ pub fn precompress(dir: &Path) -> io::Result<usize> {
     }
 }
 
-/// Writes the `suffix` copy of `original` unless it is fresh; returns whether it wrote one.
-fn precompress_one(original: &Path, suffix: &str) -> io::Result<bool> {
-    let copy = with_suffix(original, suffix);
-    if fresh(original, &copy) {
-        return Ok(false);
-    }
-    let Some(mtime) = modified(original) else {
-        return Ok(false);
+/// Writes what `cache` lacks of `original`: its compressed copies (where they are smaller),
+/// then the original itself. Returns how many files it wrote.
+fn cache_one(original: &Path, cache: &Path) -> io::Result<usize> {
+    let Some(name) = original.file_name() else {
+        return Ok(0);
     };
+    let target = cache.join(name);
+    if target.exists() {
+        return Ok(0);
+    }
     let data = fs::read(original)?;
-    let compressed = match suffix {
-        "br" => brotli_11(&data)?,
-        _ => gzip_9(&data)?,
-    };
-    // Not worth it (already compressed formats): leave the original alone.
-    if compressed.len() >= data.len() {
-        return Ok(false);
+    let mtime = modified(original).unwrap_or_else(SystemTime::now);
+    let mut written = 0;
+    for suffix in SUFFIXES {
+        let compressed = match suffix {
+            "br" => brotli_11(&data)?,
+            _ => gzip_9(&data)?,
+        };
+        // Not worth it (already compressed formats): the original alone.
+        if compressed.len() < data.len() {
+            write_atomically(&with_suffix(&target, suffix), &compressed, mtime)?;
+            written += 1;
+        }
     }
-    write_atomically(&copy, &compressed, mtime)?;
-    // The original changed while we compressed it: drop the copy, the next start writes a
-    // new one.
-    if !fresh(original, &copy) {
-        let _ = fs::remove_file(&copy);
-        return Ok(false);
+    write_atomically(&target, &data, mtime)?;
+    Ok(written + 1)
+}
+
+/// The bundle's files: from `cache` (with their precompressed copies) where it has them, from
+/// `pkg_dir` (as they are: copies an older server left there are not trusted) otherwise.
+pub fn files(pkg_dir: &Path, cache: Option<&Path>) -> ServeDir<ServeDir> {
+    match cache {
+        Some(cache) => ServeDir::new(cache)
+            .precompressed_br()
+            .precompressed_gzip()
+            .fallback(ServeDir::new(pkg_dir)),
+        None => ServeDir::new(pkg_dir).fallback(ServeDir::new(pkg_dir)),
     }
-    Ok(true)
 }
 
 #[cfg(test)]
@@ -180,60 +169,50 @@ mod tests {
     use std::io::Read as _;
 
     #[test]
-    fn copies_decode_to_their_originals_and_stale_ones_are_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let wasm = dir.path().join("app.wasm");
+    fn the_cache_holds_copies_that_decode_to_their_originals_and_one_build_only() {
+        let site = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let wasm = site.path().join("app.wasm");
         let body: Vec<u8> = (0..200_000u32)
             .flat_map(|i| (i % 251).to_le_bytes())
             .collect();
         fs::write(&wasm, &body).unwrap();
-        fs::write(dir.path().join("notes.txt"), "not part of the bundle").unwrap();
-        assert_eq!(precompress(dir.path()).unwrap(), 2);
-        assert_eq!(precompress(dir.path()).unwrap(), 0, "fresh copies are kept");
-        assert!(!dir.path().join("notes.txt.br").exists());
+        fs::write(site.path().join("notes.txt"), "not part of the bundle").unwrap();
+        let listed = |dir: &Path| {
+            let mut names: Vec<String> = fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        let site_before = listed(site.path());
 
-        let br = fs::read(with_suffix(&wasm, "br")).unwrap();
+        let old = cache_dir(data.path(), "0000000000000000");
+        fs::create_dir_all(&old).unwrap();
+        let cache = cache_dir(data.path(), "1111111111111111");
+        assert_eq!(fill_cache(site.path(), &cache).unwrap(), 3);
+        assert_eq!(fill_cache(site.path(), &cache).unwrap(), 0, "kept");
+        assert!(!old.exists(), "another build's copies are gone");
+        assert_eq!(listed(&cache), ["app.wasm", "app.wasm.br", "app.wasm.gz"]);
+        assert_eq!(
+            listed(site.path()),
+            site_before,
+            "nothing written to the site"
+        );
+
+        assert_eq!(fs::read(cache.join("app.wasm")).unwrap(), body);
+        let br = fs::read(cache.join("app.wasm.br")).unwrap();
         let mut decoded = Vec::new();
         brotli::Decompressor::new(&br[..], 4096)
             .read_to_end(&mut decoded)
             .unwrap();
         assert_eq!(decoded, body);
-        let gz = fs::read(with_suffix(&wasm, "gz")).unwrap();
+        let gz = fs::read(cache.join("app.wasm.gz")).unwrap();
         let mut decoded = Vec::new();
         flate2::read::GzDecoder::new(&gz[..])
             .read_to_end(&mut decoded)
             .unwrap();
         assert_eq!(decoded, body);
-
-        // A rebuild makes the copies stale: they go before anything is served.
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        fs::write(&wasm, b"a new build").unwrap();
-        let later = SystemTime::now() + std::time::Duration::from_secs(5);
-        fs::File::options()
-            .write(true)
-            .open(&wasm)
-            .unwrap()
-            .set_modified(later)
-            .unwrap();
-        assert_eq!(remove_stale(dir.path()), 2);
-        assert!(!with_suffix(&wasm, "br").exists());
-        assert_eq!(remove_stale(dir.path()), 0);
-
-        // A rollback to a file older than the copies also makes them stale.
-        fs::write(&wasm, &body).unwrap();
-        assert_eq!(precompress(dir.path()).unwrap(), 2);
-        let earlier = SystemTime::now() - std::time::Duration::from_secs(3600);
-        fs::File::options()
-            .write(true)
-            .open(&wasm)
-            .unwrap()
-            .set_modified(earlier)
-            .unwrap();
-        assert_eq!(remove_stale(dir.path()), 2);
-
-        // Compressed files that are not copies of the bundle are not ours to remove.
-        fs::write(dir.path().join("data.tar.gz"), b"archive").unwrap();
-        assert_eq!(remove_stale(dir.path()), 0);
-        assert!(dir.path().join("data.tar.gz").exists());
     }
 }

@@ -130,6 +130,11 @@ pub struct Config {
     )]
     pub data_dir: PathBuf,
 
+    /// Where a release build keeps its bundle's compressed copies (default: `cache` under
+    /// --data-dir); servers of one build may share it
+    #[arg(long, env = "ANCHORAGE_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+
     /// PostgreSQL to keep everything in (`postgres://user:password@host/db`) instead of the
     /// SQLite file under --data-dir; several instances may share it
     #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true, value_parser = secret_arg)]

@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use std::time::Duration;
 use tower_http::compression::CompressionLayer;
-use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 
 use anyhow::Context as _;
@@ -135,9 +134,16 @@ impl AppState {
         state.public_url = config.public_url.clone();
         state.allowed_hosts = config.allowed_hosts.clone().into();
         state.limits = config.limits();
-        if config.leptos_watch {
-            state.bundle = Arc::new(offline::Bundle::watched());
-        }
+        state.bundle = Arc::new(if config.leptos_watch {
+            offline::Bundle::watched()
+        } else {
+            let root = (config.cache_dir.clone()).unwrap_or_else(|| config.data_dir.join("cache"));
+            let cache = assets::cache_dir(&root, &state.bundle.build);
+            offline::Bundle {
+                cache: Some(cache),
+                ..(*state.bundle).clone()
+            }
+        });
         Ok(state)
     }
 
@@ -427,9 +433,7 @@ pub fn router(state: AppState) -> Router {
         // The bundle from its precompressed copies when they exist (see `assets`).
         .nest_service(
             &format!("/{}", options_pkg.trim_matches('/')),
-            ServeDir::new(&pkg_dir)
-                .precompressed_br()
-                .precompressed_gzip(),
+            assets::files(&pkg_dir, bundle.cache.as_deref()),
         );
     // The same files under this build's own address, which never changes content (a watched
     // bundle has none: it changes).
@@ -439,11 +443,7 @@ pub fn router(state: AppState) -> Router {
         router.nest_service(
             &bundle.pkg_path(),
             Router::new()
-                .fallback_service(
-                    ServeDir::new(&pkg_dir)
-                        .precompressed_br()
-                        .precompressed_gzip(),
-                )
+                .fallback_service(assets::files(&pkg_dir, bundle.cache.as_deref()))
                 .layer(axum::middleware::map_response(offline::immutable)),
         )
     };
@@ -527,23 +527,21 @@ pub async fn run(
     let token = CancellationToken::new();
     let pkg_dir =
         std::path::Path::new(&*leptos_options.site_root).join(&*leptos_options.site_pkg_dir);
-    let stale = assets::remove_stale(&pkg_dir);
-    if stale > 0 {
-        tracing::info!(
-            stale,
-            "removed precompressed bundle files older than the build"
-        );
-    }
-    if !cfg!(debug_assertions) {
-        // Release builds serve the bundle brotli-11 compressed once written (a few seconds of
-        // one core); dev builds change it on every save and stay on the fly.
-        tokio::task::spawn_blocking(move || match assets::precompress(&pkg_dir) {
-            Ok(n) if n > 0 => tracing::info!(files = n, "precompressed the site bundle"),
+    let state = AppState::open(&config, leptos_options, token.clone()).await?;
+    // Release builds serve the bundle brotli-11 compressed once the copies are written (a few
+    // seconds of one core, into the data directory); dev builds stay on the fly.
+    if let Some(cache) = state
+        .bundle
+        .cache
+        .clone()
+        .filter(|_| !cfg!(debug_assertions))
+    {
+        tokio::task::spawn_blocking(move || match assets::fill_cache(&pkg_dir, &cache) {
+            Ok(n) if n > 0 => tracing::info!(files = n, "compressed the site bundle"),
             Ok(_) => {}
-            Err(e) => tracing::warn!("cannot precompress the site bundle: {e}"),
+            Err(e) => tracing::warn!("cannot compress the site bundle: {e}"),
         });
     }
-    let state = AppState::open(&config, leptos_options, token.clone()).await?;
     if let Some(addr) = config.metrics_addr {
         let addr = metrics::checked_addr(addr)?;
         let metrics_listener = tokio::net::TcpListener::bind(addr)

@@ -55,6 +55,8 @@ pub struct Bundle {
     /// The files of the part that draws turns ([`app::TURN_PART`]), as the split manifest
     /// lists them (none when the build is not split).
     pub turn_part: Vec<String>,
+    /// Where the server keeps this build's compressed copies (see `assets`), if it does.
+    pub cache: Option<std::path::PathBuf>,
 }
 
 /// The files of split-off part `part`, from the split manifest in `pkg_dir` (a map from each
@@ -106,6 +108,7 @@ impl Bundle {
             build,
             files,
             turn_part,
+            cache: None,
         }
     }
 
@@ -116,6 +119,7 @@ impl Bundle {
             build: String::new(),
             files: Vec::new(),
             turn_part: Vec::new(),
+            cache: None,
         }
     }
 

@@ -90,15 +90,39 @@ async fn pages_are_compressed_but_event_streams_are_not() {
 }
 
 #[tokio::test]
-async fn the_bundle_is_served_from_its_precompressed_copies() {
+async fn the_bundle_is_served_from_compressed_copies_kept_outside_the_site_folder() {
     use std::io::Read as _;
-    let app = TestApp::builder().spawn().await;
+    let data = tempfile::tempdir().unwrap();
+    let cache = server::assets::cache_dir(data.path(), "0123456789abcdef");
+    let kept = cache.clone();
+    let app = TestApp::builder()
+        .configure(move |state| {
+            let mut bundle = (*state.bundle).clone();
+            bundle.cache = Some(kept);
+            state.bundle = std::sync::Arc::new(bundle);
+        })
+        .spawn()
+        .await;
     let pkg = app.site.path().join("pkg");
     let css: String = (0..4000)
         .map(|i| format!(".c{i}{{color:#{:06x}}}\n", i * 97))
         .collect();
     std::fs::write(pkg.join("anchorage.css"), &css).unwrap();
-    assert_eq!(server::assets::precompress(&pkg).unwrap(), 2);
+    // A copy an older server left beside the original: never trusted (it may be stale).
+    std::fs::write(pkg.join("anchorage.css.br"), b"stale").unwrap();
+    let listed = |dir: &std::path::Path| {
+        let mut files: Vec<(String, u64)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                let name = e.file_name().into_string().unwrap();
+                (name, e.metadata().unwrap().len())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let site_before = listed(&pkg);
     let client = reqwest::Client::new();
     let get = |encoding: &'static str| {
         client
@@ -106,7 +130,29 @@ async fn the_bundle_is_served_from_its_precompressed_copies() {
             .header("accept-encoding", encoding)
             .send()
     };
+    let brotli_text = |body: &[u8]| {
+        let mut decoded = String::new();
+        brotli::Decompressor::new(body, 4096)
+            .read_to_string(&mut decoded)
+            .unwrap();
+        decoded
+    };
 
+    // Before the copies exist: the original, compressed on the fly.
+    let res = get("br").await.unwrap();
+    assert_eq!(res.status(), 200);
+    let on_the_fly = res.headers().get("content-encoding").cloned();
+    let body = res.bytes().await.unwrap();
+    match on_the_fly {
+        Some(e) if e == "br" => assert_eq!(brotli_text(&body), css),
+        _ => assert_eq!(body, css.as_bytes()),
+    }
+
+    assert_eq!(
+        server::assets::fill_cache(&pkg, &cache).unwrap(),
+        3,
+        "the css, its .br and its .gz"
+    );
     let res = get("gzip, br").await.unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["content-encoding"], "br");
@@ -117,21 +163,19 @@ async fn the_bundle_is_served_from_its_precompressed_copies() {
     let body = res.bytes().await.unwrap();
     assert_eq!(
         body.len() as u64,
-        std::fs::metadata(pkg.join("anchorage.css.br"))
+        std::fs::metadata(cache.join("anchorage.css.br"))
             .unwrap()
             .len()
     );
-    let mut decoded = String::new();
-    brotli::Decompressor::new(&body[..], 4096)
-        .read_to_string(&mut decoded)
-        .unwrap();
-    assert_eq!(decoded, css);
-
+    assert_eq!(brotli_text(&body), css);
     let res = get("gzip").await.unwrap();
     assert_eq!(res.headers()["content-encoding"], "gzip");
     let res = get("identity").await.unwrap();
     assert!(res.headers().get("content-encoding").is_none());
     assert_eq!(res.text().await.unwrap(), css);
+
+    // The server wrote nothing into its site folder.
+    assert_eq!(listed(&pkg), site_before);
 }
 
 /// The JSON the page carries for hydration, read back out of the HTML.
