@@ -147,6 +147,45 @@ test("exports are named after the conversation and its date; the menu closes aft
   expect(lines[0].payload.content).toBe("/demo prose");
 });
 
+test("on a phone the message box takes most of the row, says its placeholder whole and grows upward", async ({ page, request }, testInfo) => {
+  test.skip(!isPhone(page), "phone composer");
+  await openNewSession(page, request);
+  const field = page.getByRole("textbox", { name: "Message" });
+  const row = await page.locator("form.composer").evaluate((el) => {
+    const style = getComputedStyle(el);
+    return el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  });
+  const box = (await field.boundingBox())!;
+  expect(box.width / row).toBeGreaterThanOrEqual(0.6);
+  // The placeholder fits on its line.
+  const fits = await field.evaluate((el: HTMLTextAreaElement) => {
+    const style = getComputedStyle(el);
+    const ctx = document.createElement("canvas").getContext("2d")!;
+    ctx.font = `${style.fontSize} ${style.fontFamily}`;
+    const room = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return ctx.measureText(el.placeholder).width <= room;
+  });
+  expect(fits).toBe(true);
+  // The buttons are a finger's size, and keep their names.
+  const send = page.getByRole("button", { name: "Send" });
+  for (const button of [send, page.getByRole("button", { name: "Attach files" })]) {
+    const b = (await button.boundingBox())!;
+    expect(b.width).toBeGreaterThanOrEqual(44);
+    expect(b.width).toBeLessThanOrEqual(48);
+  }
+  // A long message grows the field upward: its bottom stays on the composer's line.
+  await field.fill("word ".repeat(40));
+  const grown = (await field.boundingBox())!;
+  expect(grown.height).toBeGreaterThan(box.height * 2);
+  expect(Math.abs(grown.y + grown.height - (box.y + box.height))).toBeLessThanOrEqual(1);
+  await page.screenshot({ path: testInfo.outputPath("phone-composer.png") });
+  await field.fill("/demo slow");
+  await send.click();
+  await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
+  await page.screenshot({ path: testInfo.outputPath("phone-composer-stop.png") });
+  await page.getByRole("button", { name: "Stop" }).click();
+});
+
 test("on a phone the header leaves the title its room", async ({ page, request }, testInfo) => {
   test.skip(!isPhone(page), "phone header");
   const session = await newSession(request);

@@ -58,12 +58,13 @@ test("an export imported from the sidebar is the conversation again, every versi
   await entry.scrollIntoViewIfNeeded();
   await nav.locator(".import-conversation input[type=file]").setInputFiles(file);
 
-  // The new conversation opens, first in the list, under the title it was exported with.
+  // The new conversation opens, first in the list, under the title it was exported with,
+  // told apart from the original (which this account still has).
   await expect(page).toHaveURL(/\/s\/[0-9a-f]{32}$/);
   const copy = page.url().split("/s/")[1];
   expect(copy).not.toBe(session);
-  await expect(page.locator(".chat-title")).toHaveText(title);
-  await expect(page.locator(".toast")).toContainText(`Imported as “${title}”`);
+  await expect(page.locator(".chat-title")).toHaveText(`${title} (copy)`);
+  await expect(page.locator(".toast")).toContainText(`Imported as “${title} (copy)”`);
   expect(await shownTurns(page)).toEqual(original);
   await page.screenshot({ path: testInfo.outputPath("imported.png") });
   const rows = (await sidebar(page)).locator(".session-row");
@@ -107,7 +108,8 @@ test("Duplicate copies the branch shown; Duplicate all versions copies every bra
 
   await rowAction((await sidebar(page)).locator(".session-row", { hasText: title }).last(), "Duplicate all versions");
   await expect(page).not.toHaveURL(first);
-  await expect(page.locator(".chat-title")).toHaveText(`${title} (copy)`);
+  // A second copy is told apart from the first.
+  await expect(page.locator(".chat-title")).toHaveText(`${title} (copy 2)`);
   expect(await shownTurns(page)).toEqual(original);
   // The original is as it was.
   const source = await (await request.get(`/api/session/export?session_id=${session}&format=jsonl`)).text();

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{owned_session, Viewer};
 use crate::error::{ok_true, ApiError, ApiJson, ApiQuery};
-use crate::store::{Role, Shelf, Store, TitleSource};
+use crate::store::{Shelf, TitleSource};
 use crate::AppState;
 
 /// The longest title accepted, in characters.
@@ -247,7 +247,7 @@ pub async fn export(
     let format = q.format.as_deref().unwrap_or("md");
     let (body, content_type, extension) = match format {
         "md" => (
-            Body::from(markdown(&*state.store, &session).await?),
+            Body::from(crate::transfer::markdown::markdown(&*state.store, &session).await?),
             "text/markdown; charset=utf-8",
             "md",
         ),
@@ -348,49 +348,6 @@ pub(crate) fn encode_rfc5987(name: &str) -> String {
         }
     }
     encoded
-}
-
-async fn markdown(store: &dyn Store, session: &crate::store::Session) -> Result<String, ApiError> {
-    let mut out = format!("# {}\n", session.title);
-    // The branch the session shows (the other versions of its turns are in the JSON lines).
-    let messages = match store.branch(&session.id).await?.last() {
-        Some((last, _)) => store.history(&last.id).await?,
-        None => Vec::new(),
-    };
-    for m in messages {
-        let who = if m.role == Role::User {
-            "You"
-        } else {
-            "Assistant"
-        };
-        out.push_str(&format!("\n## {who}\n\n"));
-        let state = m
-            .terminal_state
-            .map_or("no answer", anchor::TerminalState::as_str);
-        // The files a message carried: a list of links before its text.
-        for a in &m.attachments {
-            let name = a.name.replace(['[', ']'], "");
-            out.push_str(&format!(
-                "- Attached: [{name}]({}) ({}, {})\n",
-                a.url(),
-                a.mime,
-                app::api::file_size(a.size)
-            ));
-        }
-        if !m.attachments.is_empty() {
-            out.push('\n');
-        }
-        if m.content.is_empty() && m.role == Role::Assistant {
-            out.push_str(&format!("_(no final answer: {state})_\n"));
-        } else if !m.content.is_empty() || m.attachments.is_empty() {
-            out.push_str(&m.content);
-            out.push('\n');
-            if m.partial {
-                out.push_str(&format!("\n_(partial answer: the turn ended {state})_\n"));
-            }
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -49,6 +49,15 @@ pub trait SessionStore: Send + Sync {
         archived: bool,
     ) -> Result<Vec<Session>, StoreError>;
 
+    /// The titles of `owner`'s conversations (archived ones too) that begin with `prefix`,
+    /// at most `limit` of them.
+    async fn titles_starting(
+        &self,
+        owner: Option<&str>,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError>;
+
     /// At most `limit` sessions of `owner` whose title or messages contain `query`
     /// (case-insensitive), newest first.
     async fn search_sessions(

@@ -1,9 +1,10 @@
-//! Conversations in and out whole: the JSON Lines export (`export`), reading one back
-//! (`read`), and writing what was read as a new conversation of the account, every id issued
-//! afresh. Import and duplicate are the same path: a copy is its conversation exported and
+//! Conversations in and out whole: the JSON Lines export (`export`), the Markdown one a
+//! person reads (`markdown`), reading a JSON Lines one back (`read`), and writing what was
+//! read as a new conversation of the account, every id issued afresh. Import and duplicate are the same path: a copy is its conversation exported and
 //! read back, so both hold to one format and one set of checks.
 
 pub mod export;
+pub mod markdown;
 pub mod read;
 
 use std::sync::Arc;
@@ -109,7 +110,8 @@ pub async fn duplicate(
             .collect()
     };
     let runs: Vec<Run> = runs.into_iter().filter(|run| !run.running).collect();
-    let title = format!("{} (copy)", session.title);
+    // Its own title: the copy is told apart from it when written ("… (copy)", "… (copy 2)").
+    let title = session.title.clone();
     let named = move |_| (title, TitleSource::Manual);
     if runs.is_empty() {
         return write_runs(store, into, None, named).await;
@@ -184,6 +186,10 @@ async fn write_runs(
         let (left_out, heading) = fill(store, into, &session_id, reader, &mut ids).await?;
         let (title, source) = title(heading);
         let title: String = title.chars().take(MAX_TITLE_CHARS).collect();
+        let taken = store
+            .titles_starting(into.owner, copy_base(&title), MAX_TITLES_READ)
+            .await?;
+        let title = distinct_title(&title, &taken);
         let session = store
             .import_finish(
                 &session_id,
@@ -358,6 +364,42 @@ impl Ids {
     }
 }
 
+/// How many of an account's titles a copy's title is told apart from.
+const MAX_TITLES_READ: u32 = 1000;
+
+/// `title` without the " (copy)" or " (copy N)" that a copy of it carries.
+fn copy_base(title: &str) -> &str {
+    if let Some(base) = title.strip_suffix(" (copy)") {
+        return base;
+    }
+    title
+        .strip_suffix(')')
+        .and_then(|t| t.rsplit_once(" (copy "))
+        .filter(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        .map_or(title, |(base, _)| base)
+}
+
+/// The title a new conversation takes when its account already has the titles `taken`:
+/// `wanted` when it is free, else the first free of "base (copy)", "base (copy 2)", … (base
+/// being `wanted` without a copy's suffix): two copies are never told apart by nothing.
+fn distinct_title(wanted: &str, taken: &[String]) -> String {
+    let taken: std::collections::HashSet<&str> = taken.iter().map(String::as_str).collect();
+    if wanted.is_empty() || !taken.contains(wanted) {
+        return wanted.to_owned();
+    }
+    let base: String = copy_base(wanted)
+        .chars()
+        .take(MAX_TITLE_CHARS.saturating_sub(12))
+        .collect();
+    (1..)
+        .map(|n| match n {
+            1 => format!("{base} (copy)"),
+            n => format!("{base} (copy {n})"),
+        })
+        .find(|t| !taken.contains(t.as_str()))
+        .unwrap_or_default()
+}
+
 /// A title from the first message's first line, shortened.
 fn first_words(first_line: Option<&str>) -> String {
     match first_line {
@@ -371,5 +413,32 @@ fn first_words(first_line: Option<&str>) -> String {
             }
         }
         None => "Imported conversation".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{copy_base, distinct_title};
+
+    #[test]
+    fn copies_are_told_apart_by_their_number() {
+        let taken = |t: &[&str]| t.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(distinct_title("Plans", &taken(&[])), "Plans");
+        assert_eq!(distinct_title("Plans", &taken(&["Plans"])), "Plans (copy)");
+        assert_eq!(
+            distinct_title("Plans", &taken(&["Plans", "Plans (copy)"])),
+            "Plans (copy 2)"
+        );
+        // A copy of a copy is numbered among the first's copies, not "(copy) (copy)".
+        assert_eq!(
+            distinct_title(
+                "Plans (copy)",
+                &taken(&["Plans", "Plans (copy)", "Plans (copy 2)"])
+            ),
+            "Plans (copy 3)"
+        );
+        assert_eq!(copy_base("Plans (copy 12)"), "Plans");
+        assert_eq!(copy_base("Plans (copy x)"), "Plans (copy x)");
+        assert_eq!(copy_base("(copy 2)"), "(copy 2)");
     }
 }

@@ -85,6 +85,50 @@ async fn deleting_a_session_removes_its_journal_and_is_refused_while_running() {
 }
 
 #[tokio::test]
+async fn the_markdown_export_shows_what_the_agent_did_and_what_it_was_allowed() {
+    let app = TestApp::builder().spawn().await;
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo approval").await;
+    let approval = crate::helpers::wait_for_event(&app, &run, "approval").await;
+    let (code, _) = app
+        .post(
+            "/api/approval/respond",
+            json!({"run_id": run, "approval_id": approval.data["approval_id"], "choice": "once"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    app.wait_finished(&run).await;
+    let tools = app.start(&session, "/demo tools").await;
+    app.wait_finished(&tools).await;
+    let md = app
+        .get_with(
+            &format!("/api/session/export?session_id={session}&format=md"),
+            &[],
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    // Each answer comes after its steps, folded.
+    assert_eq!(md.matches("<details>").count(), 2, "{md}");
+    assert!(md.contains("<summary>Worklog: "), "{md}");
+    // The command asked for, and the answer given.
+    assert!(md.contains("` rm -rf target/ `"), "{md}");
+    assert!(md.contains("): Allowed"), "{md}");
+    // A tool call with its arguments and its result.
+    assert!(
+        md.contains("**terminal** ` cargo test -p anchor ` → ` 58 passed;"),
+        "{md}"
+    );
+    assert!(md.contains("- Thought: _"), "{md}");
+    // Then the answers themselves, as before.
+    assert!(md.contains("Done: the build directory is gone"), "{md}");
+    let steps = md.find("` rm -rf target/ `").unwrap();
+    let answer = md.find("Done: the build directory is gone").unwrap();
+    assert!(steps < answer, "the steps come before the answer");
+}
+
+#[tokio::test]
 async fn export_gives_markdown_and_the_journal_as_json_lines() {
     let app = TestApp::builder().spawn().await;
     let session = app.new_session().await;

@@ -211,10 +211,11 @@ async fn an_import_of_an_export_is_the_same_conversation_with_every_branch_and_n
     );
     assert_eq!(turns[1].2, "2/2");
 
-    // It comes first in the list, under the title it was exported with.
+    // It comes first in the list, under the title it was exported with, told apart from
+    // the conversation it was exported from (this account has that one still).
     let (_, list) = app.get("/api/sessions").await;
     assert_eq!(list["sessions"][0]["id"], copy.as_str());
-    assert_eq!(list["sessions"][0]["title"], "Harbour log");
+    assert_eq!(list["sessions"][0]["title"], "Harbour log (copy)");
     // A file that names no title: the agent's, else the file's name, else the first words.
     let untitled = |keep_agent: bool| {
         exported
@@ -237,7 +238,8 @@ async fn an_import_of_an_export_is_the_same_conversation_with_every_branch_and_n
             "/demo prose",
         ),
         (untitled(false), "/api/session/import?title=notes", "notes"),
-        (untitled(false), "/api/session/import", "/demo prose"),
+        // The first words again: the first import has them, so this one is its copy.
+        (untitled(false), "/api/session/import", "/demo prose (copy)"),
     ] {
         let (code, answer) = import(&app, path, file).await;
         assert_eq!(code, 200, "{answer}");
@@ -439,6 +441,8 @@ async fn a_copy_holds_the_branch_shown_or_every_branch_and_leaves_a_running_turn
         )
         .await;
     assert_eq!(code, 200, "{all}");
+    // The second copy is told apart from the first.
+    assert_eq!(all["session"]["title"], "Plans (copy 2)");
     let every = all["session"]["id"].as_str().unwrap().to_owned();
     assert_same_rows(
         &app.export(&every, "jsonl").await,

@@ -67,6 +67,25 @@ impl SessionStore for SqlStore {
         Ok(rows.iter().map(session_from).collect())
     }
 
+    async fn titles_starting(
+        &self,
+        owner: Option<&str>,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        // A comparison of the title's start, not LIKE: nothing in `prefix` is a pattern.
+        let rows = sqlx::query(
+            "SELECT title FROM sessions WHERE owner_id IS NOT DISTINCT FROM $1 \
+             AND deleted_at IS NULL AND substr(title, 1, length($2)) = $2 LIMIT $3",
+        )
+        .bind(owner)
+        .bind(prefix)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| r.get::<String, _>("title")).collect())
+    }
+
     async fn search_sessions(
         &self,
         owner: Option<&str>,
