@@ -87,7 +87,15 @@ test.describe("chatting", () => {
 
     await page.locator("[data-mode-switch] button", { hasText: "Worklog" }).click();
     await expect(turn).toHaveAttribute("data-mode", "compact_worklog");
-    // The per-turn switch overrides the page's mode for this turn only.
+    // The view shown stands out in the header: filled, the other not.
+    const [pressed, other] = await Promise.all(
+      ["Worklog", "Stream"].map((name) =>
+        page.locator("[data-mode-switch] button", { hasText: name }).evaluate((el) => getComputedStyle(el).backgroundColor),
+      ),
+    );
+    expect(pressed).not.toBe(other);
+    // The per-turn switch overrides the page's mode for this turn only, and says so.
+    await expect(turn.locator(".turn-mode")).toHaveText("Show full stream");
     await turn.getByRole("button", { name: "Show full stream" }).click();
     await expect(turn).toHaveAttribute("data-mode", "transparent_stream");
     await turn.getByRole("button", { name: "Show as worklog" }).click();
@@ -242,6 +250,22 @@ test.describe("chatting", () => {
       await expect(card).toBeVisible({ timeout: 30_000 });
       await expect(card).toContainText(label);
       await expect(lastTurn(page).locator("[data-final-answer='true']")).toHaveCount(0);
+      // Each card offers its next step.
+      const next: Record<string, string> = {
+        error: "Retry",
+        no_response: "Retry",
+        tool_limit_reached: "Continue",
+        compression_exhausted: "New conversation",
+        degraded: "Retry",
+      };
+      const step = card.getByRole("button", { name: next[state] });
+      await expect(step).toBeVisible();
+      if (state === "compression_exhausted") {
+        await expect(card).not.toContainText("session");
+        await step.click();
+        await expect(page).toHaveURL(/\/new$/);
+        await expect(page.locator("article.turn")).toHaveCount(0);
+      }
     });
   }
 

@@ -33,7 +33,7 @@ fn default_hint(state: TerminalState) -> &'static str {
             "The agent used all of its steps. Ask it to continue, or narrow the task."
         }
         TerminalState::CompressionExhausted => {
-            "The conversation no longer fits. Start a new session for the next task."
+            "The conversation no longer fits. Start a new conversation for what comes next."
         }
         TerminalState::ConnectionLost => {
             "The connection dropped before the turn settled. Reload to restore it."

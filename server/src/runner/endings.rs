@@ -81,7 +81,7 @@ impl Ending {
                 TerminalState::CompressionExhausted,
                 json!({"status": "compression_exhausted", "type": "compression_exhausted",
                    "message": "The conversation is too long to continue, even after compression.",
-                   "hint": "Start a new session."}),
+                   "hint": "Start a new conversation for what comes next: this one stays as it is."}),
                 String::new(),
                 None,
             ),

@@ -536,7 +536,22 @@ fn card_action(
 ) -> Option<impl IntoView> {
     let continues = state == TerminalState::ToolLimitReached;
     if state == TerminalState::CompressionExhausted {
-        return None;
+        // Nothing more fits here: the next step is a conversation of its own.
+        #[cfg(feature = "hydrate")]
+        let chat = use_chat();
+        return Some(Either::Left(view! {
+            <button
+                type="button"
+                class="primary card-retry"
+                data-new-conversation=""
+                on:click=move |_| {
+                    #[cfg(feature = "hydrate")]
+                    crate::nav::go(chat, crate::nav::NEW_CHAT);
+                }
+            >
+                "New conversation"
+            </button>
+        }));
     }
     let usable = if continues { can_continue } else { can_change };
     let on_click = move |_| {
@@ -546,7 +561,7 @@ fn card_action(
             retry.run(());
         }
     };
-    Some(view! {
+    Some(Either::Right(view! {
         <button
             type="button"
             class="primary card-retry"
@@ -556,7 +571,7 @@ fn card_action(
         >
             {if continues { "Continue" } else { "Retry" }}
         </button>
-    })
+    }))
 }
 
 #[component]
@@ -687,14 +702,14 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             <div class="assistant" data-state=either(move || turn_over.get(), "settled", "running")>
                 <div class="assistant-head">
                     <span class="assistant-label">"Assistant"</span>
+                    // Says what it does (not which view is shown: the header's switch says that).
                     <button
                         type="button"
                         class="turn-mode"
                         title="Switch this turn between the worklog and the full stream"
-                        aria-label=either(move || mode.get() == Mode::TransparentStream, "Show as worklog", "Show full stream")
                         on:click=toggle_mode
                     >
-                        {either(move || mode.get() == Mode::TransparentStream, "Worklog", "Stream")}
+                        {either(move || mode.get() == Mode::TransparentStream, "Show as worklog", "Show full stream")}
                     </button>
                 </div>
                 {move || match mode.get() {

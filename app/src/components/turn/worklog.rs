@@ -168,7 +168,7 @@ fn fold_at_settle(
 enum Fold {
     /// Not without moving what the reader sees (or reads: the steps themselves).
     NotYet,
-    /// The steps are below the screen: nothing on it moves.
+    /// The steps are below the screen, or none is open: nothing on it moves.
     Below,
     /// What follows the steps is kept in place by scrolling the transcript.
     KeepingWhatFollows,
@@ -196,6 +196,10 @@ fn fold_moves_nothing(worklog: &web_sys::Element, following: bool) -> Fold {
         .flatten()
         .map_or(0.0, |s| s.get_bounding_client_rect().height());
     let taken = steps.height() - line;
+    if taken < 0.5 {
+        // No steps open: folding moves nothing.
+        return Fold::Below;
+    }
     let top = f64::from(scroller.scroll_top());
     let room = top + 0.5 >= taken;
     // Following, and the view has caught up with the bottom (a turn whose end came in one
@@ -208,15 +212,17 @@ fn fold_moves_nothing(worklog: &web_sys::Element, following: bool) -> Fold {
     }
 }
 
-/// Where what follows `worklog` is on screen, and a closure that puts it back there
-/// (scrolling the transcript by what it moved) once the steps folded. `None` when nothing
-/// follows it.
+/// A closure that keeps what follows `worklog` where it was on screen once the steps folded:
+/// it scrolls the transcript back by what that moved, up to what the fold took from the
+/// worklog's height (what else moved it meanwhile, the bottom followed, is not the fold's; a
+/// view at the bottom the browser has already kept). It acts once, when it finds the fold
+/// done; called before, it does nothing.
 #[cfg(feature = "hydrate")]
 fn keep_in_place(worklog: &web_sys::Element) -> Option<impl Fn() + 'static> {
     let worklog = worklog.clone();
     let scroller = worklog.closest(".transcript").ok()??;
     // Asked again after: a settled answer may be another element than the streamed one.
-    let top = {
+    let follows = {
         let worklog = worklog.clone();
         move || {
             Some(
@@ -227,11 +233,17 @@ fn keep_in_place(worklog: &web_sys::Element) -> Option<impl Fn() + 'static> {
             )
         }
     };
-    let before = top()?;
+    let (height, top) = (worklog.get_bounding_client_rect().height(), follows()?);
+    let done = std::cell::Cell::new(false);
     Some(move || {
-        let Some(after) = top() else { return };
-        let moved = after - before;
-        if moved.abs() >= 0.5 {
+        let taken = height - worklog.get_bounding_client_rect().height();
+        if done.get() || taken < 0.5 {
+            return;
+        }
+        done.set(true);
+        let Some(now) = follows() else { return };
+        let moved = (now - top).clamp(-taken, 0.0);
+        if moved <= -0.5 {
             let top = f64::from(scroller.scroll_top()) + moved;
             scroller.set_scroll_top(top.round() as i32);
         }
