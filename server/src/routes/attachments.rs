@@ -110,10 +110,18 @@ pub async fn upload(
         owned_session(&state, &viewer, session_id).await?;
     }
     // Each upload in progress holds up to its size in memory: so many at once per account.
-    let _uploading = state
+    let most = usize::try_from(limit).unwrap_or(usize::MAX);
+    let _uploading = match state
         .uploads
-        .upload(viewer.owner().unwrap_or_default(), &state.limits)?;
-    let bytes = axum::body::to_bytes(body, usize::try_from(limit).unwrap_or(usize::MAX))
+        .upload(viewer.owner().unwrap_or_default(), &state.limits)
+    {
+        Ok(place) => place,
+        Err(refused) => {
+            super::unread::discard(body, most, state.limits.import_wait).await;
+            return Err(refused.into());
+        }
+    };
+    let bytes = axum::body::to_bytes(body, most)
         .await
         .map_err(|_| too_large())?;
     let mime = sniff(&bytes)?;

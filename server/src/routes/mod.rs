@@ -18,6 +18,7 @@ pub use session::LIST_LIMIT;
 pub use share::MAX_SHARES;
 pub(crate) mod stream;
 pub(crate) mod transfer;
+mod unread;
 pub(crate) mod workspace;
 
 use app::api::paths;

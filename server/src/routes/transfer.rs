@@ -48,9 +48,13 @@ pub async fn import(
     }
     // An import holds its file in memory while it is read and written: one of the few
     // transfers an account (and the server) may have going at once.
-    let _transfer = state
-        .transfers
-        .transfer(viewer.owner().unwrap_or_default())?;
+    let _transfer = match state.transfers.transfer(viewer.owner().unwrap_or_default()) {
+        Ok(permit) => permit,
+        Err(refused) => {
+            super::unread::discard(body, MAX_IMPORT_BYTES, state.limits.import_wait).await;
+            return Err(refused.into());
+        }
+    };
     // The file arrives within a while: a trickle holds no place of the server's for long.
     let wait = state.limits.import_wait;
     let bytes = tokio::time::timeout(wait, axum::body::to_bytes(body, MAX_IMPORT_BYTES))

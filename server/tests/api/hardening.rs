@@ -370,6 +370,31 @@ async fn an_export_is_streamed_a_page_at_a_time() {
     assert_eq!(unzipped, text);
 }
 
+/// Sends a whole request (its head's lines, then the body) before reading a byte of the
+/// answer, as a plain client does, and returns the answer's status and JSON body. A server that
+/// answers early and closes with the body unread resets the connection and the answer is lost.
+pub async fn send_all_then_read(
+    addr: std::net::SocketAddr,
+    head: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "{head}content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(body).await.expect("the whole body is sent");
+    let mut answer = Vec::new();
+    conn.read_to_end(&mut answer)
+        .await
+        .expect("the answer arrives whole");
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer[9..12].parse().unwrap();
+    let json = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    (status, serde_json::from_str(json).unwrap_or(Value::Null))
+}
+
 #[tokio::test]
 async fn uploads_in_progress_are_bounded_per_account() {
     let app = TestApp::builder()
@@ -401,7 +426,18 @@ async fn uploads_in_progress_are_bounded_per_account() {
     }
     assert_eq!(app.state.uploads.open(), 2, "both uploads are in progress");
     app.use_cookie(Some(&alice));
-    let third = app.upload("third.txt", b"x".to_vec(), None).await;
+    // A refused file is still on its way when the answer is ready: the client hears the
+    // refusal all the same, not a connection closed mid-upload.
+    let third = send_all_then_read(
+        app.addr,
+        &format!(
+            "POST /api/attachments?name=third.txt HTTP/1.1\r\nhost: {}\r\ncookie: {alice}\r\n\
+             content-type: application/octet-stream\r\n",
+            app.addr
+        ),
+        &vec![b'x'; 8 << 20],
+    )
+    .await;
     assert_eq!(third.0, 429, "{}", third.1);
     assert_eq!(third.1["limit"], "max_uploads_per_user");
     // Another account is not held back by hers.

@@ -277,7 +277,17 @@ async fn imports_and_copies_take_a_permit_per_account_and_for_the_server() {
             .post("/api/session/duplicate", json!({"session_id": session}))
             .await;
         app.use_cookie(Some(&carol));
-        let (server, all) = app.post_bytes("/api/session/import", "x").await;
+        // A whole file refused: its sender hears why, not a reset connection.
+        let (server, all) = crate::hardening::send_all_then_read(
+            app.addr,
+            &format!(
+                "POST /api/session/import HTTP/1.1\r\nhost: {}\r\ncookie: {carol}\r\n\
+                 content-type: application/x-ndjson\r\n",
+                app.addr
+            ),
+            &vec![b'x'; 8 << 20],
+        )
+        .await;
         answered = (mine, server);
         if mine == 429 && server == 503 {
             assert_eq!(body["limit"], "max_transfers_per_user", "{body}");
