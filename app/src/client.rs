@@ -197,6 +197,15 @@ pub async fn remove_passkey(id: &str) -> Result<Done, Failure> {
     post(paths::PASSKEY_REMOVE, &RevokeBody { id: id.to_owned() }).await
 }
 
+/// Gives one of the viewer's passkeys a new name.
+pub async fn rename_passkey(id: &str, name: &str) -> Result<Done, Failure> {
+    let body = crate::api::PasskeyRenameBody {
+        id: id.to_owned(),
+        name: name.to_owned(),
+    };
+    post(paths::PASSKEY_RENAME, &body).await
+}
+
 /// Sends a message and starts a turn (409 while one runs).
 pub async fn start(body: &SendBody) -> Result<Started, Failure> {
     post(paths::CHAT_START, body).await

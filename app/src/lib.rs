@@ -56,6 +56,7 @@ mod outbox;
 #[cfg(feature = "hydrate")]
 mod prefs;
 mod routes;
+pub mod snippet;
 mod state;
 mod time;
 

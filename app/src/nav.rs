@@ -139,6 +139,7 @@ fn open(chat: ChatState, path: String, push: bool) {
             commands: chat.commands.get_untracked(),
             files: chat.workspace.get_untracked(),
             default_model: chat.default_model.get_untracked(),
+            context_meter: chat.context_meter.get_untracked(),
             theme: None,
             now: chat.clock.get_untracked().now,
             tz_offset: Some(chat.clock.get_untracked().offset),

@@ -205,6 +205,8 @@ pub struct ChatState {
     /// The model conversations get unless they ask for another (`None`: who answers offers
     /// no choice, and the composer shows no picker).
     pub default_model: RwSignal<Option<String>>,
+    /// Who answers knows its model's context window (the composer shows a meter).
+    pub context_meter: RwSignal<bool>,
     /// The model the open conversation asks for (`None`: the default); for a new one, the
     /// choice its first message carries.
     pub model: RwSignal<Option<String>>,
@@ -373,6 +375,7 @@ impl ChatState {
             workspace: RwSignal::new(false),
             files_at: RwSignal::new(None),
             default_model: RwSignal::new(None),
+            context_meter: RwSignal::new(false),
             model: RwSignal::new(None),
             models: RwSignal::new(Vec::new()),
             theme: RwSignal::new(
@@ -438,6 +441,7 @@ impl ChatState {
         self.commands.set(page.commands.clone());
         self.workspace.set(page.files);
         self.default_model.set(page.default_model.clone());
+        self.context_meter.set(page.context_meter);
         self.model
             .set(page.session.as_ref().and_then(|s| s.model.clone()));
         self.user.set(page.user.clone());

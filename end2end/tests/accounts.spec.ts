@@ -5,7 +5,7 @@ import { tmpdir } from "os";
 import { join } from "path";
 import { type Page } from "@playwright/test";
 import { cli, freePort, kill9, root, serverBinary, startServer, waitHealthy } from "./own_server";
-import { hydrated, isPhone, lastTurn, send } from "./support";
+import { accessibilityProblems, hydrated, isPhone, lastTurn, send } from "./support";
 
 // A server of its own with accounts, made as a person makes them: with the CLI.
 let server: ChildProcess | undefined;
@@ -65,6 +65,14 @@ test("sign in, chat, reload and sign out", async ({ page }, testInfo) => {
   const viewport = page.viewportSize()!;
   expect(form!.x).toBeGreaterThanOrEqual(0);
   expect(form!.x + form!.width).toBeLessThanOrEqual(viewport.width);
+  // The command in the note is on one line, to be read and typed whole.
+  const command = page.locator(".login-note code");
+  await expect(command).toHaveText("server user add NAME");
+  expect(await command.evaluate((c) => c.getClientRects().length)).toBe(1);
+  expect(await accessibilityProblems(page)).toEqual([]);
+  await page.emulateMedia({ colorScheme: "dark" });
+  expect(await accessibilityProblems(page)).toEqual([]);
+  await page.emulateMedia({ colorScheme: "light" });
 
   await signIn(page, "alice", "not-her-password");
   await expect(page.getByRole("alert")).toHaveText("wrong name or password");

@@ -241,7 +241,7 @@ test.describe("chatting", () => {
     ["/demo no_response", "no_response", "No response from provider"],
     ["/demo tool_limit", "tool_limit_reached", "Tool iteration limit reached"],
     ["/demo exhausted", "compression_exhausted", "Too long for the model's context"],
-    ["/demo degraded", "degraded", "Partial turn"],
+    ["/demo degraded", "degraded", "Only partly done"],
   ]) {
     test(`a turn ending ${state} shows its card`, async ({ page, request }) => {
       const session = await openNewSession(page, request);
@@ -260,6 +260,28 @@ test.describe("chatting", () => {
       };
       const step = card.getByRole("button", { name: next[state] });
       await expect(step).toBeVisible();
+      if (state === "degraded") {
+        // What fell short, named in the card and marked where it stands.
+        await expect(card).toContainText("2 of the 5 parts of notes/long.md");
+        await page.locator("[data-mode-switch] button", { hasText: "Stream" }).click();
+        const step = lastTurn(page).locator(".tool-card");
+        await expect(step).toHaveAttribute("data-tool-state", "failed");
+        await expect(step.locator(".tool-head")).toContainText("Could not read");
+        const dot = await step.locator(".tool-dot").evaluate((d) => getComputedStyle(d).backgroundColor);
+        const ok = await page.evaluate(() => {
+          const probe = document.createElement("span");
+          probe.className = "tool-dot";
+          const card = document.createElement("div");
+          card.className = "tool-card";
+          card.dataset.toolState = "done";
+          card.appendChild(probe);
+          document.body.appendChild(card);
+          const colour = getComputedStyle(probe).backgroundColor;
+          card.remove();
+          return colour;
+        });
+        expect(dot).not.toBe(ok);
+      }
       if (state === "compression_exhausted") {
         await expect(card).not.toContainText("session");
         await step.click();

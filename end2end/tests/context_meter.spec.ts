@@ -98,13 +98,35 @@ test("the context meter fills as the conversation grows and says what the next m
 });
 
 test("no meter where the window is not known", async ({ page, request }) => {
-  // The demo agent (the suite's own server) knows no window.
+  // A provider's model of no known size, and no --context-tokens: nothing to measure against.
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const dataDir = mkdtempSync(join(tmpdir(), "anchorage-meter-"));
+  const upstream = await provider(["scripted"], () => "Noted.");
+  const server = startServer(port, dataDir, openAiEnv(upstream.url, dataDir));
+  try {
+    await waitHealthy(request, base);
+    const session = (await (await request.post(`${base}/api/session/new`, { data: {} })).json()).session.id;
+    await page.goto(`${base}/s/${session}`);
+    await hydrated(page);
+    await send(page, "hello");
+    await expect(lastTurn(page).locator("[data-final-answer='true']")).toHaveText("Noted.", { timeout: 20_000 });
+    const answer = await (await request.get(`${base}/api/session/context?session_id=${session}&draft_bytes=10`)).json();
+    expect(answer.window).toBeNull();
+    await expect(page.getByRole("meter", { name: "Context used" })).toHaveCount(0);
+  } finally {
+    await kill9(server);
+    upstream.server.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test("the demo agent's pretend window has a meter from the first HTML on", async ({ page, request }) => {
+  // The suite's own server runs the demo agent, which says its model has 16,384 tokens.
   const session = (await (await request.post("/api/session/new", { data: {} })).json()).session.id;
+  const html = await (await request.get(`/s/${session}`)).text();
+  expect(html).toContain("meter-only");
   await page.goto(`/s/${session}`);
   await hydrated(page);
-  await send(page, "/demo prose");
-  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible({ timeout: 20_000 });
-  const answer = await (await request.get(`/api/session/context?session_id=${session}&draft_bytes=10`)).json();
-  expect(answer.window).toBeNull();
-  await expect(page.getByRole("meter", { name: "Context used" })).toHaveCount(0);
+  await expect(page.getByRole("meter", { name: "Context used" })).toContainText("/ 16k");
 });

@@ -1,5 +1,5 @@
 import { test, expect } from "./fixtures";
-import { hydrated, isPhone, lastTurn, newSession, openNewSession, send, startTurn, waitRunEnd, rowAction } from "./support";
+import { hydrated, isPhone, lastTurn, newSession, openNewSession, send, setMode, startTurn, waitRunEnd, rowAction } from "./support";
 
 // The small things a person notices in the first minutes: renaming, new chats, the todo dock,
 // the phone keyboard, dead links, exports, the phone header, the keyboard and the focus.
@@ -60,6 +60,22 @@ test("New chat stores nothing until its first message", async ({ page, request }
   const made = new URL(page.url()).pathname.split("/").pop();
   expect(made).not.toBe(before);
   expect(await newest()).toBe(made);
+});
+
+test("each todo update's row says what changed, not only that a tool was called", async ({ page, request }) => {
+  await openNewSession(page, request);
+  await setMode(page, "Stream");
+  await send(page, "/demo todo");
+  await expect(lastTurn(page).locator("[data-final-answer='true']")).toBeVisible();
+  const rows = lastTurn(page).locator(".tool-head");
+  await expect(rows).toHaveCount(3);
+  const read = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+  expect(read).toEqual([
+    "Updated todos 1 of 3 done · now: Fix the cache",
+    "Updated todos 2 of 3 done · now: Run the suite again",
+    "Updated todos all 3 done",
+  ]);
+  await expect(lastTurn(page)).not.toContainText("Called todo");
 });
 
 test("a finished todo list leaves the dock with the next message and is not docked after a reload", async ({ page, request }) => {
@@ -125,7 +141,7 @@ test("exports are named after the conversation and its date; the menu closes aft
   await waitRunEnd(request, await startTurn(request, session, "/demo prose"));
   await page.goto(`/s/${session}`);
   await hydrated(page);
-  const trigger = page.getByRole("button", { name: "Export" });
+  const trigger = page.getByRole("button", { name: "Share or export" });
   await trigger.click();
   const markdown = page.getByRole("menuitem", { name: "Export Markdown" });
   // Open, with the focus on its first item (the menu every "⋯" of the app is).
@@ -190,10 +206,11 @@ test("on a phone the header leaves the title its room", async ({ page, request }
   test.skip(!isPhone(page), "phone header");
   const session = await newSession(request);
   await waitRunEnd(request, await startTurn(request, session, "/demo trace 10"));
+  await request.post("/api/session/rename", { data: { session_id: session, title: "Harbour trace" } });
   await page.goto(`/s/${session}`);
   await hydrated(page);
   const title = page.locator(".chat-title");
-  await expect(title).toHaveText("/demo trace 10");
+  await expect(title).toHaveText("Harbour trace");
   const fits = await title.evaluate((el) => el.scrollWidth <= el.clientWidth);
   expect(fits).toBe(true);
   const modes = (await page.locator("[data-mode-switch]").boundingBox())!;

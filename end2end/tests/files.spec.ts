@@ -4,7 +4,7 @@ import { tmpdir } from "os";
 import { join } from "path";
 import { freePort, kill9, openAiEnv, startServer, waitHealthy } from "./own_server";
 import { provider } from "./provider";
-import { hydrated, isPhone, lastTurn, send } from "./support";
+import { accessibilityProblems, hydrated, isPhone, lastTurn, send } from "./support";
 
 // The agent's workspace in view, with the `openai` backend (whose tools work in a workspace)
 // against a scripted provider that has the agent write a file.
@@ -49,6 +49,7 @@ test("the Files panel lists the workspace and previews Markdown, code and images
     const entries = panel.locator(".files-entry .files-name");
     await expect(entries).toHaveText(["notes/", "src/", "dot.png"]);
     await page.screenshot({ path: testInfo.outputPath("files.png") });
+    expect(await accessibilityProblems(page, "#files-panel")).toEqual([]);
 
     // Markdown is rendered.
     await panel.getByRole("button", { name: "notes/" }).click();

@@ -98,9 +98,19 @@ test("a passkey added in Settings signs in after a restart; the password stays; 
   expect(await key.credentials()).toHaveLength(0);
   await confirm.getByLabel("Password").fill("dora-password-1");
   await confirm.getByRole("button", { name: "Confirm" }).click();
-  await expect(section.getByText("Passkey 1")).toBeVisible();
+  // Named after the browser and system that made it, with when.
+  const row = section.locator(".grant.passkey");
+  await expect(row).toHaveCount(1);
+  await expect(row.locator(".share-title")).toHaveText(/^Chrome on (Windows|Android|Linux|Mac)$/);
   await expect(confirm).toHaveCount(0);
-  await expect(section.getByText("Not used yet")).toBeVisible();
+  await expect(row.locator(".grant-scope")).toHaveText("Added just now · not used yet");
+  // Renamed in place: the field takes the focus, Enter keeps the new name.
+  await row.getByRole("button", { name: /^Rename / }).click();
+  const field = row.getByRole("textbox", { name: "Passkey name" });
+  await expect(field).toBeFocused();
+  await field.fill("Dora's laptop");
+  await page.keyboard.press("Enter");
+  await expect(row.locator(".share-title")).toHaveText("Dora's laptop");
   // Kept on the device with whose it is (a discoverable credential).
   const made = await key.credentials();
   expect(made).toHaveLength(1);
@@ -128,10 +138,23 @@ test("a passkey added in Settings signs in after a restart; the password stays; 
   if (isPhone(page)) await page.keyboard.press("Escape");
 
   dialog = await openSettings(page);
-  await expect(dialog.getByRole("region", { name: "Passkeys" }).getByText("Used to sign in")).toBeVisible();
-  await expect(dialog.getByRole("region", { name: "Signed-in devices" }).locator("[data-current]")).toContainText("with the passkey “Passkey 1”");
+  const keys = dialog.getByRole("region", { name: "Passkeys" });
+  await expect(keys.locator(".grant-scope")).toContainText("last used just now");
+  await expect(keys.locator(".share-title")).toHaveText("Dora's laptop · this browser signed in with it");
+  await expect(dialog.getByRole("region", { name: "Signed-in devices" }).locator("[data-current]")).toContainText("with the passkey “Dora's laptop”");
+  // Removing asks first, and says what it ends; "Keep it" keeps it.
+  await keys.getByRole("button", { name: "Remove Dora's laptop" }).click();
+  const question = keys.getByRole("group", { name: "Remove Dora's laptop?" });
+  await expect(question).toContainText("This browser signed in with it and will be signed out.");
+  await expect(question.getByRole("button", { name: "Remove passkey" })).toBeFocused();
+  await page.screenshot({ path: testInfo.outputPath("remove-question.png") });
+  expect(await accessibilityProblems(page, "dialog[open]")).toEqual([]);
+  await question.getByRole("button", { name: "Keep it" }).click();
+  await expect(question).toHaveCount(0);
+  await expect(keys.locator(".grant.passkey")).toHaveCount(1);
   // Removed, it takes the sign-in it made with it: this device is signed out.
-  await dialog.getByRole("region", { name: "Passkeys" }).getByRole("button", { name: "Remove Passkey 1" }).click();
+  await keys.getByRole("button", { name: "Remove Dora's laptop" }).click();
+  await question.getByRole("button", { name: "Remove passkey" }).click();
   await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
   // No passkey left: the page offers none, and the new password signs in.
   await expect(page.getByRole("button", { name: "Sign in with a passkey" })).toHaveCount(0);

@@ -102,6 +102,8 @@ test("pin and archive a conversation; delete one with Undo instead of a dialog",
   nav = await sidebar(page);
   await expect(nav.locator(`[data-session-id='${newer}']`)).toHaveCount(0);
   await nav.getByRole("button", { name: "Archived conversations" }).click();
+  // The list says what it is.
+  await expect(nav.getByRole("heading", { name: "Archived" })).toBeVisible();
   await expect(nav.locator(`[data-session-id='${newer}']`)).toBeVisible();
   await choose(page, `Newer ${tag}`, "Unarchive");
   await nav.getByRole("button", { name: "‹ Conversations" }).click();

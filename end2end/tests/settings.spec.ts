@@ -83,7 +83,7 @@ test("a standing permission is exactly as wide as the card says, listed in Setti
   const grant = dialog.getByRole("listitem").filter({ hasText: "rm -rf" });
   await expect(grant).toHaveCount(1);
   await expect(grant.locator("code")).toHaveText("rm -rf target/");
-  await expect(grant).toContainText("In “/demo approval”");
+  await expect(grant).toContainText("In “Demo: asks before it runs a command”");
   await grant.getByRole("button", { name: "Revoke rm -rf target/" }).click();
   await expect(grant).toHaveCount(0);
   await expect(dialog).toContainText("None: every such action asks first.");

@@ -89,6 +89,7 @@ pub struct PageBackend {
     commands: Vec<app::api::Example>,
     files: bool,
     default_model: Option<String>,
+    context_meter: bool,
 }
 
 impl PageBackend {
@@ -104,6 +105,7 @@ impl PageBackend {
             commands: Vec::new(),
             files: false,
             default_model: None,
+            context_meter: false,
         }
     }
 
@@ -116,6 +118,12 @@ impl PageBackend {
     /// The model conversations get unless they ask for another (`None`: no choice of model).
     pub fn with_default_model(mut self, model: Option<String>) -> Self {
         self.default_model = model;
+        self
+    }
+
+    /// Whether who answers knows its model's context window (the composer shows a meter).
+    pub fn with_context_meter(mut self, shown: bool) -> Self {
+        self.context_meter = shown;
         self
     }
 
@@ -295,6 +303,7 @@ fn summary(s: &Session) -> SessionSummary {
         updated_at: s.updated_at,
         active_run_id: s.active_run_id.clone(),
         hit_turn_id: s.hit_turn_id.clone(),
+        snippet: s.snippet.clone(),
         pinned: s.pinned,
         pinned_at: s.pinned_at,
         archived: s.archived,
@@ -373,6 +382,7 @@ impl PageBackend {
             commands: self.commands.clone(),
             files: self.files,
             default_model: self.default_model.clone(),
+            context_meter: self.context_meter,
             theme: None,
             now: crate::clock::now(),
             tz_offset: None,
@@ -393,6 +403,7 @@ impl PageBackend {
         .with_commands(state.runner.adapter_commands())
         .with_files(state.runner.keeps_files())
         .with_default_model(state.runner.default_model())
+        .with_context_meter(state.runner.knows_context())
     }
 }
 

@@ -16,7 +16,8 @@ use crate::store::{Run, Store, StoreError};
 
 /// The version of what a snapshot holds: snapshots of another version are made again.
 /// 3: a snapshot carries the time the turn waited for the person (`waited`).
-pub const VERSION: i64 = 3;
+/// 4: and the files the turn made (`artifacts`).
+pub const VERSION: i64 = 4;
 
 /// Journal rows read per query.
 const ROWS_PER_READ: u32 = 10_000;

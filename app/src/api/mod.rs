@@ -27,6 +27,9 @@ pub struct SessionSummary {
     /// In search results: the turn of the newest matching message (its link opens there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hit_turn_id: Option<String>,
+    /// In search results: the matching message's words around the match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
     /// Pinned to the top of the list.
     #[serde(default)]
     pub pinned: bool,
@@ -204,6 +207,24 @@ pub struct TurnSnapshot {
     /// What the turn says beside its answer.
     #[serde(default)]
     pub notices: TurnNotices,
+    /// The files the turn made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+/// A file a turn made, as the turn names it (an `artifact_reference` event).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRef {
+    /// Where it is, as the agent says (relative to its workspace).
+    pub path: String,
+    /// What was done to it ("created", "updated"; may be empty).
+    #[serde(default)]
+    pub action: String,
+    /// The journal row that names it (its download, when handed over).
+    pub seq: u64,
+    /// The agent handed the file over whole, in the journal: it can be downloaded from there.
+    #[serde(default)]
+    pub handed_over: bool,
 }
 
 /// What a turn says beside its answer, apart from how it ended.
@@ -305,6 +326,10 @@ pub struct SessionPage {
     /// no choice of model (the composer then shows no picker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_model: Option<String>,
+    /// Who answers knows its model's context window: the composer shows how much of it the
+    /// next message would use.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub context_meter: bool,
     /// The colour theme this browser chose (its `anchorage_theme` cookie: `light` or `dark`);
     /// `None`: the system's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -479,6 +504,9 @@ pub struct PasskeyData {
     /// When it last signed in.
     #[serde(default)]
     pub last_used_at: Option<f64>,
+    /// The browser asking signed in with it (removing it signs that browser out).
+    #[serde(default)]
+    pub in_use: bool,
 }
 
 /// What the viewer's account keeps, in bytes, and what it may: `GET /api/storage`.
@@ -624,6 +652,7 @@ mod tests {
                 updated_at: 1.5,
                 active_run_id: None,
                 hit_turn_id: None,
+                snippet: None,
                 pinned: true,
                 pinned_at: Some(1.0),
                 archived: false,
@@ -642,6 +671,7 @@ mod tests {
             commands: Vec::new(),
             files: true,
             default_model: Some("</script>".into()),
+            context_meter: true,
             theme: Some("dark".into()),
             now: 1.5,
             event_kinds: vec!["</script>".into()],

@@ -96,6 +96,11 @@ pub const PASSKEY_REGISTER_START: &str = "/api/passkeys/register/start";
 pub const PASSKEY_REGISTER_FINISH: &str = "/api/passkeys/register/finish";
 /// `POST`: remove a passkey ([`super::RevokeBody`]).
 pub const PASSKEY_REMOVE: &str = "/api/passkeys/remove";
+/// `GET`: a file an agent handed over whole in its journal, as a download
+/// ([`super::ArtifactQuery`]).
+pub const ARTIFACT: &str = "/api/artifact";
+/// `POST`: rename one of the viewer's passkeys ([`super::PasskeyRenameBody`]).
+pub const PASSKEY_RENAME: &str = "/api/passkeys/rename";
 /// `POST`: give the password again ([`super::ConfirmBody`]) for what needs a fresh proof
 /// (adding a passkey).
 pub const AUTH_CONFIRM: &str = "/api/auth/confirm";

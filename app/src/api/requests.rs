@@ -148,6 +148,24 @@ pub struct RevokeBody {
     pub id: String,
 }
 
+/// `GET /api/artifact?run_id=&seq=`: a file the agent handed over in its journal.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArtifactQuery {
+    /// The run.
+    pub run_id: String,
+    /// The journal row that carries the file.
+    pub seq: u64,
+}
+
+/// `POST /api/passkeys/rename`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PasskeyRenameBody {
+    /// The passkey.
+    pub id: String,
+    /// What to call it from now on.
+    pub name: String,
+}
+
 /// `POST /api/auth/confirm`: the password, given again.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ConfirmBody {

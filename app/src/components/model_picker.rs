@@ -2,8 +2,9 @@ use leptos::prelude::*;
 
 use crate::state::use_chat;
 
-/// The model the conversation asks for, under the composer, with the context meter: shown
-/// only when who answers offers a choice (`--backend openai`). The list comes from the provider through the server
+/// The model the conversation asks for, under the composer, with the context meter: the
+/// picker only when who answers offers a choice (`--backend openai`), the meter wherever it
+/// knows its window (the demo agent's is a pretend one). The list comes from the provider through the server
 /// (which keeps it a while); ↻ asks the provider again. A change applies to the next turns of
 /// the open conversation (stored with it), or to the first turn of a new one.
 #[component]
@@ -63,7 +64,19 @@ pub(crate) fn ModelPicker() -> impl IntoView {
     });
     let choose = move |id: String| choose(chat, problem, id);
     move || {
-        chat.default_model.with(Option::is_some).then(|| {
+        if !chat.default_model.with(Option::is_some) {
+            // No choice of model, but a known window: the meter alone, in a row whose height
+            // is there from the first HTML on (the meter comes once the page runs).
+            return chat.context_meter.get().then(|| {
+                view! {
+                    <div class="model-picker meter-only">
+                        <super::ContextMeter />
+                    </div>
+                }
+                .into_any()
+            });
+        }
+        Some({
             view! {
                 <div class="model-picker">
                     <label for="model-select">"Model"</label>
@@ -91,6 +104,7 @@ pub(crate) fn ModelPicker() -> impl IntoView {
                     <super::ContextMeter />
                 </div>
             }
+            .into_any()
         })
     }
 }

@@ -2,6 +2,7 @@
 //! dialog makes it; the server keeps it). Shown to a signed-in account only.
 //! Made in the browser only, with the rest of Settings (see `crate::lazy`).
 
+use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::state::use_chat;
@@ -90,7 +91,10 @@ pub(crate) fn Passkeys() -> impl IntoView {
             proved(webauthn::confirm().await);
         });
     };
+    // Removing asks first, in the row: which one, and what it ends.
+    let removing = RwSignal::new(None::<String>);
     let remove = move |id: String| {
+        removing.set(None);
         leptos::task::spawn_local(async move {
             match crate::client::remove_passkey(&id).await {
                 Ok(_) => load(),
@@ -100,6 +104,34 @@ pub(crate) fn Passkeys() -> impl IntoView {
             }
         });
     };
+    // A new name, typed in the row (Enter keeps it, Escape leaves the old one).
+    let renaming = RwSignal::new(None::<(String, String)>);
+    let rename = move || {
+        let Some((id, name)) = renaming.get_untracked() else {
+            return;
+        };
+        renaming.set(None);
+        leptos::task::spawn_local(async move {
+            if let Err(failure) = crate::client::rename_passkey(&id, &name).await {
+                let _ = problem.try_set(Some(failure.message));
+            }
+            load();
+        });
+    };
+    // The question takes the focus when it is asked: Enter answers it, Tab reaches "Keep it".
+    let removal_button = NodeRef::<leptos::html::Button>::new();
+    Effect::new(move |_| {
+        if let Some(button) = removal_button.get() {
+            let _ = button.focus();
+        }
+    });
+    let name_field = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(field) = name_field.get() {
+            let _ = field.focus();
+            field.select();
+        }
+    });
     move || {
         chat.user.get().is_some().then(|| {
             view! {
@@ -116,24 +148,101 @@ pub(crate) fn Passkeys() -> impl IntoView {
                         Keys::Loaded(list) => view! {
                             <ul class="grants passkeys">
                                 {list.into_iter().map(|key| {
+                                    let clock = chat.clock.get_untracked();
                                     let id = key.id.clone();
                                     let used = key.last_used_at.map_or_else(
-                                        || "Not used yet".to_owned(),
-                                        |_| "Used to sign in".to_owned(),
+                                        || "not used yet".to_owned(),
+                                        |at| format!("last used {}", crate::time::relative(at, clock)),
                                     );
+                                    let when = format!(
+                                        "Added {} · {used}",
+                                        crate::time::relative(key.created_at, clock)
+                                    );
+                                    let name = key.name.clone();
+                                    let in_use = key.in_use;
+                                    let editing = {
+                                        let id = id.clone();
+                                        move || renaming.with(|r| r.as_ref().is_some_and(|(r, _)| *r == id))
+                                    };
+                                    let asking = {
+                                        let id = id.clone();
+                                        move || removing.with(|r| r.as_deref() == Some(id.as_str()))
+                                    };
+                                    let start_rename = {
+                                        let (id, name) = (id.clone(), name.clone());
+                                        move |_| renaming.set(Some((id.clone(), name.clone())))
+                                    };
+                                    let ask_removal = {
+                                        let id = id.clone();
+                                        move |_| removing.set(Some(id.clone()))
+                                    };
+                                    let confirm_removal = {
+                                        let id = id.clone();
+                                        move |_| remove(id.clone())
+                                    };
+                                    let title = name.clone();
                                     view! {
-                                        <li class="grant">
+                                        <li class="grant passkey" data-in-use=in_use.then_some("")>
                                             <span class="grant-what">
-                                                <span class="share-title">{key.name.clone()}</span>
-                                                <span class="grant-scope">{used}</span>
+                                                {let editing = editing.clone(); move || if editing() {
+                                                    Either::Left(view! {
+                                                        <input
+                                                            class="rename-input"
+                                                            aria-label="Passkey name"
+                                                            maxlength="60"
+                                                            node_ref=name_field
+                                                            prop:value=move || renaming.with(|r| r.as_ref().map(|(_, n)| n.clone()).unwrap_or_default())
+                                                            on:input=move |ev| {
+                                                                let typed = event_target_value(&ev);
+                                                                renaming.update(|r| if let Some((_, n)) = r { *n = typed });
+                                                            }
+                                                            on:keydown=move |ev| {
+                                                                if ev.key() == "Enter" {
+                                                                    ev.prevent_default();
+                                                                    rename();
+                                                                } else if ev.key() == "Escape" {
+                                                                    // Only the field's Escape: Settings stays open.
+                                                                    ev.stop_propagation();
+                                                                    renaming.set(None);
+                                                                }
+                                                            }
+                                                            on:blur=move |_| rename()
+                                                        />
+                                                    })
+                                                } else {
+                                                    Either::Right(view! {
+                                                        <span class="share-title">
+                                                            {title.clone()}
+                                                            {in_use.then(|| view! { <span class="this-device">" · this browser signed in with it"</span> })}
+                                                        </span>
+                                                    })
+                                                }}
+                                                <span class="grant-scope">{when}</span>
                                             </span>
-                                            <button
-                                                type="button"
-                                                aria-label=format!("Remove {}", key.name)
-                                                on:click=move |_| remove(id.clone())
-                                            >
+                                            <button type="button" aria-label=format!("Rename {name}") on:click=start_rename>
+                                                "Rename"
+                                            </button>
+                                            <button type="button" aria-label=format!("Remove {name}") on:click=ask_removal>
                                                 "Remove"
                                             </button>
+                                            {let name = name.clone(); move || asking().then(|| view! {
+                                                <div class="confirm-removal" role="group" aria-label=format!("Remove {name}?")>
+                                                    <p>
+                                                        {format!("Remove “{name}”? It will no longer sign you in. ")}
+                                                        {if in_use {
+                                                            "This browser signed in with it and will be signed out."
+                                                        } else {
+                                                            "Your password still does."
+                                                        }}
+                                                    </p>
+                                                    <button type="button" class="settings-action danger-action" node_ref=removal_button on:click=confirm_removal.clone()>
+                                                        "Remove passkey"
+                                                    </button>
+                                                    <button type="button" class="settings-action" on:click=move |_| removing.set(None)>
+                                                        "Keep it"
+                                                    </button>
+                                                </div>
+                                            })}
                                         </li>
                                     }
                                 }).collect_view()}

@@ -203,7 +203,8 @@ fn section_views(set_mode: Callback<Mode>) -> impl IntoView {
         <super::SignIns />
         <super::SharedLinks />
         <super::Storage />
-        <section class="settings-section" aria-labelledby="keys-title">
+        // A touch phone has no keyboard to speak of: the list is for pointers (style/phone.css).
+        <section class="settings-section keyboard-shortcuts" aria-labelledby="keys-title">
             <h3 id="keys-title">"Keyboard shortcuts"</h3>
             <dl class="shortcuts">
                 {SHORTCUTS.into_iter().map(|(keys, what)| view! {

@@ -25,6 +25,9 @@ fn SessionRow(
     results: RwSignal<Option<Vec<SessionSummary>>>,
     /// The archived conversations, once listed.
     archived_list: RwSignal<Vec<SessionSummary>>,
+    /// What was searched for, to mark in a hit's words.
+    #[prop(optional, into)]
+    searched: String,
 ) -> impl IntoView {
     let chat = use_chat();
     let id = session.id.clone();
@@ -36,6 +39,8 @@ fn SessionRow(
     let title = session.title.clone();
     let draft = RwSignal::new(title.clone());
     let running = session.active_run_id.is_some();
+    // A search hit's words around the match, under its title.
+    let snippet = session.snippet.clone();
     // A search hit in a message opens at its turn (a page load: the window that holds it).
     let at_turn = session.hit_turn_id.is_some();
     let href = match &session.hit_turn_id {
@@ -152,6 +157,17 @@ fn SessionRow(
                     >
                         {running.then(|| view! { <span class="spinner" title="Running" aria-label="running"></span> })}
                         <span class="session-title">{dynamic(move || draft.get())}</span>
+                        {snippet.clone().map(|line| view! {
+                            <span class="session-snippet">
+                                {crate::snippet::marked(&line, &searched).into_iter().map(|(hit, text)| {
+                                    if hit {
+                                        Either::Left(view! { <mark>{text}</mark> })
+                                    } else {
+                                        Either::Right(text)
+                                    }
+                                }).collect_view()}
+                            </span>
+                        })}
                     </a>
                 })
             }}
@@ -178,12 +194,23 @@ fn SessionRow(
 #[derive(Clone, Debug)]
 enum Entry {
     Heading(&'static str),
-    Session(SessionSummary),
+    /// A conversation, and what was searched for when it is a hit ("" in the list).
+    Session(SessionSummary, String),
 }
 
 impl Entry {
     /// What makes a line new for the list (a conversation renamed, started, pinned…).
-    fn key(&self) -> (String, String, Option<String>, Option<String>, bool, bool) {
+    fn key(
+        &self,
+    ) -> (
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        bool,
+        bool,
+        String,
+    ) {
         match self {
             Entry::Heading(label) => (
                 format!("heading:{label}"),
@@ -192,14 +219,16 @@ impl Entry {
                 None,
                 false,
                 false,
+                String::new(),
             ),
-            Entry::Session(s) => (
+            Entry::Session(s, searched) => (
                 s.id.clone(),
                 s.title.clone(),
                 s.active_run_id.clone(),
                 s.hit_turn_id.clone(),
                 s.pinned,
                 s.archived,
+                searched.clone(),
             ),
         }
     }
@@ -212,8 +241,22 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
     let chat = use_chat();
     let query = RwSignal::new(String::new());
     let results = RwSignal::new(None::<Vec<SessionSummary>>);
+    // The hits among archived conversations are counted, and listed once asked for.
+    let archived_hits_shown = RwSignal::new(false);
+    let archived_hits = move || {
+        results.with(|r| {
+            r.iter()
+                .flatten()
+                .filter(|f| f.archived)
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    };
+    let archived_hit_count =
+        Memo::new(move |_| results.with(|r| r.iter().flatten().filter(|f| f.archived).count()));
     let search = move |q: String| {
         query.set(q.clone());
+        archived_hits_shown.set(false);
         if q.trim().is_empty() {
             results.set(None);
         } else {
@@ -241,11 +284,13 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             let partial = chat.more_sessions.get();
             found
                 .iter()
+                .filter(|f| !f.archived)
                 .filter_map(|f| {
                     all.iter()
                         .find(|s| s.id == f.id)
                         .map(|s| SessionSummary {
                             hit_turn_id: f.hit_turn_id.clone(),
+                            snippet: f.snippet.clone(),
                             ..s.clone()
                         })
                         .or_else(|| partial.then(|| f.clone()))
@@ -341,12 +386,23 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
             return archived_list
                 .get()
                 .into_iter()
-                .map(Entry::Session)
+                .map(|s| Entry::Session(s, String::new()))
                 .collect();
         }
         let sessions = list();
         if results.with(Option::is_some) {
-            return sessions.into_iter().map(Entry::Session).collect();
+            let searched = query.get();
+            let hit = |s| Entry::Session(s, searched.clone());
+            let mut entries: Vec<Entry> = sessions.into_iter().map(hit).collect();
+            // The archived hits, once asked for, under their own heading.
+            if archived_hits_shown.get() {
+                let archived = archived_hits();
+                if !archived.is_empty() {
+                    entries.push(Entry::Heading("Archived"));
+                    entries.extend(archived.into_iter().map(hit));
+                }
+            }
+            return entries;
         }
         let clock = chat.clock.get();
         let mut entries = Vec::with_capacity(sessions.len() + 5);
@@ -361,7 +417,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                 entries.push(Entry::Heading(this));
                 heading = Some(this);
             }
-            entries.push(Entry::Session(session));
+            entries.push(Entry::Session(session, String::new()));
         }
         entries
     };
@@ -369,7 +425,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
         if showing_archived.get() {
             archived_list.with(|l| !l.is_empty())
         } else {
-            !list().is_empty()
+            !list().is_empty() || (archived_hits_shown.get() && archived_hit_count.get() > 0)
         }
     });
     let sign_out = move |_| {
@@ -441,6 +497,7 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                     <button type="button" class="text-button back-to-list" on:click=move |_| showing_archived.set(false)>
                         "‹ Conversations"
                     </button>
+                    <h2 class="archived-title">"Archived"</h2>
                 </div>
             })}
             // Only the conversations scroll: what is above stays, and so does the foot below,
@@ -457,8 +514,8 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                                 Entry::Heading(label) => Either::Left(view! {
                                     <li class="session-group"><h2>{label}</h2></li>
                                 }),
-                                Entry::Session(s) => Either::Right(view! {
-                                    <SessionRow session=s on_close=on_close results=results archived_list=archived_list />
+                                Entry::Session(s, searched) => Either::Right(view! {
+                                    <SessionRow session=s on_close=on_close results=results archived_list=archived_list searched=searched />
                                 }),
                             }
                         />
@@ -471,12 +528,24 @@ pub(crate) fn Sidebar(#[prop(into)] on_close: Callback<()>) -> impl IntoView {
                             "Nothing archived."
                         } else if query.with(|q| q.is_empty()) {
                             "No conversations yet."
+                        } else if archived_hit_count.get() > 0 {
+                            "Only archived conversations match."
                         } else {
                             "Nothing matches."
                         }}
                     </p>
                 })
             }}
+            // Search looks in the archive too, and says so rather than leave its hits out.
+            {move || (archived_hit_count.get() > 0 && !archived_hits_shown.get() && !showing_archived.get()).then(|| view! {
+                <button
+                    type="button"
+                    class="text-button show-archived-hits"
+                    on:click=move |_| archived_hits_shown.set(true)
+                >
+                    {format!("Also in archived: {}", archived_hit_count.get())}
+                </button>
+            })}
             {move || (chat.more_sessions.get() && results.with(Option::is_none) && !showing_archived.get()).then(|| view! {
                 <button
                     type="button"

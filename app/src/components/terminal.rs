@@ -11,7 +11,7 @@ pub fn terminal_label(state: TerminalState) -> &'static str {
         TerminalState::ToolLimitReached => "Tool iteration limit reached",
         TerminalState::CompressionExhausted => "Too long for the model's context",
         TerminalState::ConnectionLost => "Connection interrupted",
-        TerminalState::Degraded => "Partial turn",
+        TerminalState::Degraded => "Only partly done",
         TerminalState::Error => "Error",
     }
 }
@@ -38,7 +38,9 @@ fn default_hint(state: TerminalState) -> &'static str {
         TerminalState::ConnectionLost => {
             "The connection dropped before the turn settled. Reload to restore it."
         }
-        TerminalState::Degraded => "Only part of this turn could be restored.",
+        TerminalState::Degraded => {
+            "Part of this turn's work is missing. Retry to run it again, or go on with what it has."
+        }
         TerminalState::Error => "Something went wrong. The partial work is kept above.",
     }
 }

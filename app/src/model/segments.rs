@@ -78,6 +78,9 @@ pub(super) fn str_of(v: &Value, key: &str) -> String {
 
 /// A short description of what a tool call acts on.
 pub(super) fn target_of(args: &Value) -> String {
+    if let Some(todos) = args.get("todos").and_then(Value::as_array) {
+        return todo_change(todos);
+    }
     let pick = ["command", "path", "pattern", "query", "url", "file"];
     let text = match args {
         Value::Object(map) => pick
@@ -94,6 +97,25 @@ pub(super) fn target_of(args: &Value) -> String {
         line.chars().take(117).collect::<String>() + "..."
     } else {
         line.to_owned()
+    }
+}
+
+/// What a todo list update leaves: how much is done and what is under way ("1 of 3 done ·
+/// now: Fix the cache"), the list itself being the todo panel's.
+fn todo_change(todos: &[Value]) -> String {
+    fn status(t: &Value) -> &str {
+        t.get("status").and_then(Value::as_str).unwrap_or_default()
+    }
+    let done = todos.iter().filter(|t| status(t) == "completed").count();
+    let now = todos
+        .iter()
+        .find(|t| status(t) == "in_progress")
+        .map(|t| str_of(t, "content"));
+    match (todos.len(), now) {
+        (0, _) => "emptied the list".to_owned(),
+        (all, _) if done == all => format!("all {all} done"),
+        (all, Some(now)) if !now.is_empty() => format!("{done} of {all} done · now: {now}"),
+        (all, _) => format!("{done} of {all} done"),
     }
 }
 

@@ -707,3 +707,33 @@ fn the_time_a_turn_waited_for_the_person_is_not_the_agents() {
     let stopped = TurnState::new("s1", &turn(stopped));
     assert_eq!((stopped.waited, stopped.elapsed()), (19.0, Some(1.0)));
 }
+
+#[test]
+fn a_todo_update_says_what_changed_not_only_that_it_was_called() {
+    use super::segments::target_of;
+    let list = |statuses: [&str; 3]| {
+        serde_json::json!({"todos": [
+            {"id": "1", "content": "Read the failing test", "status": statuses[0]},
+            {"id": "2", "content": "Fix the cache", "status": statuses[1]},
+            {"id": "3", "content": "Run the suite again", "status": statuses[2]},
+        ]})
+    };
+    assert_eq!(
+        target_of(&list(["completed", "in_progress", "pending"])),
+        "1 of 3 done · now: Fix the cache"
+    );
+    assert_eq!(
+        target_of(&list(["completed", "pending", "pending"])),
+        "1 of 3 done"
+    );
+    assert_eq!(
+        target_of(&list(["completed", "completed", "completed"])),
+        "all 3 done"
+    );
+    assert_eq!(
+        target_of(&serde_json::json!({"todos": []})),
+        "emptied the list"
+    );
+    // Other tools still name what they act on.
+    assert_eq!(target_of(&serde_json::json!({"path": "a.txt"})), "a.txt");
+}

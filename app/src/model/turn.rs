@@ -477,7 +477,40 @@ impl TurnState {
             span: (self.first_at, self.last_at),
             waited: self.waited,
             notices: self.notices.clone(),
+            artifacts: self.artifacts(),
         })
+    }
+
+    /// The files the turn made, in the order it said so.
+    pub fn artifacts(&self) -> Vec<crate::api::ArtifactRef> {
+        if let Some(s) = &self.folded {
+            return s.artifacts.clone();
+        }
+        let text = |e: &anchor::AnchorEvent, key: &str| {
+            e.payload
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        self.registry
+            .anchor()
+            .artifacts
+            .iter()
+            .filter_map(|e| {
+                let path = text(e, "path");
+                (!path.is_empty()).then(|| crate::api::ArtifactRef {
+                    action: text(e, "action"),
+                    seq: e
+                        .seq
+                        .as_ref()
+                        .and_then(anchor::Seq::as_u64)
+                        .unwrap_or_default(),
+                    handed_over: e.payload.get("content").is_some_and(Value::is_string),
+                    path,
+                })
+            })
+            .collect()
     }
 
     /// The agent's seconds: between the first and the last event, less the time the turn

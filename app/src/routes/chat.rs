@@ -262,7 +262,8 @@ pub fn ChatPage(page: SessionPage) -> impl IntoView {
                     // What waits on the reader, at the end of the conversation and kept in view
                     // at the bottom edge: a card that comes or goes here moves nothing above it.
                     <div class="transcript-dock">
-                        {move || (!chat.following.get()).then(|| view! {
+                        // Only where there is something to jump to: never over an empty conversation.
+                        {move || (!chat.following.get() && has_turns.get()).then(|| view! {
                             <button type="button" class="jump-latest" data-unseen=flag(move || chat.unseen.get()) on:click=jump>
                                 "Jump to latest ↓"
                             </button>

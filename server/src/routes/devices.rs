@@ -71,7 +71,7 @@ pub fn device_of(agent: &str) -> String {
 }
 
 /// The id of the sign-in `headers` carry (see `SignIn::id`).
-fn current_id(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn current_id(headers: &HeaderMap) -> Option<String> {
     cookie_token(headers).map(|token| token_hash(token)[..16].to_owned())
 }
 

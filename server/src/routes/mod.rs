@@ -1,5 +1,6 @@
 //! HTTP routes that are not Leptos pages.
 
+pub(crate) mod artifact;
 pub(crate) mod attachments;
 pub(crate) mod chat;
 pub(crate) mod devices;
@@ -69,6 +70,8 @@ fn table() -> Vec<(&'static str, &'static str, Handler)> {
             post(passkeys::register_finish),
         ),
         ("POST", paths::PASSKEY_REMOVE, post(passkeys::remove)),
+        ("POST", paths::PASSKEY_RENAME, post(passkeys::rename)),
+        ("GET", paths::ARTIFACT, get(artifact::download)),
         ("POST", paths::ATTACHMENTS, post(attachments::upload)),
         ("GET", paths::ATTACHMENT, get(attachments::download)),
         ("POST", paths::CHAT_START, post(chat::start)),

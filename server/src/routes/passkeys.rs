@@ -16,7 +16,8 @@
 //! name a browser accepts, so there the routes say to use `localhost` or the public address.
 
 use app::api::{
-    CeremonyStart, Done, PasskeyAnswer, PasskeyData, PasskeyFinishBody, PasskeyList, RevokeBody,
+    CeremonyStart, Done, PasskeyAnswer, PasskeyData, PasskeyFinishBody, PasskeyList,
+    PasskeyRenameBody, RevokeBody,
 };
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -105,7 +106,44 @@ fn data_of(p: &StoredPasskey) -> PasskeyData {
         name: p.name.clone(),
         created_at: p.created_at,
         last_used_at: p.last_used_at,
+        in_use: false,
     }
+}
+
+/// A passkey's name as given: trimmed, control characters out; refused empty or too long.
+fn given_name(name: &str) -> Result<String, ApiError> {
+    let name: String = name.trim().chars().filter(|c| !c.is_control()).collect();
+    if name.is_empty() {
+        return Err(ApiError::bad_request("a passkey needs a name"));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "a passkey's name is at most {MAX_NAME_CHARS} characters"
+        ))
+        .with("limit", "passkey_name"));
+    }
+    Ok(name)
+}
+
+/// The name a new passkey gets when none is given: the browser and system that made it
+/// ("Chrome on Android"), told apart from the account's others ("Chrome on Android (2)").
+fn device_name(headers: &HeaderMap, taken: &[StoredPasskey]) -> String {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let base: String = crate::routes::devices::device_of(agent)
+        .chars()
+        .take(MAX_NAME_CHARS - 5)
+        .collect();
+    let free = |name: &str| !taken.iter().any(|p| p.name == name);
+    if free(&base) {
+        return base;
+    }
+    (2..)
+        .map(|n| format!("{base} ({n})"))
+        .find(|name| free(name))
+        .unwrap_or(base)
 }
 
 /// The answer to a ceremony that cannot be answered (expired, answered, not sealed here).
@@ -171,18 +209,55 @@ fn parse_passkey(stored: &StoredPasskey) -> Result<Passkey, ApiError> {
     serde_json::from_str(&stored.passkey).map_err(internal)
 }
 
-/// `GET /api/passkeys`.
+/// `GET /api/passkeys`: the viewer's, the one this browser signed in with marked.
 pub async fn list(
     State(state): State<AppState>,
     viewer: Viewer,
+    headers: HeaderMap,
 ) -> Result<Json<PasskeyList>, ApiError> {
-    let passkeys = match viewer.user() {
-        Some(user) => state.store.passkeys(&user.id).await?,
-        None => Vec::new(),
+    let Some(user) = viewer.user() else {
+        return Ok(Json(PasskeyList {
+            passkeys: Vec::new(),
+        }));
     };
+    let passkeys = state.store.passkeys(&user.id).await?;
+    let current = crate::routes::devices::current_id(&headers);
+    let in_use = state
+        .store
+        .sign_ins(&user.id, crate::clock::now())
+        .await?
+        .into_iter()
+        .find(|s| current.as_deref() == Some(s.id.as_str()))
+        .and_then(|s| s.passkey_id);
     Ok(Json(PasskeyList {
-        passkeys: passkeys.iter().map(data_of).collect(),
+        passkeys: passkeys
+            .iter()
+            .map(|p| PasskeyData {
+                in_use: in_use.as_deref() == Some(p.id.as_str()),
+                ..data_of(p)
+            })
+            .collect(),
     }))
+}
+
+/// `POST /api/passkeys/rename {id, name}`: 404 for one that is not the viewer's, 400 for a
+/// name empty or too long.
+pub async fn rename(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    ApiJson(body): ApiJson<PasskeyRenameBody>,
+) -> Result<Json<Done>, ApiError> {
+    let user = account(&viewer)?;
+    let name = given_name(&body.name)?;
+    state
+        .store
+        .rename_passkey(&user.id, &body.id, &name)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => ApiError::not_found("passkey"),
+            e => e.into(),
+        })?;
+    Ok(Json(Done { ok: true }))
 }
 
 /// `POST /api/passkeys/register/start`: the options for `navigator.credentials.create`.
@@ -246,12 +321,12 @@ pub async fn register_finish(
         .finish_passkey_registration(&credential, &registration)
         .map_err(|e| ApiError::bad_request(format!("the passkey was not accepted: {e}")))?;
     answered(&state, &sealed).await?;
-    let held = state.store.passkeys(&user.id).await?.len();
+    let held = state.store.passkeys(&user.id).await?;
     let name = body
         .name
         .map(|n| n.trim().chars().take(MAX_NAME_CHARS).collect::<String>())
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| format!("Passkey {}", held + 1));
+        .unwrap_or_else(|| device_name(&headers, &held));
     let stored = StoredPasskey {
         id: format!("passkey-{}", Uuid::new_v4().simple()),
         user_id: user.id.clone(),

@@ -233,6 +233,13 @@ pub async fn search(
         .await?;
     let more = sessions.len() > LIST_LIMIT as usize;
     sessions.truncate(LIST_LIMIT as usize);
+    // The store cut each hit's message to a window around the match: a line of it.
+    for session in &mut sessions {
+        session.snippet = session
+            .snippet
+            .take()
+            .map(|text| app::snippet::snippet(&text, &q.q));
+    }
     Ok(Json(SessionList { sessions, more }))
 }
 
@@ -377,6 +384,7 @@ mod tests {
             pinned_at: None,
             archived: false,
             hit_turn_id: None,
+            snippet: None,
             bytes: 0,
         }
     }

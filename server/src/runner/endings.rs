@@ -97,7 +97,8 @@ impl Ending {
                 EventKind::Apperror,
                 TerminalState::Degraded,
                 json!({"status": "degraded", "type": "degraded", "message": message,
-                   "hint": "Part of this turn's work could not be recovered."}),
+                   "hint": "The step marked as failed above fell short. Retry to run the turn \
+                      again, or ask the agent to go on with what it has."}),
                 String::new(),
                 None,
             ),

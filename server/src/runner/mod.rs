@@ -196,6 +196,12 @@ impl Runner {
         self.adapter.workspaces().is_some()
     }
 
+    /// Whether the agent knows its model's context window (for a conversation in its
+    /// default model), so that the composer shows a meter.
+    pub fn knows_context(&self) -> bool {
+        self.adapter.context_use(None, &[], 0).window.is_some()
+    }
+
     /// The agent's own slash commands (see [`RuntimeAdapter::commands`]).
     pub fn adapter_commands(&self) -> Vec<app::api::Example> {
         self.adapter.commands()

@@ -353,7 +353,11 @@ impl Runner {
         if session.title_source != TitleSource::Default {
             return;
         }
-        let Some(title) = crate::store::title_from_prompt(message) else {
+        let title = self
+            .adapter
+            .title_for(message)
+            .or_else(|| crate::store::title_from_prompt(message));
+        let Some(title) = title else {
             return;
         };
         let renamed = self

@@ -72,6 +72,20 @@ impl RuntimeAdapter for DemoAgent {
             .collect()
     }
 
+    fn title_for(&self, message: &str) -> Option<String> {
+        title(message)
+    }
+
+    fn context_use(
+        &self,
+        model: Option<&str>,
+        history: &[super::ChatMessage],
+        draft_bytes: usize,
+    ) -> app::api::ContextUse {
+        let _ = model;
+        super::demo_context::pretend_use(history, draft_bytes)
+    }
+
     async fn run(&self, turn: TurnRequest, io: RunIo) -> RunEnd {
         let mut turn_state = Turn {
             io: &io,
@@ -102,6 +116,18 @@ pub const MAX_ROWS: u64 = 100_000;
 fn rows(n: Option<u64>, min: u64) -> u64 {
     n.unwrap_or(1000).clamp(min, MAX_ROWS)
 }
+
+/// The file `/demo artifact` writes (14 lines).
+const SUMMARY_MD: &str = "# Summary\n\n\
+The cache test failed because entries were keyed by text, not by identity.\n\n\
+## What changed\n\n\
+- Entries are keyed by `run_id` and `seq`.\n\
+- A replayed event is skipped, not shown twice.\n\
+- The settled message lands in the same place.\n\n\
+## Next\n\n\
+1. Run the whole suite again.\n\
+2. Watch a reload in the middle of a turn.\n\
+";
 
 /// The file `/demo code` reads.
 const FIB_RS: &str = "/// The n-th Fibonacci number.\npub fn fib(n: u32) -> u64 {\n    let (mut a, mut b) = (0u64, 1u64);\n    for _ in 0..n {\n        (a, b) = (b, a + b);\n    }\n    a\n}\n";
@@ -149,6 +175,24 @@ fn approval_command(message: &str) -> &str {
     } else {
         command
     }
+}
+
+/// What a conversation started with `/demo NAME [N]` is called: what the scenario does, not
+/// the command ("Demo: streams a long answer (400 words)").
+fn title(message: &str) -> Option<String> {
+    let (name, n) = scenario(message)?;
+    if !SCENARIOS.contains(&name) {
+        return None;
+    }
+    let what = describe(name);
+    let what = match (what.find(" (N "), n) {
+        (Some(_), Some(n)) => what.replacen(" (N ", &format!(" ({n} "), 1),
+        (Some(at), None) => what[..at].to_owned(),
+        (None, _) => what.to_owned(),
+    };
+    let mut chars = what.chars();
+    let first = chars.next()?.to_lowercase();
+    Some(format!("Demo: {first}{}", chars.as_str()))
 }
 
 /// `/demo NAME [N]` → (name, N).
@@ -414,13 +458,15 @@ impl Turn<'_> {
                         json!({"source": "tool", "todos": todos}),
                     )
                     .await?;
+                // Each call sends the whole list as it now stands, as agents' todo tools do.
                 for i in 0..todos.len() {
-                    self.tool("todo", json!({"update": i + 1}), "updated", false)
-                        .await?;
                     todos[i]["status"] = json!("completed");
                     if let Some(next) = todos.get_mut(i + 1) {
                         next["status"] = json!("in_progress");
                     }
+                    let done = format!("done: {}", todos[i]["content"].as_str().unwrap_or(""));
+                    self.tool("todo", json!({"todos": todos}), &done, false)
+                        .await?;
                     self.io
                         .emit(
                             EventKind::TodoState,
@@ -442,7 +488,10 @@ impl Turn<'_> {
                 self.io
                     .emit(
                         EventKind::ArtifactReference,
-                        json!({"path": "notes/summary.md", "kind": "file", "action": "created"}),
+                        // Handed over whole: this agent keeps no files here, so the page
+                        // offers it as a download.
+                        json!({"path": "notes/summary.md", "kind": "file", "action": "created",
+                               "content": SUMMARY_MD}),
                     )
                     .await?;
                 self.io
@@ -533,15 +582,18 @@ impl Turn<'_> {
                 Ok(RunEnd::CompressionExhausted)
             }
             "degraded" => {
+                // The step that fell short says so where it stands, not only in the card.
                 self.tool(
                     READ_FILE,
                     json!({"path": "notes/long.md"}),
-                    "read 2 of 5 parts",
-                    false,
+                    "read 2 of 5 parts: parts 3 to 5 could not be read",
+                    true,
                 )
                 .await?;
                 Ok(RunEnd::Degraded {
-                    message: "Only part of the file could be read.".into(),
+                    message: "The agent read only 2 of the 5 parts of notes/long.md, so this \
+                              turn has no answer."
+                        .into(),
                 })
             }
             "slow" => {
@@ -688,6 +740,25 @@ fn choice_name(choice: ApprovalChoice) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conversation_started_by_a_demo_command_is_titled_by_what_it_does() {
+        assert_eq!(
+            title("/demo approval").as_deref(),
+            Some("Demo: asks before it runs a command")
+        );
+        assert_eq!(
+            title("/demo long 400").as_deref(),
+            Some("Demo: streams a long answer (400 words)")
+        );
+        assert_eq!(
+            title("/demo trace").as_deref(),
+            Some("Demo: reads many files, then answers")
+        );
+        // Not a scenario, or not a command: the message's own words.
+        assert_eq!(title("/demo nonsense"), None);
+        assert_eq!(title("hello there"), None);
+    }
 
     #[test]
     fn demo_commands_name_a_scenario_and_a_count() {

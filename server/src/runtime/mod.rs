@@ -16,6 +16,7 @@ pub mod agui_client;
 pub mod approvals;
 pub mod browse;
 pub mod demo;
+pub mod demo_context;
 pub mod hermes;
 pub mod io;
 pub mod openai;
@@ -339,6 +340,12 @@ pub trait RuntimeAdapter: Send + Sync + 'static {
     /// prompt is the command, sent as typed (none by default).
     fn commands(&self) -> Vec<app::api::Example> {
         Vec::new()
+    }
+    /// The title a conversation that starts with `message` gets, when the agent knows better
+    /// than the message's first words (its own slash commands); `None`, the default: those.
+    fn title_for(&self, message: &str) -> Option<String> {
+        let _ = message;
+        None
     }
     /// How much of the model's context a turn with `history` and a message of `draft_bytes`
     /// bytes would use, by the estimate that trims the turn's history (`window: None`, the

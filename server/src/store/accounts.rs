@@ -53,6 +53,8 @@ pub struct SignIn {
     /// The name of the passkey it signed in with (`None`: the password, or a passkey since
     /// removed, which ends it).
     pub passkey: Option<String>,
+    /// The id of that passkey.
+    pub passkey_id: Option<String>,
 }
 
 /// What an account keeps, in bytes (see `--max-storage-per-user`).

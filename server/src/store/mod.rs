@@ -501,6 +501,9 @@ pub trait PasskeyStore: Send + Sync {
     /// one that is not theirs.
     async fn remove_passkey(&self, user_id: &str, id: &str) -> Result<(), StoreError>;
 
+    /// Renames one of the account's passkeys; `NotFound` for one that is not theirs.
+    async fn rename_passkey(&self, user_id: &str, id: &str, name: &str) -> Result<(), StoreError>;
+
     /// Removes every passkey of the account, and the sign-ins they made; how many passkeys.
     async fn remove_passkeys(&self, user_id: &str) -> Result<u64, StoreError>;
 

@@ -136,6 +136,9 @@ pub struct Session {
     /// In search results: the turn of the newest message that matched (a link opens there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hit_turn_id: Option<String>,
+    /// In search results: the matching message's words around the match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
     /// What its journal takes, in bytes (its share of its account's storage).
     #[serde(skip)]
     pub bytes: u64,

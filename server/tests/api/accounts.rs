@@ -671,6 +671,18 @@ async fn another_users_ids_answer_as_unknown_ids_on_every_route() {
         },
         Case {
             method: "GET",
+            path: format!("/api/artifact?run_id={run}&seq=1"),
+            body: Value::Null,
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "POST",
+            path: q("/api/passkeys/rename"),
+            body: json!({"id": "passkey-hers", "name": "Mine now"}),
+            expect: Expect::NotFound,
+        },
+        Case {
+            method: "GET",
             path: q("/api/models"),
             body: Value::Null,
             expect: Expect::NothingOfHers,

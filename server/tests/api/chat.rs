@@ -314,6 +314,57 @@ async fn the_demo_agent_covers_todo_artifact_and_long_scenarios() {
     assert_eq!(events.iter().filter(|e| e.event == "token").count(), 500);
 }
 
+#[tokio::test]
+async fn a_file_the_agent_handed_over_downloads_for_its_owner_only() {
+    let app = TestApp::builder().spawn().await;
+    let (alice, bob) = app.two_users(false).await;
+    app.use_cookie(Some(&alice));
+    let session = app.new_session().await;
+    let run = app.start(&session, "/demo artifact").await;
+    app.wait_finished(&run).await;
+    let events = app.stream(&run, None).await;
+    let made = events
+        .iter()
+        .find(|e| e.event == "artifact_reference")
+        .expect("an artifact");
+    let content = made.data["content"].as_str().unwrap().to_owned();
+    assert_eq!(content.lines().count(), 14, "{content}");
+    let url = |seq: u64| app.url(&format!("/api/artifact?run_id={run}&seq={seq}"));
+    let res = app
+        .client
+        .get(url(made.seq()))
+        .header("cookie", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let disposition = res.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(disposition.starts_with("attachment"), "{disposition}");
+    assert!(disposition.contains("summary.md"), "{disposition}");
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    assert_eq!(res.text().await.unwrap(), content);
+    // A row that is not a file, or another account asking: as if there were none.
+    let token = events.iter().find(|e| e.event == "token").unwrap();
+    for (cookie, seq) in [(&alice, token.seq()), (&bob, made.seq()), (&alice, 99_999)] {
+        let res = app
+            .client
+            .get(url(seq))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404, "seq {seq}");
+        let body: Value = res.json().await.unwrap();
+        assert!(body["error"].is_string(), "{body}");
+    }
+}
+
 /// The answer a run's events had streamed (the tokens after its last other activity).
 fn streamed(events: &[SseEvent]) -> String {
     let mut text = String::new();

@@ -470,15 +470,15 @@ async fn the_context_meter_foretells_what_the_next_turn_leaves_out() {
 }
 
 #[tokio::test]
-async fn no_meter_where_the_window_is_not_known() {
+async fn no_meter_where_the_window_is_not_known_and_a_pretend_one_for_the_demo() {
     let s = setup(Some(200), None).await;
     let session = s.app.new_session().await;
     let answer = context_use(&s.app, &session, 100).await;
     assert_eq!(answer["window"], Value::Null, "{answer}");
+    // The demo agent says it has a (pretend) window, so that the meter shows with it too.
     let demo = TestApp::builder().spawn().await;
     let session = demo.new_session().await;
-    assert_eq!(
-        context_use(&demo, &session, 100).await["window"],
-        Value::Null
-    );
+    let pretend = context_use(&demo, &session, 100).await;
+    assert_eq!(pretend["window"], 16_384, "{pretend}");
+    assert!(pretend["used"].as_u64().unwrap() > 0, "{pretend}");
 }

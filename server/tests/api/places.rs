@@ -238,3 +238,62 @@ async fn the_server_lists_conversations_in_the_order_the_browser_places_them() {
         assert_eq!(shuffled, listed, "rotation {rotation}");
     }
 }
+
+#[tokio::test]
+async fn a_search_hit_carries_its_words_in_context_and_archived_hits_are_marked() {
+    let app = TestApp::builder().spawn().await;
+    let long = app.new_session().await;
+    let message = format!(
+        "{} the Wombat burrows under the fence {}",
+        "before ".repeat(60),
+        "after ".repeat(60)
+    );
+    let run = app.start(&long, &message).await;
+    app.wait_finished(&run).await;
+    let titled_only = titled(&app, "Wombat notes").await;
+    let archived = app.new_session().await;
+    let run = app.start(&archived, "an old wombat story").await;
+    app.wait_finished(&run).await;
+    let (code, _) = app
+        .post(
+            "/api/session/archive",
+            json!({"session_id": archived, "on": true}),
+        )
+        .await;
+    assert_eq!(code, 200);
+
+    let (code, found) = app.get("/api/sessions/search?q=WOMBAT").await;
+    assert_eq!(code, 200, "{found}");
+    let hit = |id: &str| -> Value {
+        found["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    // The words around the match, cut on both sides, on one line, short.
+    let snippet = hit(&long)["snippet"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        snippet.contains("the Wombat burrows under the fence"),
+        "{snippet}"
+    );
+    assert!(
+        snippet.starts_with('…') && snippet.ends_with('…'),
+        "{snippet}"
+    );
+    assert!(snippet.chars().count() <= 140, "{snippet}");
+    // A title hit has no words of a message to show.
+    assert_eq!(hit(&titled_only)["snippet"], Value::Null);
+    // An archived hit is found, and says it is archived (the sidebar counts it apart).
+    assert_eq!(hit(&archived)["archived"], true);
+    let words = hit(&archived)["snippet"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(words.contains("an old wombat story"), "{words}");
+}

@@ -146,9 +146,10 @@ async fn export_gives_markdown_and_the_journal_as_json_lines() {
         .unwrap()
         .starts_with("text/markdown"));
     let disposition = res.headers()["content-disposition"].to_str().unwrap();
-    // Named after the conversation (titled after its first message) and its date.
+    // Named after the conversation (titled by what its first message, a demo command, does)
+    // and its date.
     assert!(
-        disposition.starts_with("attachment; filename=\"demo-prose-20"),
+        disposition.starts_with("attachment; filename=\"demo-a-plain-answer-in-markdown-20"),
         "{disposition}"
     );
     assert!(disposition.ends_with(".md"), "{disposition}");

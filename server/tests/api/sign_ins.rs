@@ -216,6 +216,82 @@ async fn a_removed_passkey_ends_the_sign_ins_it_made() {
 }
 
 #[tokio::test]
+async fn passkeys_say_which_one_this_browser_used_and_take_a_new_name() {
+    let app = TestApp::builder().spawn().await;
+    let (alice, _) = app.two_users(false).await;
+    let alice_id = app.user_id("alice").await;
+    for (id, name) in [("passkey-phone", "Phone"), ("passkey-laptop", "Laptop")] {
+        app.store
+            .add_passkey(&stored_passkey(&alice_id, id, name), 20)
+            .await
+            .unwrap();
+    }
+    let token = server::auth::new_token();
+    let now = server::clock::now();
+    app.store
+        .create_token(&server::store::NewSignIn {
+            token_hash: server::auth::token_hash(&token),
+            user_id: alice_id,
+            now,
+            expires_at: now + 3600.0,
+            ip: "203.0.113.5".into(),
+            agent: PHONE.into(),
+            passkey_id: Some("passkey-phone".into()),
+        })
+        .await
+        .unwrap();
+    let in_use = |list: &Value| -> Vec<(String, bool)> {
+        list["passkeys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["name"].as_str().unwrap().to_owned(), p["in_use"] == true))
+            .collect()
+    };
+    // The browser that signed in with the phone's passkey sees it marked; the password's
+    // sign-in sees none.
+    app.use_cookie(Some(&format!("anchorage_session={token}")));
+    let (_, list) = app.get("/api/passkeys").await;
+    let mut seen = in_use(&list);
+    seen.sort();
+    assert_eq!(
+        seen,
+        [("Laptop".to_owned(), false), ("Phone".to_owned(), true)]
+    );
+    app.use_cookie(Some(&alice));
+    let (_, list) = app.get("/api/passkeys").await;
+    assert!(in_use(&list).iter().all(|(_, used)| !used), "{list}");
+    // A new name, trimmed; none, or too long, is refused and changes nothing.
+    let (code, body) = app
+        .post(
+            "/api/passkeys/rename",
+            json!({"id": "passkey-laptop", "name": "  Work laptop  "}),
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    for name in ["   ", &"x".repeat(61)] {
+        let (code, body) = app
+            .post(
+                "/api/passkeys/rename",
+                json!({"id": "passkey-laptop", "name": name}),
+            )
+            .await;
+        assert_eq!(code, 400, "{body}");
+        assert!(body["error"].is_string(), "{body}");
+    }
+    let (_, list) = app.get("/api/passkeys").await;
+    let names: Vec<String> = in_use(&list).into_iter().map(|(name, _)| name).collect();
+    assert!(names.contains(&"Work laptop".to_owned()), "{names:?}");
+    let (code, _) = app
+        .post(
+            "/api/passkeys/rename",
+            json!({"id": "passkey-nobodys", "name": "x"}),
+        )
+        .await;
+    assert_eq!(code, 404);
+}
+
+#[tokio::test]
 async fn a_new_password_ends_every_sign_in_and_the_passkeys_unless_kept() {
     let app = TestApp::builder().spawn().await;
     let (alice, bob) = app.two_users(false).await;

@@ -235,10 +235,11 @@ async fn an_import_of_an_export_is_the_same_conversation_with_every_branch_and_n
         (
             untitled(true),
             "/api/session/import?title=notes",
-            "/demo prose",
+            "Demo: a plain answer in Markdown",
         ),
         (untitled(false), "/api/session/import?title=notes", "notes"),
-        // The first words again: the first import has them, so this one is its copy.
+        (untitled(false), "/api/session/import", "/demo prose"),
+        // The first words again: the import before has them, so this one is its copy.
         (untitled(false), "/api/session/import", "/demo prose (copy)"),
     ] {
         let (code, answer) = import(&app, path, file).await;

@@ -2,6 +2,7 @@
 //! two views of the same anchor: the Compact Worklog (`worklog.rs`) or the Transparent Stream
 //! (`stream.rs`). Both read the process through one memo per turn (`view_model.rs`).
 
+mod artifacts;
 mod stream;
 mod view_model;
 mod worklog;
@@ -110,6 +111,12 @@ fn tool_verb(name: &str, phase: ToolPhase) -> String {
         )),
         "list_files" => Some(("Listing", "Listed", "Could not list", "Stopped listing")),
         "ask_user" => Some(("Asking", "Asked", "Could not ask", "Stopped asking")),
+        "todo" | "todo_write" | "TodoWrite" | "update_todos" => Some((
+            "Updating todos",
+            "Updated todos",
+            "Could not update todos",
+            "Stopped updating todos",
+        )),
         _ => None,
     };
     match (known, phase) {
@@ -595,6 +602,8 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
             .filter(|at| *at > 0.0)
     });
     let answer_state = Memo::new(move |_| turn.state.with(|s| s.answer_state()));
+    // The files the turn made (rarely any: compared, not redrawn, per event).
+    let made_files = Memo::new(move |_| turn.state.with(|s| s.artifacts()));
     let has_answer = Memo::new(move |_| !answer_text.with(String::is_empty));
     // Which prose the answer is: when work comes after it (a tool call, a compression), what
     // streamed becomes interim and stays where it is, and the next answer is another element
@@ -737,6 +746,7 @@ pub(crate) fn TurnView(turn: TurnHandle) -> impl IntoView {
                         </div>
                     }
                 />
+                <artifacts::TurnFiles files=made_files run_id=turn.run_id.clone() />
                 {move || notices.with(|n| n.cut_off.clone()).map(|text| view! {
                     <div class="turn-notice cut-off" role="status" data-notice="cut-off">
                         <p>{text}</p>
@@ -821,6 +831,7 @@ mod tests {
         assert_eq!(tool_verb("terminal", Done), "Ran");
         assert_eq!(tool_verb("fetch_weather", Running), "Calling fetch_weather");
         assert_eq!(tool_verb("fetch_weather", Done), "Called fetch_weather");
+        assert_eq!(tool_verb("todo", Done), "Updated todos");
         assert_eq!(tool_verb("fetch_weather", Failed), "Failed: fetch_weather");
         assert_eq!(
             tool_verb("fetch_weather", Stopped),

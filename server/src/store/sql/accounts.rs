@@ -356,7 +356,8 @@ impl AccountStore for SqlStore {
     async fn sign_ins(&self, user_id: &str, now: f64) -> Result<Vec<SignIn>, StoreError> {
         let rows = sqlx::query(
             "SELECT substr(t.token_hash, 1, 16) AS id, t.created_at, \
-             COALESCE(t.last_seen_at, t.created_at) AS last_seen_at, t.ip, t.agent, p.name \
+             COALESCE(t.last_seen_at, t.created_at) AS last_seen_at, t.ip, t.agent, p.name, \
+             p.id AS passkey_id \
              FROM auth_tokens t LEFT JOIN passkeys p ON p.id = t.passkey_id \
              WHERE t.user_id = $1 AND t.expires_at > $2 \
              ORDER BY COALESCE(t.last_seen_at, t.created_at) DESC, t.created_at DESC",
@@ -374,6 +375,7 @@ impl AccountStore for SqlStore {
                 ip: row.get("ip"),
                 agent: row.get("agent"),
                 passkey: row.get("name"),
+                passkey_id: row.get("passkey_id"),
             })
             .collect())
     }

@@ -244,6 +244,14 @@ impl Engine {
         }
     }
 
+    /// Where a string first occurs in another (1-based; 0: nowhere): `f(haystack, needle)`.
+    fn position(self) -> &'static str {
+        match self {
+            Self::Sqlite => "instr",
+            Self::Postgres => "strpos",
+        }
+    }
+
     /// A `LIKE` that ignores case (SQLite's does, for ASCII).
     fn like(self) -> &'static str {
         match self {
@@ -292,6 +300,7 @@ fn session_from(row: &AnyRow) -> Session {
         pinned_at: row.get("pinned_at"),
         archived: row.get::<Option<f64>, _>("archived_at").is_some(),
         hit_turn_id: row.try_get("hit_turn_id").ok().flatten(),
+        snippet: row.try_get("hit_text").ok().flatten(),
         bytes: row
             .try_get::<i64, _>("bytes")
             .map_or(0, |b| b.max(0) as u64),

@@ -73,6 +73,19 @@ impl PasskeyStore for SqlStore {
         Ok(())
     }
 
+    async fn rename_passkey(&self, user_id: &str, id: &str, name: &str) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE passkeys SET name = $3 WHERE id = $1 AND user_id = $2")
+            .bind(id)
+            .bind(user_id)
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
     async fn remove_passkeys(&self, user_id: &str) -> Result<u64, StoreError> {
         let mut tx = self.write_tx().await?;
         sqlx::query(

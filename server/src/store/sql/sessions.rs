@@ -99,16 +99,22 @@ impl SessionStore for SqlStore {
                (SELECT r.turn_id FROM messages m JOIN runs r \
                   ON r.session_id = s.id AND (r.id = m.run_id OR r.user_message_id = m.id) \
                 WHERE m.session_id = s.id AND m.content {like} $1 ESCAPE '\\' \
-                ORDER BY m.position DESC LIMIT 1) AS hit_turn_id \
+                ORDER BY m.position DESC LIMIT 1) AS hit_turn_id, \
+               (SELECT substr(m.content, {greatest}(1, {position}(lower(m.content), lower($4)) - 80), 320) \
+                FROM messages m WHERE m.session_id = s.id AND m.content {like} $1 ESCAPE '\\' \
+                ORDER BY m.position DESC LIMIT 1) AS hit_text \
              FROM sessions s \
              WHERE s.owner_id IS NOT DISTINCT FROM $2 AND s.deleted_at IS NULL AND (s.title {like} $1 ESCAPE '\\' \
                 OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.content {like} $1 ESCAPE '\\')) \
              ORDER BY s.updated_at DESC, s.id LIMIT $3",
-            like = self.engine.like()
+            like = self.engine.like(),
+            greatest = self.engine.greatest(),
+            position = self.engine.position(),
         ))
         .bind(pattern)
         .bind(owner)
         .bind(i64::from(limit))
+        .bind(query.trim())
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(session_from).collect())
