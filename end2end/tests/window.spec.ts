@@ -62,64 +62,78 @@ test("a link to an old turn loads the window that holds it and shows that turn",
 });
 
 test("the sidebar comes with the top of the list; more come on request and as it is scrolled, and search finds any", async ({ page, request }) => {
-  test.setTimeout(60_000);
-  const marker = `Lighthouse ${Date.now()}`;
-  const oldest = await newSession(request, `${marker} oldest`);
-  for (let i = 0; i < 65; i++) await newSession(request, `Filler ${i}`);
-  // The page itself lists the first ten.
-  const html = await (await request.get("/new")).text();
-  expect(html.match(/class="session-row/g)?.length).toBe(10);
-  await page.goto("/new");
-  await hydrated(page);
-  if ((page.viewportSize()?.width ?? 1280) <= 640) await page.getByRole("button", { name: "Open sessions" }).tap();
-  const rows = page.locator(".session-list .session-row");
-  await expect(rows).toHaveCount(10);
-  await page.waitForTimeout(300);
-  await expect(rows).toHaveCount(10);
-  // Asked for, the next ones: one page more. Bringing the button into view to press it loads
-  // nothing by itself, so it stays under the pointer.
-  const more = page.getByRole("button", { name: "Show more conversations" });
-  await more.click();
-  await expect(rows).toHaveCount(60);
-  await expect(page.locator(`[data-session-id='${oldest}']`)).toHaveCount(0);
-  // Scrolled by hand (a wheel; a finger on the phone) to its end, the list brings more, page
-  // after page (however many other tests left on this server), and the Settings button below
-  // it stays where it was, in view: a reader on their way to it never has it moved away.
-  const settings = page.getByRole("button", { name: "Settings" });
-  await expect(settings).toBeInViewport();
-  const before = await settings.boundingBox();
-  const list = page.locator("#sidebar .sidebar-scroll");
-  const box = (await list.boundingBox())!;
-  const phone = (page.viewportSize()?.width ?? 1280) <= 640;
-  const cdp = phone ? await page.context().newCDPSession(page) : undefined;
-  const reached = page.locator(`[data-session-id='${oldest}']`);
-  await expect
-    .poll(async () => {
-      if (cdp) {
-        // A finger drawn up the list.
-        const x = box.x + box.width / 2;
-        const from = box.y + box.height - 20;
-        await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: [{ x, y: from }] });
-        for (let step = 1; step <= 8; step++) {
-          await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: [{ x, y: from - step * 50 }] });
+  test.setTimeout(90_000);
+  // A server of its own: the counts below are of this test's conversations alone (the
+  // suite's server gets other tests' meanwhile, and a page of the list is a place in it).
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const dataDir = mkdtempSync(join(tmpdir(), "anchorage-sidebar-"));
+  const server = startServer(port, dataDir);
+  try {
+    await waitHealthy(request, base);
+    const made = async (title: string): Promise<string> =>
+      (await (await request.post(`${base}/api/session/new`, { data: { title } })).json()).session.id;
+    const marker = `Lighthouse ${Date.now()}`;
+    const oldest = await made(`${marker} oldest`);
+    for (let i = 0; i < 65; i++) await made(`Filler ${i}`);
+    // The page itself lists the first ten.
+    const html = await (await request.get(`${base}/new`)).text();
+    expect(html.match(/class="session-row/g)?.length).toBe(10);
+    await page.goto(`${base}/new`);
+    await hydrated(page);
+    if ((page.viewportSize()?.width ?? 1280) <= 640) await page.getByRole("button", { name: "Open sessions" }).tap();
+    const rows = page.locator(".session-list .session-row");
+    await expect(rows).toHaveCount(10);
+    await page.waitForTimeout(300);
+    await expect(rows).toHaveCount(10);
+    // Asked for, the next ones: one page more. Bringing the button into view to press it loads
+    // nothing by itself, so it stays under the pointer.
+    const more = page.getByRole("button", { name: "Show more conversations" });
+    await more.click();
+    await expect(rows).toHaveCount(60);
+    await expect(page.locator(`[data-session-id='${oldest}']`)).toHaveCount(0);
+    // Scrolled by hand (a wheel; a finger on the phone) to its end, the list brings more, page
+    // after page, and the Settings button below
+    // it stays where it was, in view: a reader on their way to it never has it moved away.
+    const settings = page.getByRole("button", { name: "Settings" });
+    await expect(settings).toBeInViewport();
+    const before = await settings.boundingBox();
+    const list = page.locator("#sidebar .sidebar-scroll");
+    const box = (await list.boundingBox())!;
+    const phone = (page.viewportSize()?.width ?? 1280) <= 640;
+    const cdp = phone ? await page.context().newCDPSession(page) : undefined;
+    const reached = page.locator(`[data-session-id='${oldest}']`);
+    await expect
+      .poll(async () => {
+        if (cdp) {
+          // A finger drawn up the list.
+          const x = box.x + box.width / 2;
+          const from = box.y + box.height - 20;
+          await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: [{ x, y: from }] });
+          for (let step = 1; step <= 8; step++) {
+            await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: [{ x, y: from - step * 50 }] });
+          }
+          await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
+        } else {
+          await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+          await page.mouse.wheel(0, 4000);
         }
-        await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
-      } else {
-        await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-        await page.mouse.wheel(0, 4000);
-      }
-      return reached.count();
-    }, { timeout: 30_000 })
-    .toBe(1);
-  await expect(settings).toBeInViewport();
-  expect(await settings.boundingBox()).toEqual(before);
-  // Search finds it by its title.
-  await page.getByRole("searchbox", { name: "Search conversations" }).fill(marker);
-  await expect(rows).toHaveCount(1);
-  await expect(rows.first()).toHaveAttribute("data-session-id", oldest);
-  await rows.first().locator("a").click();
-  await expect(page).toHaveURL(new RegExp(`/s/${oldest}$`));
-  await expect(page.locator(".chat-title")).toContainText(marker);
+        return reached.count();
+      }, { timeout: 30_000 })
+      .toBe(1);
+    await expect(settings).toBeInViewport();
+    expect(await settings.boundingBox()).toEqual(before);
+    // Search finds it by its title.
+    await page.getByRole("searchbox", { name: "Search conversations" }).fill(marker);
+    await expect(rows).toHaveCount(1);
+    await expect(rows.first()).toHaveAttribute("data-session-id", oldest);
+    await rows.first().locator("a").click();
+    await expect(page).toHaveURL(new RegExp(`/s/${oldest}$`));
+    await expect(page.locator(".chat-title")).toContainText(marker);
+  } finally {
+    await kill9(server);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 });
 
 test("a search hit deep in a long conversation opens at its turn", async ({ page, request }, testInfo) => {
